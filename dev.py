@@ -1,0 +1,83 @@
+"""Project bootstrap: `python3 dev.py demo` runs the demo, `python3 dev.py test` runs every check.
+
+Needs only python3 with pip and venv: the first run creates `.venv/` and installs the
+locked dependencies (uv.lock, through uv installed from PyPI); later runs reuse it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
+STAMP = VENV / ".restlayer-lock-hash"
+
+
+def _run(*cmd: str | Path) -> int:
+    print("+", " ".join(str(c) for c in cmd), flush=True)
+    return subprocess.call([str(c) for c in cmd], cwd=ROOT)
+
+
+def _lock_hash() -> str:
+    digest = hashlib.sha256()
+    for name in ("pyproject.toml", "uv.lock"):
+        path = ROOT / name
+        if path.exists():
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def setup() -> None:
+    """Create .venv and install the locked dev dependencies unless already done."""
+    if STAMP.exists() and STAMP.read_text() == _lock_hash():
+        return
+    if not (BIN / "python").exists():
+        venv.create(VENV, with_pip=True)
+    steps = [
+        (BIN / "python", "-m", "pip", "install", "-q", "--disable-pip-version-check", "uv"),
+        (BIN / "uv", "sync", "--frozen", "--extra", "dev", "--python", BIN / "python"),
+    ]
+    for step in steps:
+        if _run(*step) != 0:
+            sys.exit("setup failed")
+    STAMP.write_text(_lock_hash())
+
+
+def test() -> int:
+    """Lint, type-check, then run the whole test suite; the first failure fails the run."""
+    checks = [
+        (BIN / "ruff", "check", "src", "tests", "bench", "examples", "dev.py"),
+        (BIN / "mypy",),
+        (BIN / "python", "-m", "pytest", *sys.argv[2:]),
+    ]
+    if (ROOT / "mkdocs.yml").exists():
+        checks.append((BIN / "mkdocs", "build", "--strict", "--quiet", "--site-dir", VENV / "site"))
+    for check in checks:
+        code = _run(*check)
+        if code != 0:  # pytest exits 5 when it collected nothing: that is a failure too
+            return code
+    return 0
+
+
+def demo() -> int:
+    """Start the embedded example API and run the narrated demo against it."""
+    return _run(BIN / "python", "-m", "examples.demo", *sys.argv[2:])
+
+
+def main() -> int:
+    commands = {"test": test, "demo": demo, "setup": lambda: 0}
+    if len(sys.argv) < 2 or sys.argv[1] not in commands:
+        print(f"usage: python3 dev.py {{{'|'.join(commands)}}} [args...]")
+        return 2
+    setup()
+    return commands[sys.argv[1]]()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
