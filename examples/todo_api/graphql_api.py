@@ -67,9 +67,7 @@ def _resolve_todo(_root: Any, info: GraphQLResolveInfo, id: Any) -> Record | Non
     return _db(info).get("todos", _parse_id(id))
 
 
-def _resolve_todos(
-    _root: Any, info: GraphQLResolveInfo, userId: int | None = None
-) -> list[Record]:
+def _resolve_todos(_root: Any, info: GraphQLResolveInfo, userId: int | None = None) -> list[Record]:
     filters = {} if userId is None else {"userId": userId}
     return _db(info).find("todos", filters)
 

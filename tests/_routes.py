@@ -1,0 +1,137 @@
+"""Test-only routes mounted on the example API server (see ``api_server`` in conftest).
+
+They reproduce awkward server behaviour (HTML error pages, bad JSON, odd content
+types, slow replies, arbitrary statuses) so client code can be tested against a
+real HTTP server instead of mocks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
+from starlette.routing import BaseRoute, Route
+
+ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+
+# A valid 1x1 transparent PNG.
+PIXEL_PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+)
+
+HTML_404 = (
+    "<!doctype html>\n<html><head><title>404 Not Found</title></head>"
+    "<body><h1>Not Found</h1></body></html>\n"
+)
+
+
+def _int_param(request: Request, name: str, default: int) -> int:
+    """An integer query parameter, ``default`` when absent or malformed."""
+    try:
+        return int(request.query_params.get(name, default))
+    except ValueError:
+        return default
+
+
+async def html404(request: Request) -> Response:
+    """A 404 as a proxy or framework would send it: an HTML page, not JSON."""
+    return HTMLResponse(HTML_404, status_code=404)
+
+
+async def error500(request: Request) -> Response:
+    """A 500 with a JSON error body."""
+    return JSONResponse({"message": "boom"}, status_code=500)
+
+
+async def error503(request: Request) -> Response:
+    """A 503 (service unavailable) with a JSON error body."""
+    return JSONResponse({"message": "unavailable"}, status_code=503)
+
+
+async def invalid_json(request: Request) -> Response:
+    """Claims ``application/json`` but the body does not parse."""
+    return Response(b"not json", status_code=200, media_type="application/json")
+
+
+async def file(request: Request) -> Response:
+    """A binary download (1x1 PNG) with ``Content-Disposition: attachment``."""
+    return Response(
+        PIXEL_PNG,
+        media_type="image/png",
+        headers={"Content-Disposition": 'attachment; filename="pixel.png"'},
+    )
+
+
+async def slow(request: Request) -> Response:
+    """Waits ``ms`` milliseconds (default 100) before replying ``{"slept": ms}``."""
+    ms = _int_param(request, "ms", 100)
+    await asyncio.sleep(ms / 1000)
+    return JSONResponse({"slept": ms})
+
+
+async def text(request: Request) -> Response:
+    """``text/plain`` body ``hello``."""
+    return PlainTextResponse("hello")
+
+
+async def no_content_type(request: Request) -> Response:
+    """Body ``abc`` with no Content-Type header at all."""
+    return Response(b"abc", status_code=200)
+
+
+async def vnd_json(request: Request) -> Response:
+    """JSON under a vendor media type with a charset parameter."""
+    return Response(b'{"id":1,"x":2}', media_type="application/vnd.api+json; charset=utf-8")
+
+
+async def echo(request: Request) -> Response:
+    """Any method: what the server received (header names lower-cased)."""
+    body = await request.body()
+    return JSONResponse(
+        {
+            "method": request.method,
+            "path": request.url.path,
+            "query": request.url.query,
+            "headers": {k.lower(): v for k, v in request.headers.items()},
+            "body": body.decode("utf-8", errors="replace"),
+        }
+    )
+
+
+async def status(request: Request) -> Response:
+    """Replies with status ``code``: ``{"message": "status N"}``, or no body where none is
+    allowed (1xx, 204, 304)."""
+    code: int = request.path_params["code"]
+    if code == 204 or code == 304 or 100 <= code < 200:
+        return Response(status_code=code)
+    return JSONResponse({"message": f"status {code}"}, status_code=code)
+
+
+async def todo_list(request: Request) -> Response:
+    """``n`` (default 100) todo-like dicts; a cheap large payload for benchmarks."""
+    n = max(0, _int_param(request, "n", 100))
+    return JSONResponse(
+        [
+            {"id": i, "userId": i % 10 + 1, "title": f"todo {i}", "completed": i % 2 == 0}
+            for i in range(1, n + 1)
+        ]
+    )
+
+
+ROUTES: list[BaseRoute] = [
+    Route("/_test/html404", html404, methods=["GET"]),
+    Route("/_test/500", error500, methods=ALL_METHODS),
+    Route("/_test/503", error503, methods=ALL_METHODS),
+    Route("/_test/invalid-json", invalid_json, methods=ALL_METHODS),
+    Route("/_test/file", file, methods=["GET"]),
+    Route("/_test/slow", slow, methods=ALL_METHODS),
+    Route("/_test/text", text, methods=["GET"]),
+    Route("/_test/no-content-type", no_content_type, methods=["GET"]),
+    Route("/_test/vnd-json", vnd_json, methods=["GET"]),
+    Route("/_test/echo", echo, methods=ALL_METHODS),
+    Route("/_test/echo/{rest:path}", echo, methods=ALL_METHODS),
+    Route("/_test/status/{code:int}", status, methods=ALL_METHODS),
+    Route("/_test/list", todo_list, methods=["GET"]),
+]

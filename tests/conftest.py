@@ -1,0 +1,37 @@
+"""Root fixtures shared by the whole test suite.
+
+Sections: (1) the example API server. Append new sections below with their own
+header comment; keep fixtures small and documented.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from examples.todo_api import LocalServer
+from tests._routes import ROUTES as TEST_ROUTES
+
+# ---------------------------------------------------------------------------
+# 1. Example API server (examples.todo_api) on 127.0.0.1
+#
+#    `api_server`: one LocalServer for the whole session, with tests/_routes.py
+#    mounted under /_test/. `api`: the same server, with seed data restored and
+#    the recorded requests cleared before each test. Use `api.url`,
+#    `api.requests`, `api.db`.
+# ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def api_server() -> Iterator[LocalServer]:
+    """The example API (plus test-only routes) running for the whole session."""
+    with LocalServer(routes=TEST_ROUTES) as server:
+        yield server
+
+
+@pytest.fixture
+def api(api_server: LocalServer) -> Iterator[LocalServer]:
+    """The session server, reset: seed data restored, recorded requests cleared."""
+    api_server.reset()
+    yield api_server
