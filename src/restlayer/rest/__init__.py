@@ -1,0 +1,16 @@
+"""The REST layer: `RestEndpoint`, `resource()` and the shared httpx client."""
+
+from restlayer.errors import NetworkError
+from restlayer.rest._client import aclose, client_session, get_client
+from restlayer.rest.endpoint import RestEndpoint
+from restlayer.rest.resource import Resource, resource
+
+__all__ = [
+    "NetworkError",
+    "Resource",
+    "RestEndpoint",
+    "aclose",
+    "client_session",
+    "get_client",
+    "resource",
+]

@@ -1,0 +1,517 @@
+"""`RestEndpoint`: a callable that builds a URL, sends it over httpx and parses the reply.
+
+Options come from constructor keywords, from class attributes of a subclass, or
+from `extend(**options)`; everything derivable from them (the compiled path,
+whether calls take a body, default headers) is computed once at construction so
+the call path stays close to a bare httpx request.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+import re
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Any, Final
+
+import httpx
+
+from restlayer.errors import NetworkError, ParamError, RestLayerError
+from restlayer.rest._client import get_client
+from restlayer.rest._path import compile_path
+from restlayer.rest._url import build_url
+from restlayer.rest._url import search_to_string as _default_search_to_string
+
+__all__ = ["OPTIONS", "RestEndpoint"]
+
+
+class _Unset:
+    """Marker for an option left out (`body` distinguishes it from an explicit `None`)."""
+
+    _instance: _Unset | None = None
+
+    def __new__(cls) -> _Unset:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+UNSET: Final = _Unset()
+
+#: Every option `RestEndpoint(...)`, `extend(...)` and subclasses understand.
+OPTIONS: Final = frozenset(
+    {
+        "path", "url_prefix", "method", "schema", "body", "search_params",
+        "pagination_field", "content", "request_init", "side_effect",
+        "data_expiry_length", "error_expiry_length", "error_policy",
+        "invalid_if_stale", "poll_frequency", "get_optimistic_response", "update",
+        "name", "client", "process", "url", "search_to_string", "key", "test_key",
+        "get_request_init", "get_headers", "fetch_response", "parse_response",
+        "move_path", "remove_cursor",
+    }
+)  # fmt: skip
+
+CONTENT_MODES: Final = frozenset({"json", "blob", "text", "arrayBuffer", "stream"})
+_TEXT_LIKE: Final = re.compile(
+    r"\btext\b|\bxml\b|\bhtml\b|\bjavascript\b|\bcss\b|\bcsv\b|\burlencoded\b"
+)
+_NO_BODY_METHODS: Final = ("GET", "DELETE")
+_JSON_CONTENT_TYPE: Final = {"Content-Type": "application/json"}
+_SEND_KEYS: Final = ("auth", "follow_redirects")
+_CHUNK: Final = 65536
+
+
+def _dumps(value: Any) -> bytes:
+    """JSON body text: compact, non-ASCII kept, UTF-8 (serialized exactly once)."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def _class_sets(cls: type, name: str) -> bool:
+    """Whether a subclass of RestEndpoint (not the base itself) defines `name`."""
+    for klass in cls.__mro__:
+        if klass is RestEndpoint or klass is object:
+            return False
+        if name in klass.__dict__:
+            return True
+    return False
+
+
+def _schema_name(schema: Any) -> str:
+    """How an error message names a schema: a class by its name, anything else by str()."""
+    return getattr(schema, "__name__", None) or str(schema)
+
+
+async def _read_sync_file(file: Any) -> AsyncIterator[bytes]:
+    """Stream a blocking file-like object as request content."""
+    while chunk := file.read(_CHUNK):
+        yield chunk.encode() if isinstance(chunk, str) else chunk
+
+
+async def _read_async_file(file: Any) -> AsyncIterator[bytes]:
+    """Stream a file-like object whose `read` is a coroutine (aiofiles, anyio)."""
+    while chunk := await file.read(_CHUNK):
+        yield chunk.encode() if isinstance(chunk, str) else chunk
+
+
+def _encode_content(body: Any) -> Any:
+    """httpx `content` for a non-JSON body: text and bytes as given, files and async
+    iterables streamed."""
+    if isinstance(body, (str, bytes)):
+        return body
+    if isinstance(body, (bytearray, memoryview)):
+        return bytes(body)
+    if hasattr(body, "__aiter__"):
+        return body
+    read = getattr(body, "read", None)
+    if read is not None:
+        if inspect.iscoroutinefunction(read):
+            return _read_async_file(body)
+        return _read_sync_file(body)
+    raise ParamError(
+        f"Unsupported request body of type {type(body).__name__}: send a dict or list "
+        "(JSON), str, bytes, a file-like object or an async iterable of bytes"
+    )
+
+
+async def _iter_stream(response: httpx.Response) -> AsyncIterator[bytes]:
+    """The body of a streamed response, closing it when done or abandoned."""
+    try:
+        async for chunk in response.aiter_bytes():
+            yield chunk
+    finally:
+        await response.aclose()
+
+
+class _RequestParts:
+    """What `get_request_init` derives from `request_init`, computed once per dict."""
+
+    __slots__ = ("extra", "json_headers", "plain_headers", "source")
+
+    def __init__(self, request_init: Mapping[str, Any] | None) -> None:
+        self.source = request_init
+        init = dict(request_init or {})
+        given = init.pop("headers", None)
+        init.pop("method", None)
+        headers: dict[str, str] = dict(given) if given else {}
+        self.extra = init
+        self.plain_headers = headers
+        sets_type = any(k.lower() == "content-type" for k in headers)
+        is_form = "data" in init or "files" in init
+        self.json_headers = headers if sets_type or is_form else {**_JSON_CONTENT_TYPE, **headers}
+
+
+class RestEndpoint:
+    """A REST call: `await ep(params, body)` sends it; `ep.key(...)` names its cache slot.
+
+    Any option may be given to the constructor, set as a class attribute of a
+    subclass, or changed by `extend(**options)`; callables given as options
+    (`process`, `key`, `error_policy`, ...) replace the method of that name.
+    """
+
+    path: str
+    url_prefix: str = ""
+    method: str = "GET"
+    schema: Any = None
+    body: Any = UNSET
+    search_params: Any = None
+    pagination_field: str | None = None
+    content: str | None = None
+    request_init: Mapping[str, Any] | None = None
+    side_effect: bool | None = None
+    data_expiry_length: int | None = None
+    error_expiry_length: int | None = None
+    invalid_if_stale: bool = False
+    poll_frequency: int | None = None
+    get_optimistic_response: Callable[..., Any] | None = None
+    update: Callable[..., Any] | None = None
+    name: str
+    client: httpx.AsyncClient | None = None
+    move_path: str | None = None
+    remove_cursor: Callable[..., Any] | None = None
+
+    def __init__(self, **options: Any) -> None:
+        cls = type(self)
+        for option in options:
+            if option not in OPTIONS and not hasattr(cls, option):
+                raise ParamError(f"{cls.__name__}: unknown option {option!r}")
+        self._options: dict[str, Any] = options
+        self.__dict__.update(options)
+        if not isinstance(getattr(self, "path", None), str):
+            raise ParamError(f"{cls.__name__} needs a `path` (str)")
+        self._template = compile_path(self.path)
+        self._derive_method(options)
+        if "name" not in options and not _class_sets(cls, "name"):
+            self.name = self.url_prefix + self.path
+        if self.content is not None and self.content not in CONTENT_MODES:
+            raise ParamError(
+                f"content must be one of {sorted(CONTENT_MODES)}, not {self.content!r}"
+            )
+        self._has_body = self.method not in _NO_BODY_METHODS and self.body is not None
+        self._stream = self.content == "stream"
+        self._schema_set = self.schema is not None and not isinstance(self.schema, str)
+        process_overridden = "process" in options or cls.process is not RestEndpoint.process
+        self._raw_ok = not self._schema_set or process_overridden
+        self._parts = _RequestParts(self.request_init)
+
+    def _derive_method(self, options: Mapping[str, Any]) -> None:
+        """side_effect from the method unless given; method from side_effect unless given."""
+        cls = type(self)
+        method_given = "method" in options or _class_sets(cls, "method")
+        if "side_effect" in options:
+            side_effect = options["side_effect"]
+        elif "method" not in options and _class_sets(cls, "side_effect"):
+            side_effect = cls.side_effect
+        else:
+            method = self.method if method_given else None
+            side_effect = None if method is None or method == "GET" else True
+        self.side_effect = side_effect
+        if not method_given:
+            self.method = "POST" if side_effect else "GET"
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(name={self.name!r}, method={self.method!r}, path={self.path!r})"
+        )
+
+    # -- arguments, URLs and keys -------------------------------------------------
+
+    def bind(self, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+        """Canonical positional arguments: keyword arguments merged into the params dict."""
+        if not kwargs:
+            return args
+        if self._has_body and len(args) < 2:
+            body = args[0] if args else None
+            return ({**kwargs}, body)
+        first = args[0] if args else None
+        return ({**(first or {}), **kwargs}, *args[1:])
+
+    def _params(self, args: tuple[Any, ...]) -> Any:
+        """The URL params among call arguments (BEHAVIOR 2.1)."""
+        if self._has_body and len(args) < 2:
+            return {}
+        return (args[0] if args else None) or {}
+
+    def url(self, params: Mapping[str, Any] | None = None) -> str:
+        """url_prefix + the filled template + `?` and the params the template does not use."""
+        if not params:
+            return self.url_prefix + self._template.fill({}, endpoint=self.name)
+        if not isinstance(params, Mapping):
+            raise ParamError(f"{self.name}: URL params must be a dict, not {type(params).__name__}")
+        return build_url(self.url_prefix, self._template, params, self.search_to_string, self.name)
+
+    def search_to_string(self, params: Mapping[str, Any]) -> str:
+        """Encode search params: sorted keys, form encoding (override for nested objects)."""
+        return _default_search_to_string(params)
+
+    def key(self, *args: Any) -> str:
+        """The store key of a call: `"<method> <url>"`; the body never enters it."""
+        remove_cursor = self.remove_cursor
+        if remove_cursor is not None:
+            args = tuple(remove_cursor(*args))
+        return f"{self.method} {self.url(self._params(args))}"
+
+    def test_key(self, key: str) -> bool:
+        """Whether a store key belongs to this endpoint (any params)."""
+        prefix = f"{self.method} {self.url_prefix}"
+        if not key.startswith(prefix):
+            return False
+        rest = key[len(prefix) :]
+        cut = rest.rfind("?")
+        if cut != -1 and self._template.match(rest[:cut]) is not None:
+            return True
+        return self._template.match(rest) is not None
+
+    # -- the request ---------------------------------------------------------------
+
+    async def get_request_init(self, body: Any) -> dict[str, Any]:
+        """The request options: request_init, the method, headers and the encoded body."""
+        parts = self._parts
+        if parts.source is not self.request_init:
+            parts = self._parts = _RequestParts(self.request_init)
+        init = dict(parts.extra)
+        init["method"] = self.method
+        if body is None:
+            headers = parts.json_headers
+        elif isinstance(body, (dict, list)):
+            init["content"] = _dumps(body)
+            headers = parts.json_headers
+        else:
+            init["content"] = _encode_content(body)
+            headers = parts.plain_headers
+        result = self.get_headers(dict(headers))
+        if inspect.isawaitable(result):
+            result = await result
+        init["headers"] = result
+        return init
+
+    def get_headers(self, headers: dict[str, str]) -> Any:
+        """Final headers of a request (sync or async): the place to add credentials."""
+        return headers
+
+    async def fetch_response(self, url: str, init: Mapping[str, Any]) -> httpx.Response:
+        """Send the request; a non-2xx reply or a transport failure raises NetworkError."""
+        client = self.client or get_client()
+        kwargs = dict(init)
+        method = kwargs.pop("method", self.method)
+        send = {k: kwargs.pop(k) for k in _SEND_KEYS if k in kwargs}
+        try:
+            request = client.build_request(method, url, **kwargs)
+            response = await client.send(request, stream=self._stream, **send)
+        except (httpx.RequestError, httpx.InvalidURL) as exc:
+            reason = str(exc) or type(exc).__name__
+            raise NetworkError(f"{url}: {reason}", status=500) from exc
+        if not response.is_success:
+            if self._stream:
+                await response.aread()
+            status = response.status_code
+            reason = response.reason_phrase or f"Status not 'ok': {status}"
+            raise NetworkError(f"{response.url}: {reason}", status=status, response=response)
+        return response
+
+    async def parse_response(self, response: httpx.Response) -> Any:
+        """The reply's value: by `content` when set, else by Content-Type (BEHAVIOR 3.1)."""
+        if response.status_code == 204:
+            if self._stream:
+                await response.aclose()
+            return None
+        content = self.content
+        if content is not None:
+            return await self._parse_content(response, content)
+        content_type = response.headers.get("content-type")
+        if content_type is None:
+            binary = False
+        elif "json" in content_type:
+            return self._parse_json(response)
+        else:
+            binary = _TEXT_LIKE.search(content_type) is None
+        if self._raw_ok:
+            return response.content if binary else response.text
+        if binary:
+            raise NetworkError(
+                f'Unexpected binary content-type "{content_type}" for schema '
+                f"{_schema_name(self.schema)}. Binary responses cannot be normalized. "
+                "Use schema=None or set content='blob'.",
+                status=400,
+                response=response,
+            )
+        raise NetworkError(
+            self._text_error(content_type, response.text), status=404, response=response
+        )
+
+    async def _parse_content(self, response: httpx.Response, content: str) -> Any:
+        """Parse by an explicit `content` mode."""
+        if content == "json":
+            return self._parse_json(response)
+        if self._schema_set:
+            if self._stream:
+                await response.aclose()
+            raise NetworkError(
+                f"content '{content}' is incompatible with schema. Binary/text responses "
+                "cannot be normalized. Use schema=None.",
+                status=400,
+                response=response,
+            )
+        if content == "text":
+            return response.text
+        if content == "stream":
+            return _iter_stream(response)
+        return response.content
+
+    def _parse_json(self, response: httpx.Response) -> Any:
+        """Parsed JSON body; a body that is not JSON is a status-400 NetworkError."""
+        try:
+            return json.loads(response.content)
+        except ValueError as exc:
+            raise NetworkError(
+                f"{response.url}: invalid JSON response: {exc}", status=400, response=response
+            ) from exc
+
+    def _text_error(self, content_type: str | None, text: str) -> str:
+        """Message for a text reply to an endpoint that expects data for its schema."""
+        name = _schema_name(self.schema)
+        if (content_type is not None and "html" in content_type) or text.startswith(
+            "<!doctype html>"
+        ):
+            return (
+                f"Unexpected html response for schema {name}\n"
+                "This likely means no API endpoint was configured for this request, "
+                f"resulting in an HTML fallback.\n\nResponse (first 300 characters): {text[:300]}"
+            )
+        try:
+            json.loads(text)
+        except ValueError:
+            return f"Unexpected text response for schema {name}"
+        return (
+            f'Unexpected text response for schema {name}: "content-type" header does not '
+            'include "json", but JSON response found. Set content="json" or fix the server.'
+        )
+
+    def process(self, value: Any, *args: Any) -> Any:
+        """Post-process the parsed value; `args` are the call arguments. Default: identity."""
+        return value
+
+    def error_policy(self, error: BaseException) -> str | None:
+        """`"soft"` (keep stale data) for server and transport failures (status >= 500)."""
+        status = getattr(error, "status", None)
+        return "soft" if isinstance(status, int) and status >= 500 else None
+
+    async def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Send the request; the value of `process(parsed, *args)`."""
+        if kwargs:
+            args = self.bind(*args, **kwargs)
+        if self._has_body:
+            count = len(args)
+            params = (args[0] or {}) if count > 1 else {}
+            body = args[-1] if count else None
+        else:
+            params = (args[0] or {}) if args else {}
+            body = None
+        init: Any = self.get_request_init(body)
+        if inspect.isawaitable(init):
+            init = await init
+        response = await self.fetch_response(self.url(params), init)
+        value: Any = self.parse_response(response)
+        if inspect.isawaitable(value):
+            value = await value
+        return self.process(value, *args)
+
+    # -- derived endpoints -----------------------------------------------------------
+
+    def extend(self, **options: Any) -> RestEndpoint:
+        """A new endpoint with these options overriding this one's; this one is unchanged."""
+        merged = {**self._options, **options}
+        if "method" in options and "side_effect" not in options:
+            merged.pop("side_effect", None)
+        return type(self)(**merged)
+
+    def _collection_member(self, attr: str) -> Any:
+        """The derived schema `attr` (push, remove, ...) of the Collection in the schema."""
+        from restlayer.schema import find_collection
+
+        collection = find_collection(self.schema)
+        return None if collection is None else getattr(collection, attr)
+
+    @functools.cached_property
+    def push(self) -> RestEndpoint:
+        """POST that appends the created item to every matching list."""
+        return self.extend(
+            method="POST", schema=self._collection_member("push"), name=self.name + ".create"
+        )
+
+    @functools.cached_property
+    def unshift(self) -> RestEndpoint:
+        """POST that prepends the created item to every matching list."""
+        return self.extend(
+            method="POST", schema=self._collection_member("unshift"), name=self.name + ".create"
+        )
+
+    @functools.cached_property
+    def assign(self) -> RestEndpoint:
+        """POST that merges keyed entries into a Values collection."""
+        return self.extend(
+            method="POST", schema=self._collection_member("assign"), name=self.name + ".create"
+        )
+
+    @functools.cached_property
+    def remove(self) -> RestEndpoint:
+        """PATCH that removes the item from every matching list."""
+        return self.extend(
+            method="PATCH",
+            schema=self._collection_member("remove"),
+            name=self.name + ".partial_update",
+        )
+
+    @functools.cached_property
+    def move(self) -> RestEndpoint:
+        """PATCH that moves the item between lists (on the item path when known)."""
+        options: dict[str, Any] = {
+            "method": "PATCH",
+            "schema": self._collection_member("move"),
+            "search_params": None,
+            "name": self.name + ".partial_update",
+        }
+        if self.move_path:
+            options["path"] = self.move_path
+        return self.extend(**options)
+
+    @functools.cached_property
+    def get_page(self) -> RestEndpoint:
+        """The next page of this list, appended to it (needs `pagination_field`)."""
+        if not self.pagination_field:
+            raise AttributeError(f"{self.name} has no get_page: pagination_field is not set")
+        return self.paginated(self.pagination_field)
+
+    def paginated(self, cursor: str | Callable[..., Any]) -> RestEndpoint:
+        """A GET whose results are appended to the list named by the arguments minus
+        the cursor (a field name, or a function from page args to the list's args)."""
+        from restlayer.schema import find_collection, replace_collection
+
+        remove_cursor = _field_remover(cursor) if isinstance(cursor, str) else cursor
+        collection = find_collection(self.schema)
+        if collection is None:
+            raise RestLayerError(f"{self.name}: Missing Collection in schema for paginated()")
+        schema = replace_collection(self.schema, collection.paginated(remove_cursor))
+        outer = self.remove_cursor
+        if outer is not None:
+            inner = remove_cursor
+
+            def remove_cursor(*args: Any) -> Any:
+                return outer(*inner(*args))
+
+        return self.extend(schema=schema, remove_cursor=remove_cursor, name=self.name + ".get_page")
+
+
+def _field_remover(field: str) -> Callable[..., list[Any]]:
+    """remove_cursor for a field name: the params without that field."""
+
+    def remove_cursor(params: Mapping[str, Any] | None = None, *_rest: Any) -> list[Any]:
+        return [{k: v for k, v in (params or {}).items() if k != field}]
+
+    return remove_cursor

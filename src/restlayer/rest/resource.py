@@ -1,0 +1,250 @@
+"""`resource()`: the CRUD endpoints of one path template and one schema.
+
+A `Resource` is a small immutable object holding named endpoints (`get`,
+`get_list`, `update`, `partial_update`, `delete`, plus whatever `extend` adds).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from restlayer.errors import ParamError
+from restlayer.rest._path import list_path
+from restlayer.rest.endpoint import RestEndpoint
+
+__all__ = ["Resource", "resource"]
+
+
+class Resource:
+    """Named endpoints, read as attributes (`r.get`) or by name (`r["get"]`); immutable.
+
+    Iterating gives the member names; `members()` the name -> endpoint mapping.
+    """
+
+    __slots__ = ("_label", "_members")
+
+    _members: dict[str, Any]
+    _label: str
+
+    def __init__(self, members: Mapping[str, Any], label: str = "") -> None:
+        object.__setattr__(self, "_members", dict(members))
+        object.__setattr__(self, "_label", label)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        try:
+            return self._members[name]
+        except KeyError:
+            raise AttributeError(f"resource {self._label or '?'} has no member {name!r}") from None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("Resource is immutable: use extend() to derive a new one")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError("Resource is immutable: use extend() to derive a new one")
+
+    def __getitem__(self, name: str) -> Any:
+        return self._members[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._members
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._members)
+
+    def __len__(self) -> int:
+        return len(self._members)
+
+    def __dir__(self) -> list[str]:
+        return sorted({*super().__dir__(), *self._members})
+
+    def __repr__(self) -> str:
+        return f"Resource({self._label}: {', '.join(self._members)})"
+
+    def members(self) -> dict[str, Any]:
+        """A copy of the name -> endpoint mapping."""
+        return dict(self._members)
+
+    def extend(self, *args: Any, **overrides: Any) -> Resource:
+        """A new resource with members added or changed; this one is unchanged.
+
+        `extend(lambda base: {name: endpoint})`, `extend(get={...options})`, or
+        `extend("name", **options)` (changes that member, or adds one built from `get`).
+        """
+        if args and isinstance(args[0], str):
+            if len(args) > 1:
+                raise ParamError("extend(name, **options): options go as keywords")
+            return self._with({args[0]: self._extended_member(args[0], overrides)})
+        if args and callable(args[0]):
+            if len(args) > 1 or overrides:
+                raise ParamError("extend(function) takes no other arguments")
+            added = args[0](self)
+            if not isinstance(added, Mapping):
+                raise ParamError("extend(function): the function must return a dict of members")
+            return self._with(added)
+        if args:
+            if len(args) > 1 or not isinstance(args[0], Mapping):
+                raise ParamError("extend() takes a function, a name and options, or member options")
+            overrides = {**args[0], **overrides}
+        return self._with(
+            {name: self._member_override(name, opts) for name, opts in overrides.items()}
+        )
+
+    def _member_override(self, name: str, options: Any) -> Any:
+        """Form (b): an existing member with its options changed."""
+        if name not in self._members:
+            raise ParamError(
+                f"resource has no member {name!r} to extend; "
+                f"add one with extend({name!r}, **options)"
+            )
+        if not isinstance(options, Mapping):
+            raise ParamError(f"extend({name}=...) takes a dict of endpoint options")
+        return self._members[name].extend(**options)
+
+    def _extended_member(self, name: str, options: dict[str, Any]) -> Any:
+        """Form (c): change member `name`, or derive a new one from `get`."""
+        if name in self._members:
+            return self._members[name].extend(**options)
+        if self._label and "name" not in options:
+            options = {**options, "name": f"{self._label}.{name}"}
+        return self._members["get"].extend(**options)
+
+    def _with(self, members: Mapping[str, Any]) -> Resource:
+        return Resource({**self._members, **members}, self._label)
+
+
+def _schema_label(schema: Any) -> str:
+    """The prefix of member names: the schema class name (`Todo.get`)."""
+    return str(
+        getattr(schema, "__name__", None) or getattr(schema, "name", None) or type(schema).__name__
+    )
+
+
+def _is_entity_like(schema: Any) -> bool:
+    """Whether `delete` should wrap the schema in Invalidate (an Entity class or a Union)."""
+    from restlayer.schema import Entity, Union
+
+    return (isinstance(schema, type) and issubclass(schema, Entity)) or isinstance(schema, Union)
+
+
+def _delete_process(value: Any, *args: Any) -> Any:
+    """A delete's result: the reply when it names the entity, else the URL params."""
+    if isinstance(value, (dict, str)) and value:
+        return value
+    return (args[0] if args else None) or {}
+
+
+def _as_dict(value: Any) -> dict[str, Any]:
+    """A body or stored entity as a plain dict (for optimistic responses)."""
+    if value is None:
+        return {}
+    if isinstance(value, Mapping):
+        return dict(value)
+    to_dict = getattr(value, "to_dict", None)
+    if callable(to_dict):
+        return dict(to_dict())
+    return {}
+
+
+def _optimistic_update(snapshot: Any, params: Any = None, body: Any = None, *rest: Any) -> Any:
+    """Expected reply of a create or update: the params overlaid with the body."""
+    return {**_as_dict(params), **_as_dict(body)}
+
+
+def _optimistic_partial(schema: Any) -> Callable[..., Any]:
+    """Expected reply of a partial update: params, the stored entity, then the body."""
+
+    def get_optimistic_response(
+        snapshot: Any, params: Any = None, body: Any = None, *rest: Any
+    ) -> Any:
+        stored = snapshot.get(schema, params)
+        if not stored:
+            raise snapshot.abort
+        return {**_as_dict(params), **_as_dict(stored), **_as_dict(body)}
+
+    return get_optimistic_response
+
+
+def _optimistic_delete(snapshot: Any, params: Any = None, *rest: Any) -> Any:
+    """Expected reply of a delete: the params naming the entity."""
+    return params
+
+
+def resource(
+    *,
+    path: str,
+    schema: Any,
+    endpoint_class: type[RestEndpoint] = RestEndpoint,
+    collection_class: type | None = None,
+    non_filter_argument_keys: Any = None,
+    optimistic: bool = False,
+    pagination_field: str | None = None,
+    **options: Any,
+) -> Resource:
+    """The CRUD endpoints of `path` and `schema`; other options go to every member."""
+    if collection_class is None:
+        from restlayer.schema import Collection
+
+        collection_class = Collection
+    label = _schema_label(schema)
+    short_path = list_path(path)
+    mutate = dict(options)
+    partial = dict(options)
+    if optimistic:
+        mutate["get_optimistic_response"] = _optimistic_update
+        partial["get_optimistic_response"] = _optimistic_partial(schema)
+    collection_options = (
+        {}
+        if non_filter_argument_keys is None
+        else {"non_filter_argument_keys": non_filter_argument_keys}
+    )
+    list_options: dict[str, Any] = {
+        **mutate,
+        "move_path": path,
+        "path": short_path,
+        "schema": collection_class([schema], **collection_options),
+        "name": f"{label}.get_list",
+    }
+    if pagination_field is not None:
+        list_options["pagination_field"] = pagination_field
+    delete_options: dict[str, Any] = {
+        **mutate,
+        "path": path,
+        "schema": _invalidate(schema),
+        "method": "DELETE",
+        "name": f"{label}.delete",
+        "process": _delete_process,
+    }
+    if optimistic:
+        delete_options["get_optimistic_response"] = _optimistic_delete
+    members = {
+        "get": endpoint_class(
+            **{**options, "path": path, "schema": schema, "name": f"{label}.get"}
+        ),
+        "get_list": endpoint_class(**list_options),
+        "update": endpoint_class(
+            **{**mutate, "path": path, "schema": schema, "method": "PUT", "name": f"{label}.update"}
+        ),
+        "partial_update": endpoint_class(
+            **{
+                **partial,
+                "path": path,
+                "schema": schema,
+                "method": "PATCH",
+                "name": f"{label}.partial_update",
+            }
+        ),
+        "delete": endpoint_class(**delete_options),
+    }
+    return Resource(members, label)
+
+
+def _invalidate(schema: Any) -> Any:
+    """`Invalidate(schema)` for an Entity or Union; other schemas unchanged."""
+    if not _is_entity_like(schema):
+        return schema
+    from restlayer.schema import Invalidate
+
+    return Invalidate(schema)
