@@ -67,7 +67,7 @@ class PMap(Mapping[K, V], Generic[K, V]):
             return self
         return PMap(self._map.delete(key))
 
-    def update(self, changes: Mapping[K, V]) -> PMap[K, V]:  # type: ignore[override]
+    def update(self, changes: Mapping[K, V]) -> PMap[K, V]:
         """A new map with every item of `changes` set."""
         if not changes:
             return self

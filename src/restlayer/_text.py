@@ -8,7 +8,7 @@ from typing import Any
 def to_text(value: Any) -> str:
     """Text of a present value: bools as `true`/`false`, floats by `repr`, others by `str`."""
     if value.__class__ is str:
-        return value  # type: ignore[no-any-return]
+        return value  # type: ignore[no-any-return,unused-ignore]
     if value is True:
         return "true"
     if value is False:

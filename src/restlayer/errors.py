@@ -48,11 +48,14 @@ class SchemaError(RestLayerError):
     status = 400
 
     def __init__(self, message: str, *, schema: str = "", path: tuple[Any, ...] = ()) -> None:
+        super().__init__(message, status=400)
+        self.message = message
         self.schema = schema
         self.path = path
-        where = "".join(f"[{p!r}]" for p in path) or "<root>"
-        detail = f" (schema {schema}, at {where})" if schema else f" (at {where})"
-        super().__init__(message + detail, status=400)
+
+    def __str__(self) -> str:
+        where = "".join(f"[{p!r}]" for p in self.path) or "<root>"
+        return f"{self.message} (schema {self.schema or '?'}, at {where})"
 
 
 class ParamError(RestLayerError, TypeError, ValueError):

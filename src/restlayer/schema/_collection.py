@@ -1,0 +1,333 @@
+"""`Collection`: a list (or `Values`) stored under a key built from the call arguments.
+
+Because every list lives in the entity store keyed by its filter arguments,
+a create, remove or move can find and update every stored list it belongs to.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+from restlayer._text import to_text
+from restlayer.schema._base import INVALID, Schema, compile_schema, schema_name
+from restlayer.schema._containers import Array, Object, Values
+
+if TYPE_CHECKING:
+    from restlayer.schema._denormalize import Unvisit
+    from restlayer.schema._normalize import Normalizer
+
+KeyFilter = Callable[[Mapping[str, Any]], bool]
+FilterFactory = Callable[..., KeyFilter]
+Merge = Callable[[Any, Any], Any]
+
+
+@lru_cache(maxsize=4096)
+def _parse_key(pk: str) -> Mapping[str, Any]:
+    parsed = json.loads(pk)
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def serialize_key(values: Mapping[str, Any] | None) -> str:
+    """Collection pk text: numbers and bools as text, `None` left out, keys sorted, compact JSON."""
+    clean = {}
+    for k, v in (values or {}).items():
+        if v is None:
+            continue
+        clean[k] = to_text(v) if isinstance(v, (int, float)) else v
+    return json.dumps(clean, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _default_args_key(*args: Any) -> Mapping[str, Any]:
+    first = args[0] if args else None
+    return dict(first) if isinstance(first, Mapping) else {}
+
+
+def _non_filter_predicate(option: Any) -> Callable[[str], bool]:
+    if option is None:
+        return lambda name: name.startswith("order")
+    if isinstance(option, re.Pattern):
+        return lambda name: option.search(name) is not None
+    if callable(option):
+        return option  # type: ignore[no-any-return]
+    names = frozenset([option] if isinstance(option, str) else option)
+    return names.__contains__
+
+
+# ----- merges ----------------------------------------------------------------------------
+def push_merge(existing: Any, incoming: Any) -> Any:
+    return [*existing, *incoming]
+
+
+def unshift_merge(existing: Any, incoming: Any) -> Any:
+    return [*incoming, *existing]
+
+
+def values_merge(existing: Any, incoming: Any) -> Any:
+    return {**existing, **incoming}
+
+
+def append_unique_merge(existing: Any, incoming: Any) -> Any:
+    """Pagination: add the incoming pks not already present, keeping existing order."""
+    seen = set(map(_ref_key, existing))
+    return [*existing, *(pk for pk in incoming if _ref_key(pk) not in seen)]
+
+
+def remove_merge(existing: Any, incoming: Any) -> Any:
+    gone = set(map(_ref_key, incoming))
+    return [pk for pk in existing if _ref_key(pk) not in gone]
+
+
+def values_remove_merge(existing: Any, incoming: Any) -> Any:
+    gone = set(map(_ref_key, incoming.values() if isinstance(incoming, Mapping) else incoming))
+    return {k: v for k, v in existing.items() if _ref_key(v) not in gone}
+
+
+def _ref_key(ref: Any) -> Any:
+    """Hashable identity of a normalized reference (a pk, or a Union's id and schema)."""
+    if isinstance(ref, Mapping):
+        return (ref.get("id"), ref.get("schema"))
+    return ref
+
+
+class Collection(Schema):
+    """A list or `Values` of entities stored under a key from the call arguments.
+
+    `args_key(*args)` (default: the first argument) or, inside an entity,
+    `nest_key(parent, key)` build the key; `non_filter_argument_keys` names
+    arguments that do not decide membership (default: names starting `order`).
+    """
+
+    def __init__(
+        self,
+        schema: Any,
+        *,
+        args_key: Callable[..., Mapping[str, Any]] | None = None,
+        nest_key: Callable[[Any, str], Mapping[str, Any]] | None = None,
+        non_filter_argument_keys: Any = None,
+        create_collection_filter: FilterFactory | None = None,
+    ) -> None:
+        self.schema = schema
+        node = compile_schema(schema)
+        if not isinstance(node, (Array, Values)):
+            raise TypeError(f"Collection holds a list or Values schema, got {schema_name(node)}")
+        self.node = node
+        self.is_array = isinstance(node, Array)
+        item = node.node
+        item_key = getattr(item, "key", schema_name(item))
+        self.key = f"[{item_key}]" if self.is_array else f"{{{item_key}}}"
+        self.args_key = args_key or _default_args_key
+        self.nest_key = nest_key
+        self.non_filter_argument_keys = non_filter_argument_keys
+        self._non_filter = _non_filter_predicate(non_filter_argument_keys)
+        self.create_collection_filter: FilterFactory = create_collection_filter or self.default_filter
+        add = push_merge if self.is_array else values_merge
+        removal = remove_merge if self.is_array else values_remove_merge
+        self.push: Schema = _Adder(self, push_merge, creating=True)
+        self.unshift: Schema = _Adder(self, unshift_merge, creating=True)
+        self.assign: Schema = _Adder(self, values_merge, creating=True)
+        self.remove: Schema = _Adder(self, removal, creating=False)
+        self.move: Schema = _Mover(self, add, removal)
+
+    def __repr__(self) -> str:
+        return f"Collection({self.key})"
+
+    # ----- derived schemas ------------------------------------------------------------
+    def add_with(self, merge: Merge, create_collection_filter: FilterFactory | None = None) -> Schema:
+        """A create schema that merges new items into matching lists with `merge`."""
+        return _Adder(self, merge, create_collection_filter, creating=True)
+
+    def move_with(self, merge: Merge) -> Schema:
+        """A move schema that adds to the destination lists with `merge`."""
+        return _Mover(self, merge, remove_merge if self.is_array else values_remove_merge)
+
+    def paginated(self, remove_cursor: Callable[..., Any]) -> Schema:
+        """Next-page schema: appends unique items to the list `remove_cursor(*args)` names."""
+
+        def same_list(*args: Any) -> KeyFilter:
+            target = _parse_key(serialize_key(self.args_key(*remove_cursor(*args))))
+            return lambda key_values: key_values == target
+
+        return _Adder(self, append_unique_merge, same_list, creating=False)
+
+    # ----- keys and filters -----------------------------------------------------------
+    def pk(self, value: Any, parent: Any, key: str | None, args: tuple[Any, ...]) -> str:
+        """The stored list's key text for these arguments (or parent, when nested)."""
+        if self.nest_key is not None and key is not None and isinstance(parent, Mapping):
+            return serialize_key(self.nest_key(parent, key))
+        return serialize_key(self.args_key(*args))
+
+    def default_filter(self, *args: Any) -> KeyFilter:
+        """Accept a stored list when each of its key values equals the first or second argument's."""
+        first = args[0] if args and isinstance(args[0], Mapping) else {}
+        second = args[1] if len(args) > 1 and isinstance(args[1], Mapping) else {}
+        non_filter = self._non_filter
+
+        def accept(key_values: Mapping[str, Any]) -> bool:
+            for name, want in key_values.items():
+                if non_filter(name):
+                    continue
+                if _matches(first, name, want) or _matches(second, name, want):
+                    continue
+                return False
+            return True
+
+        return accept
+
+    # ----- store-merge hooks (the same protocol entities offer) -----------------------------
+    indexes: tuple[str, ...] = ()
+    _plain_store = True
+
+    def merge(self, existing: Any, incoming: Any) -> Any:
+        """A refetched list replaces the stored one."""
+        return incoming
+
+    # ----- schema protocol ------------------------------------------------------------
+    def normalize_value(self, value: Any, parent: Any, key: str | None, ctx: Normalizer) -> Any:
+        pk = self.pk(value, parent, key, ctx.args)
+        ctx.store(self, pk, self.node.normalize_value(value, parent, key, ctx))
+        return pk
+
+    def denormalize_value(self, value: Any, unvisit: Unvisit) -> Any:
+        if not isinstance(value, str):
+            return self.node.denormalize_value(value, unvisit)
+        stored = unvisit.read(self.key, value)
+        if stored is None or stored is INVALID:
+            return stored
+        return self.node.denormalize_value(stored, unvisit)
+
+    def query_key(self, args: tuple[Any, ...], unvisit: Unvisit) -> Any:
+        pk = serialize_key(self.args_key(*args))
+        table = unvisit.entities.get(self.key)
+        return pk if table is not None and table.get(pk) is not None else None
+
+
+def _matches(values: Mapping[str, Any], name: str, want: Any) -> bool:
+    got = values.get(name)
+    return got is not None and to_text(got) == want
+
+
+class _Adder(Schema):
+    """Normalizes the response, then merges its refs into every accepted stored list."""
+
+    def __init__(
+        self,
+        collection: Collection,
+        merge: Merge,
+        create_collection_filter: FilterFactory | None = None,
+        *,
+        creating: bool,
+    ) -> None:
+        self.collection = collection
+        self.key = collection.key
+        self.merge = merge
+        self.create_collection_filter = create_collection_filter
+        self.creating = creating
+
+    def __repr__(self) -> str:
+        return f"{self.collection!r}.{getattr(self.merge, '__name__', 'merge')}"
+
+    def normalize_value(self, value: Any, parent: Any, key: str | None, ctx: Normalizer) -> Any:
+        coll = self.collection
+        if coll.is_array and not isinstance(value, (list, tuple)):
+            value = [value]
+        was_creating = ctx.creating
+        ctx.creating = self.creating or was_creating
+        try:
+            normalized = coll.node.normalize_value(value, parent, key, ctx)
+        finally:
+            ctx.creating = was_creating
+        accept = (self.create_collection_filter or coll.create_collection_filter)(*ctx.args)
+        for list_key in ctx.keys_of(self.key):
+            if accept(_parse_key(list_key)):
+                current = ctx.get(self.key, list_key)
+                if current is not None and current is not INVALID:
+                    ctx.replace(self.key, list_key, self.merge(current, normalized))
+        return normalized
+
+    def denormalize_value(self, value: Any, unvisit: Unvisit) -> Any:
+        return self.collection.node.denormalize_value(value, unvisit)
+
+
+class _Mover(Schema):
+    """Moves each item from the lists matching its stored values to those matching its new ones."""
+
+    def __init__(self, collection: Collection, add: Merge, remove: Merge) -> None:
+        self.collection = collection
+        self.key = collection.key
+        self.add = add
+        self.remove = remove
+
+    def __repr__(self) -> str:
+        return f"{self.collection!r}.move"
+
+    def normalize_value(self, value: Any, parent: Any, key: str | None, ctx: Normalizer) -> Any:
+        coll = self.collection
+        if not coll.is_array:
+            raise TypeError("move is supported for list collections only")
+        entity = coll.node.node
+        items = list(value) if isinstance(value, (list, tuple)) else [value]
+        before = []
+        for item in items:
+            processed = entity.process(item, parent, key, ctx.args)
+            pk = entity.compute_pk(processed, parent, key, ctx.args)
+            stored = ctx.get(entity.key, pk) if pk else None
+            before.append((processed, stored if isinstance(stored, Mapping) else None))
+        normalized = coll.node.normalize_value(items, parent, key, ctx)
+        args = ctx.args
+        first = args[0] if args and isinstance(args[0], Mapping) else {}
+        last = args[-1] if args and isinstance(args[-1], Mapping) else {}
+        list_keys = ctx.keys_of(self.key)
+        for ref, (processed, stored) in zip(normalized, before, strict=False):
+            new_values = {**last, **processed}
+            merged = {**stored, **new_values} if stored else new_values
+            leave = coll.create_collection_filter({**first, **stored}, stored) if stored else None
+            join = coll.create_collection_filter({**first, **new_values}, merged)
+            for list_key in list_keys:
+                key_values = _parse_key(list_key)
+                out = leave(key_values) if leave else False
+                into = join(key_values)
+                if out == into:
+                    continue
+                current = ctx.get(self.key, list_key)
+                if isinstance(current, list):
+                    merge = self.remove if out else self.add
+                    ctx.replace(self.key, list_key, merge(current, [ref]))
+        return normalized
+
+    def denormalize_value(self, value: Any, unvisit: Unvisit) -> Any:
+        return self.collection.node.denormalize_value(value, unvisit)
+
+
+def find_collection(schema: Any) -> Collection | None:
+    """The first Collection inside `schema` (itself, or inside a dict/list/Object/Array)."""
+    if isinstance(schema, Collection):
+        return schema
+    if isinstance(schema, (Object, Array)):
+        schema = schema.schema
+    if isinstance(schema, Mapping):
+        for member in schema.values():
+            found = find_collection(member)
+            if found is not None:
+                return found
+    elif isinstance(schema, list) and schema:
+        return find_collection(schema[0])
+    return None
+
+
+def replace_collection(schema: Any, new: Any) -> Any:
+    """A copy of `schema` with its Collection replaced by `new` (other parts shared)."""
+    if isinstance(schema, Collection):
+        return new
+    if isinstance(schema, Object):
+        return Object(replace_collection(schema.schema, new))
+    if isinstance(schema, Array):
+        return Array(replace_collection(schema.schema, new))
+    if isinstance(schema, Mapping):
+        return {k: replace_collection(v, new) for k, v in schema.items()}
+    if isinstance(schema, list) and schema:
+        return [replace_collection(schema[0], new)]
+    return schema

@@ -1,0 +1,151 @@
+"""Container schemas: `Array` (a list), `Object` (a dict with some members normalized), `Values`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from restlayer.errors import SchemaError
+from restlayer.schema._base import INVALID, Schema, compile_schema, schema_name
+
+if TYPE_CHECKING:
+    from restlayer.schema._denormalize import Unvisit
+    from restlayer.schema._normalize import Normalizer
+
+
+def _items(value: Any, owner: Schema) -> list[Any]:
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    if isinstance(value, Mapping):
+        return list(value.values())  # like the original: a dict's values
+    raise SchemaError(f"Expected a list, found {type(value).__name__}", schema=schema_name(owner))
+
+
+class Array(Schema):
+    """A list of one schema; `[Todo]` is the shorthand. `None` items are dropped."""
+
+    __slots__ = ("node", "schema")
+
+    def __init__(self, schema: Any) -> None:
+        self.schema = schema
+        self.node = compile_schema(schema)
+
+    def __repr__(self) -> str:
+        return f"[{schema_name(self.node)}]"
+
+    def normalize_value(self, value: Any, parent: Any, key: str | None, ctx: Normalizer) -> Any:
+        node = self.node
+        out = []
+        index = -1
+        try:
+            for item in _items(value, self):
+                index += 1
+                if item is not None:
+                    result = node.normalize_value(item, parent, key, ctx) if node else item
+                    if result is not None:
+                        out.append(result)
+        except SchemaError as exc:
+            exc.path = (index, *exc.path)
+            raise
+        return out
+
+    def denormalize_value(self, value: Any, unvisit: Unvisit) -> Any:
+        node = self.node
+        if node is None:
+            return value
+        out = []
+        for item in value:
+            if item is not None:
+                result = node.denormalize_value(item, unvisit)
+                if result is not None and result is not INVALID:
+                    out.append(result)
+        return out
+
+
+class Object(Schema):
+    """A dict whose named members are normalized; `{"results": [Todo]}` is the shorthand."""
+
+    __slots__ = ("nodes", "schema")
+
+    def __init__(self, schema: Mapping[str, Any]) -> None:
+        self.schema = dict(schema)
+        self.nodes = {k: compile_schema(v) for k, v in schema.items()}
+
+    def __repr__(self) -> str:
+        return "{" + ", ".join(f"{k!r}: {schema_name(v)}" for k, v in self.nodes.items()) + "}"
+
+    def normalize_value(self, value: Any, parent: Any, key: str | None, ctx: Normalizer) -> Any:
+        if not isinstance(value, Mapping):
+            raise SchemaError(f"Expected an object, found {type(value).__name__}", schema=repr(self))
+        out = dict(value)
+        for name, node in self.nodes.items():
+            child = out.get(name)
+            if child is not None and node is not None:
+                try:
+                    out[name] = node.normalize_value(child, value, name, ctx)
+                except SchemaError as exc:
+                    exc.path = (name, *exc.path)
+                    raise
+        return out
+
+    def denormalize_value(self, value: Any, unvisit: Unvisit) -> Any:
+        if not isinstance(value, Mapping):
+            return value
+        out = dict(value)
+        for name, node in self.nodes.items():
+            child = out.get(name)
+            if child is not None and node is not None:
+                result = node.denormalize_value(child, unvisit)
+                if result is INVALID:
+                    return INVALID
+                out[name] = result
+        return out
+
+    def query_key(self, args: tuple[Any, ...], unvisit: Unvisit) -> Any:
+        """Each schema member queried; found only when every member is."""
+        out: dict[str, Any] = {}
+        for name, node in self.nodes.items():
+            if node is None:
+                continue
+            member = node.query_key(args, unvisit)
+            if member is None:
+                return None
+            out[name] = member
+        return out
+
+
+class Values(Schema):
+    """A dict of name -> one schema (e.g. id -> Todo); `None` members are dropped."""
+
+    __slots__ = ("node", "schema")
+
+    def __init__(self, schema: Any) -> None:
+        self.schema = schema
+        self.node = compile_schema(schema)
+
+    def __repr__(self) -> str:
+        return "{" + schema_name(self.node) + "}"
+
+    def normalize_value(self, value: Any, parent: Any, key: str | None, ctx: Normalizer) -> Any:
+        if not isinstance(value, Mapping):
+            raise SchemaError(f"Expected an object, found {type(value).__name__}", schema=repr(self))
+        node = self.node
+        out = {}
+        for name, item in value.items():
+            if item is None:
+                continue
+            try:
+                out[name] = node.normalize_value(item, value, name, ctx) if node else item
+            except SchemaError as exc:
+                exc.path = (name, *exc.path)
+                raise
+        return out
+
+    def denormalize_value(self, value: Any, unvisit: Unvisit) -> Any:
+        node = self.node
+        out = {}
+        for name, item in value.items():
+            result = node.denormalize_value(item, unvisit) if node and item is not None else item
+            if result is not None and result is not INVALID:
+                out[name] = result
+        return out

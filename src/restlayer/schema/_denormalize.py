@@ -1,0 +1,146 @@
+"""`denormalize()`: rebuild nested values and Entity instances from normalized data.
+
+One `Unvisit` object serves one read. It records every record it reads
+(`deps`), so `MemoCache` can tell later whether the same read would still give
+the same answer, and keeps an entity-instance cache so each entity is built
+once per read (or once per store version, when the cache belongs to a MemoCache).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from restlayer._text import to_text
+from restlayer.schema._base import INVALID, compile_schema
+
+# A dependency: (entity key, pk, the table object read, the record read or None).
+Dep = tuple[str, str, Any, Any]
+_IN_PROGRESS = object()
+
+
+class Unvisit:
+    """The state of one denormalization: tables read, args, instance cache, dependencies."""
+
+    __slots__ = ("args", "cache", "checking", "deps", "entities", "indexes")
+
+    def __init__(
+        self,
+        entities: Mapping[str, Any],
+        args: tuple[Any, ...] = (),
+        *,
+        cache: dict[tuple[str, str], Any] | None = None,
+        checking: bool = False,
+        indexes: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.entities = entities
+        self.indexes = indexes
+        self.args = args
+        self.cache = {} if cache is None else cache
+        self.checking = checking  # True when `cache` outlives this read and must be validated
+        self.deps: list[Dep] = []
+
+    def __call__(self, node: Any, value: Any) -> Any:
+        """Denormalize `value` by compiled `node`."""
+        if node is None or value is None:
+            return value
+        return node.denormalize_value(value, self)
+
+    def read(self, key: str, pk: str) -> Any:
+        """The stored record for key/pk (None when missing), recorded as a dependency."""
+        table = self.entities.get(key)
+        record = None if table is None else table.get(pk)
+        self.deps.append((key, pk, table, record))
+        return record
+
+    def entity(self, cls: Any, pk: str) -> Any:
+        """The instance of entity class `cls` stored under `pk` (None missing, INVALID deleted)."""
+        key = cls.key
+        table = self.entities.get(key)
+        record = None if table is None else table.get(pk)
+        if record is None or record is INVALID:
+            self.deps.append((key, pk, table, record))
+            return record
+        hit = self.cache.get((key, pk))
+        if hit is not None and hit[0] is record:
+            deps = hit[2]
+            if deps is None:  # a cycle back to an entity being built right now
+                return hit[1] if hit[1] is not _IN_PROGRESS else None
+            if not self.checking or len(deps) == 1 or deps_valid(self.entities, deps, 1):
+                self.deps.extend(deps)
+                return hit[1]
+        outer = self.deps
+        self.deps = mine = [(key, pk, table, record)]
+        value = self.build(cls, pk, record)
+        self.deps = outer
+        outer.extend(mine)
+        self.cache[(key, pk)] = (record, value, mine)
+        return value
+
+    def build(self, cls: Any, pk: str | None, record: Mapping[str, Any]) -> Any:
+        """Make the instance: defaults, stored members, nested schemas denormalized."""
+        if cls._checks_valid and cls.validate(record):
+            return INVALID
+        values = dict(cls._defaults)
+        values.update(record)
+        for name in cls._mutable_defaults:
+            if name not in record:
+                values[name] = type(values[name])(values[name])
+        obj = None
+        if cls._plain_build:
+            obj = object.__new__(cls)
+            if pk is not None:
+                self.cache[(cls.key, pk)] = (record, obj, None)
+        elif pk is not None:
+            self.cache[(cls.key, pk)] = (record, _IN_PROGRESS, None)
+        for field, node in cls.nested().items():
+            child = record.get(field)
+            if child is None or node is None:
+                continue
+            value = node.denormalize_value(child, self)
+            if value is INVALID:
+                if field in cls._truthy_defaults:
+                    return INVALID
+                value = None
+            values[field] = value
+        if obj is None:
+            return cls.from_json(values)
+        object.__setattr__(obj, "__dict__", values)
+        return obj
+
+    def lookup_index(self, cls: Any, fields: Mapping[str, Any]) -> str | None:
+        """Resolve a pk through `cls.indexes` from the given field values."""
+        if not cls.indexes or self.indexes is None:
+            return None
+        per_key = self.indexes.get(cls.key)
+        if per_key is None:
+            return None
+        for field in cls.indexes:
+            value = fields.get(field)
+            if value is None:
+                continue
+            table = per_key.get(field)
+            pk = None if table is None else table.get(to_text(value))
+            if pk is not None and pk is not INVALID:
+                return pk  # type: ignore[no-any-return]
+        return None
+
+
+def deps_valid(entities: Mapping[str, Any], deps: list[Dep], start: int = 0) -> bool:
+    """True when every recorded read would read the same record from `entities` now."""
+    for i in range(start, len(deps)):
+        key, pk, table, record = deps[i]
+        current = entities.get(key)
+        if current is table:
+            continue
+        if (None if current is None else current.get(pk)) is not record:
+            return False
+    return True
+
+
+def denormalize(
+    schema: Any, input: Any, entities: Mapping[str, Any], args: tuple[Any, ...] | list[Any] = ()
+) -> Any:
+    """Rebuild the value of `input` by `schema` from `entities`; None when it is invalid."""
+    value = Unvisit(entities, tuple(args))(compile_schema(schema), input)
+    return None if value is INVALID else value

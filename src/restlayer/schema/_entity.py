@@ -1,0 +1,279 @@
+"""`Entity`: a record type with a primary key, stored once in the entity table.
+
+Subclasses declare fields as annotated class attributes with defaults. Instances
+returned by denormalization are immutable, compare by value, and carry every
+stored member (undeclared keys too).
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import uuid
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from restlayer._text import to_text
+from restlayer.errors import SchemaError
+from restlayer.schema._base import INVALID, Node, compile_schema
+
+if TYPE_CHECKING:
+    from restlayer.schema._denormalize import Unvisit
+    from restlayer.schema._normalize import Normalizer
+
+Meta = Mapping[str, Any]
+_RESERVED = frozenset({"key", "schema", "indexes"})
+_UNUSABLE_PKS = (None, "", "undefined")
+_MUTABLE = (list, dict, set, bytearray)
+
+
+def _is_classvar(annotation: Any) -> bool:
+    text = annotation if isinstance(annotation, str) else repr(annotation)
+    return "ClassVar" in text
+
+
+class Entity:
+    """A normalized record type; see API.md section 2.
+
+    Override `pk`, `process`, `merge`, `merge_with_store`,
+    `merge_meta_with_store`, `should_update`, `should_reorder`, `validate` or
+    `from_json` to change how records are keyed, stored and built.
+    """
+
+    key: ClassVar[str] = "Entity"
+    schema: ClassVar[dict[str, Any]] = {}
+    indexes: ClassVar[tuple[str, ...]] = ()
+
+    # Filled by __init_subclass__ / on first use; private machinery.
+    _defaults: ClassVar[dict[str, Any]] = {}
+    _mutable_defaults: ClassVar[tuple[str, ...]] = ()
+    _truthy_defaults: ClassVar[frozenset[str]] = frozenset()
+    _nested: ClassVar[dict[str, Node]] = {}
+    _nested_for: ClassVar[Any] = None
+    _plain_pk: ClassVar[bool] = True
+    _plain_build: ClassVar[bool] = True
+    _plain_store: ClassVar[bool] = True
+    _checks_valid: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "key" not in cls.__dict__:
+            cls.key = cls.__name__
+        defaults: dict[str, Any] = {}
+        for klass in reversed(cls.__mro__):
+            for name, annotation in inspect.get_annotations(klass).items():
+                if name in _RESERVED or name.startswith("_") or _is_classvar(annotation):
+                    continue
+                defaults[name] = getattr(cls, name, None)
+        cls._defaults = defaults
+        cls._mutable_defaults = tuple(n for n, v in defaults.items() if isinstance(v, _MUTABLE))
+        cls._truthy_defaults = frozenset(n for n, v in defaults.items() if v)
+        cls._plain_pk = cls.pk is Entity.pk
+        cls._plain_build = cls.from_json.__func__ is Entity.from_json.__func__  # type: ignore[attr-defined]
+        cls._plain_store = all(
+            getattr(cls, name).__func__ is getattr(Entity, name).__func__
+            for name in ("merge", "merge_with_store", "merge_meta_with_store",
+                         "should_update", "should_reorder")
+        )
+        cls._checks_valid = cls.validate.__func__ is not Entity.validate.__func__  # type: ignore[attr-defined]
+        cls._nested_for = None
+
+    # ----- instances -------------------------------------------------------------------
+    def __init__(self, **fields: Any) -> None:
+        values = dict(self._defaults)
+        for name in self._mutable_defaults:
+            values[name] = copy.deepcopy(values[name])
+        values.update(fields)
+        object.__setattr__(self, "__dict__", values)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable: cannot set {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable: cannot delete {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self.__dict__ == other.__dict__
+
+    def __hash__(self) -> int:
+        try:
+            return hash((self.__class__, self.__dict__.get("id")))
+        except TypeError:
+            return hash(self.__class__)
+
+    def __repr__(self) -> str:
+        body = ", ".join(f"{k}={v!r}" for k, v in self.__dict__.items())
+        return f"{type(self).__name__}({body})"
+
+    def __copy__(self) -> Entity:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Entity:
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as a plain dict (nested entities converted too)."""
+        return {k: _plain(v) for k, v in self.__dict__.items()}
+
+    def replace(self, **changes: Any) -> Entity:
+        """A copy with some fields changed (the instance itself never changes)."""
+        return type(self)(**{**self.__dict__, **changes})
+
+    def pk(self, parent: Any = None, key: str | None = None, args: tuple[Any, ...] = ()) -> str | None:
+        """The primary key as text; default: the `id` field (`None` when absent)."""
+        value = self.__dict__.get("id")
+        return None if value is None else to_text(value)
+
+    # ----- class-level hooks --------------------------------------------------------------
+    @classmethod
+    def process(cls, input: Any, parent: Any, key: str | None, args: tuple[Any, ...]) -> Any:
+        """Shape raw input before storage; default: a shallow copy. `None` deletes the entity."""
+        return dict(input)
+
+    @classmethod
+    def merge(cls, existing: Any, incoming: Any) -> Any:
+        """Combine two versions of a record; default: incoming fields win."""
+        return {**existing, **incoming}
+
+    @classmethod
+    def should_update(cls, existing_meta: Meta, incoming_meta: Meta, existing: Any, incoming: Any) -> bool:
+        """Whether incoming data may change the stored record at all."""
+        return True
+
+    @classmethod
+    def should_reorder(cls, existing_meta: Meta, incoming_meta: Meta, existing: Any, incoming: Any) -> bool:
+        """True when incoming data is older than the stored record, so stored fields win."""
+        return bool(incoming_meta["fetched_at"] < existing_meta["fetched_at"])
+
+    @classmethod
+    def merge_with_store(cls, existing_meta: Meta, incoming_meta: Meta, existing: Any, incoming: Any) -> Any:
+        """The record to store when `existing` is already in the store."""
+        if not cls.should_update(existing_meta, incoming_meta, existing, incoming):
+            return existing
+        if not isinstance(existing, Mapping):  # the deletion marker: any data replaces it
+            return incoming
+        if cls.should_reorder(existing_meta, incoming_meta, existing, incoming):
+            return cls.merge(incoming, existing)
+        return cls.merge(existing, incoming)
+
+    @classmethod
+    def merge_meta_with_store(cls, existing_meta: Meta, incoming_meta: Meta, existing: Any, incoming: Any) -> Meta:
+        """The meta to store alongside `merge_with_store`'s record."""
+        if cls.should_reorder(existing_meta, incoming_meta, existing, incoming):
+            return existing_meta
+        return incoming_meta
+
+    @classmethod
+    def validate(cls, processed: Mapping[str, Any]) -> str | None:
+        """A message when `processed` is not a valid record of this class; default: always valid."""
+        return None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Entity:
+        """Build an instance: field defaults, then every member of `data`."""
+        obj = object.__new__(cls)
+        values = dict(cls._defaults)
+        values.update(data)
+        object.__setattr__(obj, "__dict__", values)
+        return obj
+
+    # ----- schema machinery -----------------------------------------------------------------
+    @classmethod
+    def nested(cls) -> dict[str, Node]:
+        """The compiled nested schemas by field name (recompiled if `schema` was reassigned)."""
+        if cls._nested_for is not cls.schema:
+            cls._nested = {name: compile_schema(s) for name, s in cls.schema.items()}
+            cls._nested_for = cls.schema
+        return cls._nested
+
+    @classmethod
+    def compute_pk(
+        cls, processed: Mapping[str, Any], parent: Any, key: str | None, args: tuple[Any, ...]
+    ) -> str | None:
+        """The pk of processed data, or None when unusable (no fallback to field defaults)."""
+        if cls._plain_pk:
+            value = processed.get("id")
+            pk = None if value is None else to_text(value)
+        else:
+            probe = object.__new__(cls)
+            object.__setattr__(probe, "__dict__", {**cls._defaults, **processed})
+            pk = probe.pk(parent, key, args)
+            pk = None if pk is None else to_text(pk)
+        return None if pk in _UNUSABLE_PKS else pk
+
+    @classmethod
+    def normalize_value(cls, value: Any, parent: Any, key: str | None, ctx: Normalizer) -> Any:
+        """Store `value` (and its nested entities) and return its pk."""
+        if not isinstance(value, Mapping):
+            if isinstance(value, (list, tuple)):
+                raise SchemaError(f"Expected a single object for entity {cls.key}, found a list", schema=cls.key)
+            if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+                return to_text(value) if value else value  # an id given directly
+            return value
+        args = ctx.args
+        processed = cls.process(value, parent, key, args)
+        if processed is None:
+            pk = cls.compute_pk(value, parent, key, args)
+            if pk is None:
+                raise SchemaError("Missing usable primary key", schema=cls.key)
+            ctx.invalidate(cls.key, pk)
+            return pk
+        pk = cls.compute_pk(processed, parent, key, args)
+        if pk is None:
+            if not ctx.creating:
+                raise SchemaError(f"Missing usable primary key for {cls.key}", schema=cls.key)
+            pk = f"MISS-{uuid.uuid4().hex[:12]}"
+        message = cls.validate(processed)
+        if message:
+            raise SchemaError(f"{cls.key} is invalid: {message}", schema=cls.key)
+        for field, node in cls.nested().items():
+            child = processed.get(field)
+            if child is not None and node is not None:
+                try:
+                    processed[field] = node.normalize_value(child, processed, field, ctx)
+                except SchemaError as exc:
+                    exc.path = (field, *exc.path)
+                    raise
+        ctx.store(cls, pk, processed)
+        return pk
+
+    @classmethod
+    def denormalize_value(cls, value: Any, unvisit: Unvisit) -> Any:
+        """The instance for pk `value` (None when missing, INVALID when deleted or invalid)."""
+        if isinstance(value, Mapping):  # an entity that was never normalized
+            return unvisit.build(cls, None, value)
+        return unvisit.entity(cls, value if value.__class__ is str else to_text(value))
+
+    @classmethod
+    def query_key(cls, args: tuple[Any, ...], unvisit: Unvisit) -> Any:
+        """The pk named by the first argument (by `id`, pk() or an indexed field), if stored."""
+        if not args or args[0] is None:
+            return None
+        first = args[0]
+        if not isinstance(first, Mapping):
+            return to_text(first)
+        pk = cls.compute_pk(first, None, None, args)
+        if pk is None:
+            pk = unvisit.lookup_index(cls, first)
+        return pk
+
+
+def _plain(value: Any) -> Any:
+    """Plain-data form of a denormalized value."""
+    if isinstance(value, Entity):
+        return value.to_dict()
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def to_plain(value: Any) -> Any:
+    """Convert denormalized data (entities, lists, dicts) to plain dicts and lists."""
+    return _plain(value)
+
+
+__all__ = ["INVALID", "Entity", "to_plain"]

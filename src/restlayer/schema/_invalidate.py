@@ -1,0 +1,55 @@
+"""`Invalidate`: a response naming an entity that the server deleted."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from restlayer._text import to_text
+from restlayer.errors import SchemaError
+from restlayer.schema._base import Schema, compile_schema, schema_name
+from restlayer.schema._union import Union
+
+if TYPE_CHECKING:
+    from restlayer.schema._denormalize import Unvisit
+    from restlayer.schema._normalize import Normalizer
+
+
+class Invalidate(Schema):
+    """Marks the entity in the response deleted; the response may be the pk itself."""
+
+    __slots__ = ("node", "schema")
+
+    def __init__(self, schema: Any) -> None:
+        self.schema = schema
+        self.node = compile_schema(schema)
+
+    def __repr__(self) -> str:
+        return f"Invalidate({schema_name(self.node)})"
+
+    @property
+    def key(self) -> str:
+        return str(self.node.key)
+
+    def normalize_value(self, value: Any, parent: Any, key: str | None, ctx: Normalizer) -> Any:
+        node = self.node
+        name = None
+        if isinstance(node, Union):
+            name, node = node.pick(value, parent, key)
+            if node is None:
+                raise SchemaError("Invalidate could not pick a Union member", schema=repr(self))
+        if isinstance(value, Mapping):
+            processed = node.process(value, parent, key, ctx.args)
+            pk = node.compute_pk(processed if processed is not None else value, parent, key, ctx.args)
+        elif isinstance(value, (str, int)) and not isinstance(value, bool):
+            pk = to_text(value) or None
+        else:
+            raise SchemaError(f"Expected an object or a primary key, found {type(value).__name__}",
+                              schema=repr(self))
+        if pk is None:
+            raise SchemaError("Missing usable primary key", schema=repr(self))
+        ctx.invalidate(node.key, pk)
+        return pk if name is None else {"id": pk, "schema": name}
+
+    def denormalize_value(self, value: Any, unvisit: Unvisit) -> Any:
+        return self.node.denormalize_value(value, unvisit)

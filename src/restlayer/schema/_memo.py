@@ -1,0 +1,143 @@
+"""`MemoCache`: denormalize with referential stability.
+
+The same inputs give the *same object* as long as every record the read
+touched is still the same object in the store; an entity instance is shared by
+every read that reaches it. Because store tables are persistent maps, an
+unchanged table is the same object, so most checks stop at one identity test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from restlayer.schema._base import INVALID, compile_schema
+from restlayer.schema._denormalize import Dep, Unvisit, deps_valid
+from restlayer.schema._normalize import _tables_of
+
+_MAX_RESULTS = 4096
+
+
+class Denormalized:
+    """A read's outcome: `data`, whether it was `invalid`, whether a query `found` anything."""
+
+    __slots__ = ("data", "deps", "found", "invalid")
+
+    def __init__(self, data: Any, invalid: bool, found: bool, deps: list[Dep]) -> None:
+        self.data = data
+        self.invalid = invalid
+        self.found = found
+        self.deps = deps
+
+    @property
+    def refs(self) -> list[tuple[str, str]]:
+        """Every (entity key, pk) the read looked at, in order (duplicates removed)."""
+        return list(dict.fromkeys((key, pk) for key, pk, _, _ in self.deps))
+
+    def __repr__(self) -> str:
+        return f"Denormalized(data={self.data!r}, invalid={self.invalid}, found={self.found})"
+
+
+class _Entry:
+    __slots__ = ("args", "entities", "input", "result")
+
+    def __init__(self, input: Any, args: tuple[Any, ...], entities: Any, result: Denormalized):
+        self.input = input
+        self.args = args
+        self.entities = entities
+        self.result = result
+
+
+class MemoCache:
+    """Memoized denormalization and store queries (one per store, shared by every reader)."""
+
+    def __init__(self) -> None:
+        self._entities: dict[tuple[str, str], Any] = {}
+        self._results: dict[tuple[int, Any], _Entry] = {}
+        self._queries: dict[int, list[tuple[tuple[Any, ...], Any]]] = {}
+
+    def denormalize(
+        self, schema: Any, input: Any, entities: Mapping[str, Any], args: tuple[Any, ...] | list[Any] = ()
+    ) -> Any:
+        """Like `denormalize()`, returning the same object while its data is unchanged."""
+        return self.denormalize_detail(schema, input, entities, args).data
+
+    def denormalize_detail(
+        self, schema: Any, input: Any, entities: Mapping[str, Any], args: tuple[Any, ...] | list[Any] = ()
+    ) -> Denormalized:
+        """`denormalize` plus validity and the records read (for expiry and garbage collection)."""
+        node = compile_schema(schema)
+        args = tuple(args)
+        hashable = input is None or isinstance(input, (str, int, float))
+        slot = (id(node), input if hashable else id(input))
+        entry = self._results.get(slot)
+        if (
+            entry is not None
+            and (hashable or entry.input is input)
+            and entry.args == args
+            and (entry.entities is entities or deps_valid(entities, entry.result.deps))
+        ):
+            entry.entities = entities
+            return entry.result
+        unvisit = Unvisit(entities, args, cache=self._entities, checking=True)
+        value = unvisit(node, input)
+        invalid = value is INVALID
+        result = Denormalized(None if invalid else value, invalid, True, unvisit.deps)
+        if len(self._results) >= _MAX_RESULTS:
+            self._results.pop(next(iter(self._results)))
+        self._results[slot] = _Entry(input, args, entities, result)
+        return result
+
+    def query(self, schema: Any, args: tuple[Any, ...] | list[Any], state: Any) -> Any:
+        """Answer a read of `schema` from the store alone (Query, All, Entity, Collection, dict)."""
+        return self.query_detail(schema, args, state).data
+
+    def query_detail(self, schema: Any, args: tuple[Any, ...] | list[Any], state: Any) -> Denormalized:
+        """`query` plus whether anything was found and what was read."""
+        node = compile_schema(schema)
+        args = tuple(args)
+        entities, indexes, _ = _tables_of(state)
+        if node is None:
+            return Denormalized(None, False, False, [])
+        probe = Unvisit(entities, args, indexes=indexes)
+        key = node.query_key(args, probe)
+        if key is None:
+            return Denormalized(None, False, False, probe.deps)
+        if key is INVALID:
+            return Denormalized(None, True, True, probe.deps)
+        key = self._stable_query_key(node, args, key)
+        return self.denormalize_detail(node, key, entities, args)
+
+    def _stable_query_key(self, node: Any, args: tuple[Any, ...], key: Any) -> Any:
+        """Reuse the previous query-key object when equal, so the result memo can hit."""
+        if isinstance(key, (str, int, float)):
+            return key
+        known = self._queries.setdefault(id(node), [])
+        for i, (known_args, known_key) in enumerate(known):
+            if known_args == args:
+                if known_key == key:
+                    return known_key
+                known[i] = (args, key)
+                return key
+        known.append((args, key))
+        if len(known) > 64:
+            del known[0]
+        return key
+
+    def clear(self) -> None:
+        """Forget everything (after a store reset)."""
+        self._entities.clear()
+        self._results.clear()
+        self._queries.clear()
+
+    def prune(self, entities: Mapping[str, Any]) -> None:
+        """Drop cached instances whose record is no longer the stored one (bounded memory)."""
+        stale = []
+        for (key, pk), hit in self._entities.items():
+            table = entities.get(key)
+            if table is None or table.get(pk) is not hit[0]:
+                stale.append((key, pk))
+        for item in stale:
+            del self._entities[item]
+        self._results.clear()
+        self._queries.clear()

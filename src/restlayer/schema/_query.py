@@ -1,0 +1,83 @@
+"""`Query` and `All`: reads computed from the store, with no fetch of their own."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from restlayer.schema._base import INVALID, Schema, compile_schema, schema_name
+from restlayer.schema._union import Union
+
+if TYPE_CHECKING:
+    from restlayer.schema._denormalize import Unvisit
+    from restlayer.schema._normalize import Normalizer
+
+
+class Query(Schema):
+    """A derived read: `Query(All(User), lambda users, *args: sorted(...))`."""
+
+    __slots__ = ("node", "process", "schema")
+
+    def __init__(self, schema: Any, process: Callable[..., Any] | None = None) -> None:
+        self.schema = schema
+        self.node = compile_schema(schema)
+        self.process = process
+
+    def __repr__(self) -> str:
+        return f"Query({schema_name(self.node)})"
+
+    def normalize_value(self, value: Any, parent: Any, key: str | None, ctx: Normalizer) -> Any:
+        return self.node.normalize_value(value, parent, key, ctx)
+
+    def denormalize_value(self, value: Any, unvisit: Unvisit) -> Any:
+        result = self.node.denormalize_value(value, unvisit)
+        if result is None or result is INVALID or self.process is None:
+            return result
+        return self.process(result, *unvisit.args)
+
+    def query_key(self, args: tuple[Any, ...], unvisit: Unvisit) -> Any:
+        return self.node.query_key(args, unvisit)
+
+
+class All(Schema):
+    """Every stored entity of a type (or of several, with a Union-like attribute)."""
+
+    __slots__ = ("schema", "union")
+
+    def __init__(self, schema: Any, schema_attribute: Any = None) -> None:
+        self.schema = schema
+        self.union = Union(schema, schema_attribute) if isinstance(schema, Mapping) else None
+
+    def __repr__(self) -> str:
+        return f"All({schema_name(self.schema)})"
+
+    def normalize_value(self, value: Any, parent: Any, key: str | None, ctx: Normalizer) -> Any:
+        node = self.union or self.schema
+        return [node.normalize_value(v, parent, key, ctx) for v in value if v is not None]
+
+    def denormalize_value(self, value: Any, unvisit: Unvisit) -> Any:
+        node = self.union or self.schema
+        out = []
+        for item in value:
+            result = node.denormalize_value(item, unvisit)
+            if result is not None and result is not INVALID:
+                out.append(result)
+        return out
+
+    def query_key(self, args: tuple[Any, ...], unvisit: Unvisit) -> Any:
+        """All live pks in table order; INVALID when no table exists yet."""
+        if self.union is None:
+            return _live_pks(self.schema.key, unvisit)
+        found: list[Any] = []
+        for name, node in self.union.nodes.items():
+            pks = _live_pks(node.key, unvisit)
+            if pks is not INVALID:
+                found.extend({"id": pk, "schema": name} for pk in pks)
+        return found
+
+
+def _live_pks(key: str, unvisit: Unvisit) -> Any:
+    table = unvisit.entities.get(key)
+    if table is None:
+        return INVALID
+    return [pk for pk, record in table.items() if record is not INVALID]

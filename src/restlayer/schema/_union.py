@@ -1,0 +1,80 @@
+"""`Union`: one of several entity types, chosen by an attribute of the data."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from restlayer.errors import SchemaError
+from restlayer.schema._base import Schema, compile_schema
+
+if TYPE_CHECKING:
+    from restlayer.schema._denormalize import Unvisit
+    from restlayer.schema._normalize import Normalizer
+
+Attribute = str | Callable[[Any, Any, Any], str]
+
+
+class Union(Schema):
+    """Polymorphic entity: `Union({"users": User, "groups": Group}, "type")`.
+
+    Normalized to `{"id": pk, "schema": name}`; `schema_attribute` is a member
+    name or a function `(value, parent, key) -> name`.
+    """
+
+    __slots__ = ("_attr", "nodes", "schema_attribute", "schemas")
+
+    def __init__(self, schemas: Mapping[str, Any], schema_attribute: Attribute | None = None) -> None:
+        if schema_attribute is None:
+            raise TypeError("Union requires a schema_attribute (a member name or a function)")
+        self.schemas = dict(schemas)
+        self.nodes = {name: compile_schema(s) for name, s in schemas.items()}
+        self.schema_attribute = schema_attribute
+        if callable(schema_attribute):
+            self._attr = schema_attribute
+        else:
+            name = schema_attribute
+            self._attr = lambda value, parent, key: value.get(name)
+
+    def __repr__(self) -> str:
+        return "Union(" + ";".join(getattr(n, "key", repr(n)) for n in self.nodes.values()) + ")"
+
+    @property
+    def key(self) -> str:
+        """Member entity keys joined by `;` (used in Collection keys)."""
+        return ";".join(getattr(n, "key", repr(n)) for n in self.nodes.values())
+
+    def pick(self, value: Any, parent: Any = None, key: Any = None) -> tuple[str | None, Any]:
+        """(name, schema) for an un-normalized value, or (None, None) when unknown."""
+        if not isinstance(value, Mapping):
+            return None, None
+        name = self._attr(value, parent, key)
+        return name, self.nodes.get(name) if name is not None else None
+
+    def normalize_value(self, value: Any, parent: Any, key: str | None, ctx: Normalizer) -> Any:
+        if not isinstance(value, Mapping):
+            raise SchemaError(f"Expected an object, found {type(value).__name__}", schema=repr(self))
+        name, node = self.pick(value, parent, key)
+        if node is None:
+            return value
+        return {"id": node.normalize_value(value, parent, key, ctx), "schema": name}
+
+    def denormalize_value(self, value: Any, unvisit: Unvisit) -> Any:
+        if not isinstance(value, Mapping):
+            return value
+        name = value.get("schema")
+        node = self.nodes.get(name) if "id" in value and isinstance(name, str) else None
+        if node is not None:
+            return node.denormalize_value(value["id"], unvisit)
+        _, node = self.pick(value)
+        return value if node is None else node.denormalize_value(value, unvisit)
+
+    def query_key(self, args: tuple[Any, ...], unvisit: Unvisit) -> Any:
+        """The first argument names the member (by the attribute) and the pk."""
+        if not args or not isinstance(args[0], Mapping):
+            return None
+        name, node = self.pick(args[0])
+        if node is None:
+            return None
+        pk = node.query_key(args, unvisit)
+        return None if pk is None else {"id": pk, "schema": name}
