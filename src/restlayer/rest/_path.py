@@ -51,8 +51,7 @@ _Node: TypeAlias = str | _Param | _Group  # a `str` node is literal text (alread
 
 _OTHER_ID_START = frozenset("\u1885\u1886\u2118\u212e\u309b\u309c")
 _OTHER_ID_CONTINUE = frozenset(
-    "\u00b7\u0387\u1369\u136a\u136b\u136c\u136d\u136e\u136f\u1370\u1371\u19da"
-    "\u200c\u200d\u30fb\uff65"
+    "\u00b7\u0387\u1369\u136a\u136b\u136c\u136d\u136e\u136f\u1370\u1371\u19da\u200c\u200d\u30fb\uff65"
 )
 _ID_START_CATEGORIES = frozenset(("Lu", "Ll", "Lt", "Lm", "Lo", "Nl"))
 _ID_CONTINUE_CATEGORIES = frozenset(("Mn", "Mc", "Nd", "Pc"))
@@ -64,9 +63,7 @@ def _is_id_start(ch: str) -> bool:
     """JS `/[$_\\p{ID_Start}]/u`: may this character begin an unquoted name?"""
     if ch in "$_" or ch in _OTHER_ID_START:
         return True
-    return (
-        unicodedata.category(ch) in _ID_START_CATEGORIES and ch not in _PATTERN_SYNTAX_LETTERS
-    )
+    return unicodedata.category(ch) in _ID_START_CATEGORIES and ch not in _PATTERN_SYNTAX_LETTERS
 
 
 @lru_cache(maxsize=4096)
@@ -258,9 +255,7 @@ def _expand(seq: tuple[_Node, ...], i: int) -> Iterator[tuple[str | _Param, ...]
             yield (node, *rest)
 
 
-def _build_regex(
-    nodes: tuple[_Node, ...], template: str
-) -> tuple[re.Pattern[str], tuple[_Param, ...]]:
+def _build_regex(nodes: tuple[_Node, ...], template: str) -> tuple[re.Pattern[str], tuple[_Param, ...]]:
     """Compile the whole template to one case-insensitive regex; return it and its groups' keys."""
     sources: list[str] = []
     keys: list[_Param] = []
@@ -276,10 +271,7 @@ def _build_regex(
                 continue
             if not text_since_capture:
                 kind = "wildcard" if token.wildcard else "param"
-                raise ParamError(
-                    f'Missing text before "{token.name}" {kind} '
-                    f"in path template {_quoted(template)}"
-                )
+                raise ParamError(f'Missing text before "{token.name}" {kind} in path template {_quoted(template)}')
             source.append("(.+)" if token.wildcard else "([^/]+)")
             keys.append(token)
             text_since_capture = False
@@ -407,8 +399,7 @@ def list_path(template: str) -> str:
             cut = node.start
     if cut < 0:
         raise ParamError(
-            "Resource path requires at least one :parameter or *wildcard "
-            f"(path template {_quoted(template)})"
+            f"Resource path requires at least one :parameter or *wildcard (path template {_quoted(template)})"
         )
     head = template[:cut]
     if head.endswith("/"):
