@@ -21,10 +21,7 @@ PIXEL_PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
 )
 
-HTML_404 = (
-    "<!doctype html>\n<html><head><title>404 Not Found</title></head>"
-    "<body><h1>Not Found</h1></body></html>\n"
-)
+HTML_404 = "<!doctype html>\n<html><head><title>404 Not Found</title></head><body><h1>Not Found</h1></body></html>\n"
 
 
 def _int_param(request: Request, name: str, default: int) -> int:
@@ -113,10 +110,7 @@ async def todo_list(request: Request) -> Response:
     """``n`` (default 100) todo-like dicts; a cheap large payload for benchmarks."""
     n = max(0, _int_param(request, "n", 100))
     return JSONResponse(
-        [
-            {"id": i, "userId": i % 10 + 1, "title": f"todo {i}", "completed": i % 2 == 0}
-            for i in range(1, n + 1)
-        ]
+        [{"id": i, "userId": i % 10 + 1, "title": f"todo {i}", "completed": i % 2 == 0} for i in range(1, n + 1)]
     )
 
 

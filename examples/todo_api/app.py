@@ -8,7 +8,7 @@ is ``application/json``; errors are ``{"message": ...}``.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -64,7 +64,7 @@ class ApiError(Exception):
         self.message = message
 
 
-def _error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+def _error(status: int, message: str, headers: Mapping[str, str] | None = None) -> JSONResponse:
     return JSONResponse({"message": message}, status_code=status, headers=headers)
 
 
@@ -128,12 +128,7 @@ def _order_by(request: Request, res: Resource) -> str:
 
 def _expansions(request: Request, res: Resource) -> list[str]:
     """Relation names from ``expand=a,b`` (or repeated ``expand``); unknown -> 400."""
-    names = [
-        n.strip()
-        for value in request.query_params.getlist("expand")
-        for n in value.split(",")
-        if n.strip()
-    ]
+    names = [n.strip() for value in request.query_params.getlist("expand") for n in value.split(",") if n.strip()]
     known = RELATIONS.get(res.name, {})
     for n in names:
         if n not in known:
@@ -313,13 +308,9 @@ async def graphql_endpoint(request: Request) -> Response:
     variables = payload.get("variables")
     operation_name = payload.get("operationName")
     if variables is not None and not isinstance(variables, dict):
-        return JSONResponse(
-            {"errors": [{"message": "variables must be an object"}]}, status_code=400
-        )
+        return JSONResponse({"errors": [{"message": "variables must be an object"}]}, status_code=400)
     if operation_name is not None and not isinstance(operation_name, str):
-        return JSONResponse(
-            {"errors": [{"message": "operationName must be a string"}]}, status_code=400
-        )
+        return JSONResponse({"errors": [{"message": "operationName must be a string"}]}, status_code=400)
     result = await run_graphql(_db(request), payload["query"], variables, operation_name)
     return JSONResponse(result)
 

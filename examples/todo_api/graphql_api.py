@@ -7,7 +7,7 @@ every app instance. ``id`` fields are GraphQL ``ID`` and so travel as strings.
 from __future__ import annotations
 
 import inspect
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from graphql import (
     ExecutionResult,
@@ -32,8 +32,13 @@ from examples.todo_api.db import Record, TodoDB
 
 REJECT_TITLE = "REJECT"
 
+if TYPE_CHECKING:  # generic only for type checkers (not at runtime on Python 3.10)
+    Info = GraphQLResolveInfo[dict[str, Any]]
+else:
+    Info = GraphQLResolveInfo
 
-def _db(info: GraphQLResolveInfo) -> TodoDB:
+
+def _db(info: Info) -> TodoDB:
     """The database of the app executing this operation."""
     db: TodoDB = info.context["db"]
     return db
@@ -47,27 +52,27 @@ def _parse_id(value: Any) -> int:
         raise GraphQLError(f"Invalid id: {value!r}") from None
 
 
-def _resolve_user_todos(user: Record, info: GraphQLResolveInfo) -> list[Record]:
+def _resolve_user_todos(user: Record, info: Info) -> list[Record]:
     return _db(info).find("todos", {"userId": user["id"]})
 
 
-def _resolve_todo_user(todo: Record, info: GraphQLResolveInfo) -> Record | None:
+def _resolve_todo_user(todo: Record, info: Info) -> Record | None:
     return _db(info).get("users", todo["userId"])
 
 
-def _resolve_user(_root: Any, info: GraphQLResolveInfo, id: Any) -> Record | None:
+def _resolve_user(_root: Any, info: Info, id: Any) -> Record | None:
     return _db(info).get("users", _parse_id(id))
 
 
-def _resolve_users(_root: Any, info: GraphQLResolveInfo) -> list[Record]:
+def _resolve_users(_root: Any, info: Info) -> list[Record]:
     return _db(info).find("users")
 
 
-def _resolve_todo(_root: Any, info: GraphQLResolveInfo, id: Any) -> Record | None:
+def _resolve_todo(_root: Any, info: Info, id: Any) -> Record | None:
     return _db(info).get("todos", _parse_id(id))
 
 
-def _resolve_todos(_root: Any, info: GraphQLResolveInfo, userId: int | None = None) -> list[Record]:
+def _resolve_todos(_root: Any, info: Info, userId: int | None = None) -> list[Record]:
     filters = {} if userId is None else {"userId": userId}
     return _db(info).find("todos", filters)
 
@@ -82,7 +87,7 @@ def _check_title(title: str) -> None:
 
 def _resolve_update_todo(
     _root: Any,
-    info: GraphQLResolveInfo,
+    info: Info,
     id: Any,
     title: str | None = None,
     completed: bool | None = None,
@@ -100,7 +105,7 @@ def _resolve_update_todo(
     return updated
 
 
-def _resolve_create_todo(_root: Any, info: GraphQLResolveInfo, userId: int, title: str) -> Record:
+def _resolve_create_todo(_root: Any, info: Info, userId: int, title: str) -> Record:
     _check_title(title)
     return _db(info).insert("todos", {"userId": userId, "title": title, "completed": False})
 
@@ -112,9 +117,7 @@ UserType: GraphQLObjectType = GraphQLObjectType(
         "username": GraphQLField(GraphQLString),
         "name": GraphQLField(GraphQLString),
         "email": GraphQLField(GraphQLString),
-        "todos": GraphQLField(
-            GraphQLNonNull(GraphQLList(GraphQLNonNull(TodoType))), resolve=_resolve_user_todos
-        ),
+        "todos": GraphQLField(GraphQLNonNull(GraphQLList(GraphQLNonNull(TodoType))), resolve=_resolve_user_todos),
     },
 )
 
@@ -138,9 +141,7 @@ schema = GraphQLSchema(
                 args={"id": GraphQLArgument(GraphQLNonNull(GraphQLID))},
                 resolve=_resolve_user,
             ),
-            "users": GraphQLField(
-                GraphQLNonNull(GraphQLList(GraphQLNonNull(UserType))), resolve=_resolve_users
-            ),
+            "users": GraphQLField(GraphQLNonNull(GraphQLList(GraphQLNonNull(UserType))), resolve=_resolve_users),
             "todo": GraphQLField(
                 TodoType,
                 args={"id": GraphQLArgument(GraphQLNonNull(GraphQLID))},
@@ -208,7 +209,7 @@ async def run_graphql(
     assert isinstance(result, ExecutionResult)
     if result.data is None and result.errors and not _started_execution(result):
         return {"errors": [e.formatted for e in result.errors]}
-    return result.formatted
+    return dict(result.formatted)
 
 
 def _started_execution(result: ExecutionResult) -> bool:

@@ -59,9 +59,7 @@ class RequestLog(list[RecordedRequest]):
     def matching(self, method: str | None = None, path: str | None = None) -> list[RecordedRequest]:
         """The recorded requests with this method (any case) and/or exact path."""
         return [
-            r
-            for r in list(self)
-            if (method is None or r.method == method.upper()) and (path is None or r.path == path)
+            r for r in list(self) if (method is None or r.method == method.upper()) and (path is None or r.path == path)
         ]
 
 

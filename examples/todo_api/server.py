@@ -25,10 +25,16 @@ HOST = "127.0.0.1"
 
 
 def bind_socket(port: int = 0) -> socket.socket:
-    """A listening TCP socket on 127.0.0.1 (only loopback, never all interfaces)."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    """A listening TCP socket on 127.0.0.1 (only loopback, never all interfaces).
+
+    ``proto=IPPROTO_TCP`` matters: asyncio only sets TCP_NODELAY on accepted
+    sockets whose proto says TCP; without it every keep-alive request pays the
+    ~40 ms Nagle/delayed-ACK penalty.
+    """
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.bind((HOST, port))
         sock.listen(128)
         sock.set_inheritable(True)
