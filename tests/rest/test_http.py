@@ -1,0 +1,425 @@
+"""RestEndpoint and resource() against the real example server (fixture `api`).
+
+Each test asserts what the server received (method, path, query, headers, body),
+not only what the call returned.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import re
+import socket
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+
+from examples.todo_api import LocalServer
+from restlayer.errors import NetworkError, RestLayerError
+from restlayer.rest import RestEndpoint, aclose, client_session, get_client, resource
+from restlayer.schema import Entity
+from tests._routes import PIXEL_PNG
+
+
+class Todo(Entity):
+    id: int = 0
+    userId: int = 0
+    title: str = ""
+    completed: bool = False
+
+
+@pytest.fixture(autouse=True)
+async def _close_shared_client() -> AsyncIterator[None]:
+    """Each test runs in its own loop: close that loop's shared client afterwards."""
+    yield
+    await aclose()
+
+
+@pytest.fixture
+def todos(api: LocalServer) -> Any:
+    return resource(path="/todos/:id", schema=Todo, url_prefix=api.url, pagination_field="page")
+
+
+def last(api: LocalServer) -> Any:
+    assert api.requests, "the server received no request"
+    return api.requests[-1]
+
+
+# -- plain endpoints ------------------------------------------------------------------
+
+
+async def test_get_by_dict_and_keywords(api: LocalServer) -> None:
+    ep = RestEndpoint(path="/todos/:id", url_prefix=api.url)
+    assert (await ep({"id": 1}))["title"] == "delectus aut autem"
+    assert await ep(id=1) == await ep({"id": 1})
+    req = last(api)
+    assert (req.method, req.path, req.query, req.body) == ("GET", "/todos/1", "", b"")
+    assert req.headers["content-type"] == "application/json"
+
+
+async def test_search_params_sent_sorted_with_repeats(api: LocalServer) -> None:
+    ep = RestEndpoint(path="/todos", url_prefix=api.url)
+    result = await ep({"userId": 1, "limit": 2, "expand": ["user", "comments"], "x": None})
+    assert [t["id"] for t in result] == [1, 2]
+    assert result[0]["user"]["id"] == 1
+    assert last(api).query == "expand=user&expand=comments&limit=2&userId=1"
+
+
+async def test_post_params_and_body(api: LocalServer) -> None:
+    ep = RestEndpoint(path="/_test/echo", url_prefix=api.url, method="POST")
+    echoed = await ep({"q": 1}, {"x": 1, "t": "é"})
+    req = last(api)
+    assert (req.method, req.path, req.query) == ("POST", "/_test/echo", "q=1")
+    assert req.body == '{"x":1,"t":"é"}'.encode()
+    assert req.headers["content-type"] == "application/json"
+    assert echoed["body"] == '{"x":1,"t":"é"}'
+
+
+async def test_body_with_keyword_params(api: LocalServer) -> None:
+    ep = RestEndpoint(path="/_test/echo/:id", url_prefix=api.url, method="PUT")
+    await ep({"title": "y"}, id=3)
+    req = last(api)
+    assert (req.method, req.path, req.json()) == ("PUT", "/_test/echo/3", {"title": "y"})
+
+
+async def test_raw_string_body_has_no_json_content_type(api: LocalServer) -> None:
+    ep = RestEndpoint(path="/_test/echo", url_prefix=api.url, method="POST")
+    await ep("raw string")
+    req = last(api)
+    assert req.body == b"raw string"
+    assert "application/json" not in req.headers.get("content-type", "")
+
+
+async def test_explicit_headers_replace_default(api: LocalServer) -> None:
+    ep = RestEndpoint(
+        path="/_test/echo",
+        url_prefix=api.url,
+        method="POST",
+        request_init={"headers": {"Content-Type": "text/plain", "X-A": "1"}},
+    )
+    await ep({"a": 1})
+    req = last(api)
+    assert req.headers["content-type"] == "text/plain" and req.headers["x-a"] == "1"
+    assert req.json() == {"a": 1}
+
+
+async def test_bytes_file_and_async_iterable_bodies(api: LocalServer) -> None:
+    ep = RestEndpoint(path="/_test/echo", url_prefix=api.url, method="POST")
+    await ep(b"\x00\x01")
+    assert last(api).body == b"\x00\x01"
+    await ep(io.BytesIO(b"from a file" * 10000))
+    assert last(api).body == b"from a file" * 10000
+
+    async def chunks() -> AsyncIterator[bytes]:
+        for part in (b"a", b"b", b"c"):
+            yield part
+
+    await ep(chunks())
+    assert last(api).body == b"abc"
+
+
+async def test_urlencoded_and_multipart_forms(api: LocalServer) -> None:
+    form = RestEndpoint(path="/_test/echo", url_prefix=api.url, method="POST", request_init={"data": {"a": "1 2"}})
+    await form()
+    req = last(api)
+    assert req.headers["content-type"] == "application/x-www-form-urlencoded"
+    assert req.body == b"a=1+2"
+    upload = form.extend(request_init={"files": {"f": ("x.txt", b"content", "text/plain")}})
+    await upload()
+    req = last(api)
+    assert req.headers["content-type"].startswith("multipart/form-data; boundary=")
+    assert b'filename="x.txt"' in req.body and b"content" in req.body
+
+
+async def test_async_get_headers_adds_auth(api: LocalServer) -> None:
+    class Authed(RestEndpoint):
+        async def get_headers(self, headers: dict[str, str]) -> dict[str, str]:
+            await asyncio.sleep(0)
+            return {**headers, "Authorization": "Bearer secret"}
+
+    await Authed(path="/todos/:id", url_prefix=api.url)({"id": 2})
+    assert last(api).headers["authorization"] == "Bearer secret"
+
+
+async def test_overridden_get_request_init(api: LocalServer) -> None:
+    class Tagged(RestEndpoint):
+        async def get_request_init(self, body: Any) -> dict[str, Any]:
+            init = await super().get_request_init(body)
+            init["params"] = {"tag": "t"}
+            return init
+
+    await Tagged(path="/_test/echo", url_prefix=api.url)()
+    assert last(api).query == "tag=t"
+
+
+async def test_custom_client(api: LocalServer) -> None:
+    async with httpx.AsyncClient(base_url=api.url, headers={"X-Client": "mine"}) as client:
+        ep = RestEndpoint(path="/todos/:id", client=client)
+        assert (await ep({"id": 3}))["id"] == 3
+    req = last(api)
+    assert req.headers["x-client"] == "mine" and req.path == "/todos/3"
+
+
+async def test_process_gets_call_arguments(api: LocalServer) -> None:
+    ep = RestEndpoint(path="/todos/:id", url_prefix=api.url, process=lambda value, *args: (value["id"], args))
+    assert await ep({"id": 4}) == (4, ({"id": 4},))
+    assert await ep(id=4) == (4, ({"id": 4},))
+
+
+# -- responses and errors --------------------------------------------------------------
+
+
+async def test_html_404_page(api: LocalServer) -> None:
+    ep = RestEndpoint(path="/_test/html404", url_prefix=api.url, schema=Todo)
+    with pytest.raises(NetworkError) as info:
+        await ep()
+    err = info.value
+    assert err.status == 404 and isinstance(err.response, httpx.Response)
+    assert str(err) == f"{api.url}/_test/html404: Not Found"
+    assert "<!doctype html>" in err.response.text
+    assert ep.error_policy(err) is None
+
+
+@pytest.mark.parametrize(("path", "status"), [("/_test/500", 500), ("/_test/503", 503)])
+async def test_server_errors_are_soft(api: LocalServer, path: str, status: int) -> None:
+    ep = RestEndpoint(path=path, url_prefix=api.url)
+    with pytest.raises(NetworkError) as info:
+        await ep()
+    assert info.value.status == status
+    assert info.value.response is not None and info.value.response.json()["message"]
+    assert ep.error_policy(info.value) == "soft"
+
+
+async def test_status_route_reason_and_204(api: LocalServer) -> None:
+    with pytest.raises(NetworkError, match=r"/_test/status/418: I'm a Teapot") as info:
+        await RestEndpoint(path="/_test/status/:code", url_prefix=api.url)({"code": 418})
+    assert info.value.status == 418
+    ep = RestEndpoint(path="/_test/status/:code", url_prefix=api.url, schema=Todo)
+    assert await ep({"code": 204}) is None
+
+
+async def test_invalid_json_is_400(api: LocalServer) -> None:
+    with pytest.raises(NetworkError) as info:
+        await RestEndpoint(path="/_test/invalid-json", url_prefix=api.url)()
+    assert info.value.status == 400
+
+
+async def test_text_reply_to_schema_endpoint_is_404(api: LocalServer) -> None:
+    with pytest.raises(NetworkError, match="Unexpected text response for schema Todo") as info:
+        await RestEndpoint(path="/_test/text", url_prefix=api.url, schema=Todo)()
+    assert info.value.status == 404
+    assert await RestEndpoint(path="/_test/text", url_prefix=api.url)() == "hello"
+
+
+async def test_content_type_detection(api: LocalServer) -> None:
+    assert await RestEndpoint(path="/_test/vnd-json", url_prefix=api.url)() == {"id": 1, "x": 2}
+    assert await RestEndpoint(path="/_test/no-content-type", url_prefix=api.url)() == "abc"
+    assert await RestEndpoint(path="/_test/file", url_prefix=api.url)() == PIXEL_PNG
+    with pytest.raises(NetworkError, match='binary content-type "image/png"') as info:
+        await RestEndpoint(path="/_test/file", url_prefix=api.url, schema=Todo)()
+    assert info.value.status == 400
+
+
+async def test_binary_download_with_filename(api: LocalServer) -> None:
+    class Download(RestEndpoint):
+        content = "blob"
+        data_expiry_length = 0
+
+        async def parse_response(self, response: httpx.Response) -> Any:
+            blob = await super().parse_response(response)
+            found = re.search(r'filename="([^"]+)"', response.headers["content-disposition"])
+            return {"file": blob, "filename": found.group(1) if found else None}
+
+        def process(self, value: Any, *args: Any) -> Any:
+            return value
+
+    result = await Download(path="/_test/file", url_prefix=api.url)()
+    assert result == {"file": PIXEL_PNG, "filename": "pixel.png"}
+    assert last(api).path == "/_test/file"
+
+
+async def test_stream_content(api: LocalServer) -> None:
+    ep = RestEndpoint(path="/_test/list", url_prefix=api.url, content="stream")
+    stream = await ep({"n": 2000})
+    chunks = [chunk async for chunk in stream]
+    assert all(isinstance(c, bytes) for c in chunks)
+    data = json.loads(b"".join(chunks))
+    assert len(data) == 2000 and data[-1]["id"] == 2000
+    assert last(api).query == "n=2000"
+
+
+async def test_stream_error_status_is_read(api: LocalServer) -> None:
+    ep = RestEndpoint(path="/_test/500", url_prefix=api.url, content="stream")
+    with pytest.raises(NetworkError) as info:
+        await ep()
+    assert info.value.response is not None and info.value.response.json() == {"message": "boom"}
+
+
+async def test_timeout_via_request_init(api: LocalServer) -> None:
+    ep = RestEndpoint(path="/_test/slow", url_prefix=api.url, request_init={"timeout": 0.05})
+    with pytest.raises(NetworkError) as info:
+        await ep({"ms": 1000})
+    err = info.value
+    assert err.status == 500 and err.response is None
+    assert isinstance(err.__cause__, httpx.TimeoutException)
+    assert ep.error_policy(err) == "soft"
+    assert await ep.extend(request_init={"timeout": 5})({"ms": 10}) == {"slept": 10}
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+async def test_connection_refused_is_500() -> None:
+    ep = RestEndpoint(path="/x", url_prefix=f"http://127.0.0.1:{_closed_port()}")
+    with pytest.raises(NetworkError) as info:
+        await ep()
+    assert info.value.status == 500 and info.value.response is None
+    assert ep.error_policy(info.value) == "soft"
+    assert isinstance(info.value, RestLayerError)
+
+
+async def test_relative_url_without_client_base_is_network_error() -> None:
+    with pytest.raises(NetworkError) as info:
+        await RestEndpoint(path="/x")()
+    assert info.value.status == 500
+
+
+# -- the shared client -------------------------------------------------------------------
+
+
+async def test_shared_client_is_reused_and_reopened(api: LocalServer) -> None:
+    ep = RestEndpoint(path="/todos/:id", url_prefix=api.url)
+    await ep({"id": 1})
+    first = get_client()
+    await ep({"id": 2})
+    assert get_client() is first
+    await aclose()
+    assert first.is_closed
+    await ep({"id": 3})
+    assert get_client() is not first and not get_client().is_closed
+
+
+async def test_client_session_closes() -> None:
+    async with client_session() as client:
+        assert client is get_client()
+    assert client.is_closed
+
+
+def test_shared_client_per_event_loop(api: LocalServer) -> None:
+    ep = RestEndpoint(path="/todos/:id", url_prefix=api.url)
+
+    async def once() -> httpx.AsyncClient:
+        await ep({"id": 1})
+        return get_client()
+
+    first = asyncio.run(once())
+    second = asyncio.run(once())  # the first loop is closed: its client is not reused
+    assert first is not second
+    assert len([r for r in api.requests if r.path == "/todos/1"]) == 2
+
+
+# -- every resource member ------------------------------------------------------------
+
+
+async def test_resource_get_and_get_list(api: LocalServer, todos: Any) -> None:
+    todo = await todos.get({"id": 1})
+    assert todo["id"] == 1 and last(api).path == "/todos/1"
+    listed = await todos.get_list({"userId": 2})
+    assert {t["userId"] for t in listed} == {2}
+    req = last(api)
+    assert (req.method, req.path, req.query) == ("GET", "/todos", "userId=2")
+
+
+async def test_resource_push_and_unshift(api: LocalServer, todos: Any) -> None:
+    created = await todos.get_list.push({"userId": 1, "title": "new"})
+    req = last(api)
+    assert (req.method, req.path, req.query) == ("POST", "/todos", "")
+    assert req.body == b'{"userId":1,"title":"new"}'
+    assert req.headers["content-type"] == "application/json"
+    assert created["title"] == "new" and created["id"] == 7
+    await todos.get_list.unshift({"userId": 3}, {"userId": 3, "title": "first"})
+    req = last(api)
+    assert (req.method, req.path, req.query, req.json()) == (
+        "POST",
+        "/todos",
+        "userId=3",
+        {"userId": 3, "title": "first"},
+    )
+
+
+async def test_resource_update_and_partial_update(api: LocalServer, todos: Any) -> None:
+    updated = await todos.update({"id": 1}, {"title": "put", "userId": 1, "completed": True})
+    req = last(api)
+    assert (req.method, req.path) == ("PUT", "/todos/1")
+    assert req.json() == {"title": "put", "userId": 1, "completed": True}
+    assert updated["title"] == "put"
+    patched = await todos.partial_update({"completed": False}, id=1)
+    req = last(api)
+    assert (req.method, req.path, req.json()) == ("PATCH", "/todos/1", {"completed": False})
+    assert patched == {"id": 1, "userId": 1, "title": "put", "completed": False}
+
+
+async def test_resource_delete_204_gives_params(api: LocalServer, todos: Any) -> None:
+    assert await todos.delete({"id": 5}) == {"id": 5}
+    req = last(api)
+    assert (req.method, req.path, req.body) == ("DELETE", "/todos/5", b"")
+    with pytest.raises(NetworkError) as info:
+        await todos.get({"id": 5})
+    assert info.value.status == 404
+
+
+async def test_resource_move_uses_item_path(api: LocalServer, todos: Any) -> None:
+    moved = await todos.get_list.move({"id": 2}, {"userId": 4})
+    req = last(api)
+    assert (req.method, req.path, req.json()) == ("PATCH", "/todos/2", {"userId": 4})
+    assert moved["userId"] == 4
+
+
+async def test_resource_remove_patches_list_path(api: LocalServer) -> None:
+    echo = resource(path="/_test/echo/todos/:id", schema=Todo, url_prefix=api.url)
+    await echo.get_list.remove({"userId": 1}, {"id": 3})
+    req = last(api)
+    assert (req.method, req.path, req.query, req.json()) == (
+        "PATCH",
+        "/_test/echo/todos",
+        "userId=1",
+        {"id": 3},
+    )
+
+
+async def test_resource_get_page(api: LocalServer, todos: Any) -> None:
+    page = await todos.get_list.get_page({"userId": 1, "page": 2, "limit": 2})
+    req = last(api)
+    assert (req.method, req.path, req.query) == ("GET", "/todos", "limit=2&page=2&userId=1")
+    assert [t["id"] for t in page] == [3]
+
+
+async def test_resource_options_reach_every_member(api: LocalServer) -> None:
+    async with httpx.AsyncClient(headers={"X-Client": "res"}) as client:
+        res = resource(
+            path="/todos/:id",
+            schema=Todo,
+            url_prefix=api.url,
+            client=client,
+            request_init={"headers": {"X-Trace": "t1"}},
+        )
+        await res.get({"id": 1})
+        await res.get_list.push({"title": "a", "userId": 1})
+        await res.delete({"id": 1})
+    for req in api.requests:
+        assert req.headers["x-client"] == "res" and req.headers["x-trace"] == "t1"
+    assert [r.method for r in api.requests] == ["GET", "POST", "DELETE"]
+
+
+async def test_resource_extend_member_against_server(api: LocalServer, todos: Any) -> None:
+    extended = todos.extend("comments", path="/todos/:id/comments", schema=None)
+    comments = await extended.comments({"id": 1})
+    assert comments and all(c["todoId"] == 1 for c in comments)
+    assert last(api).path == "/todos/1/comments"
