@@ -1,6 +1,64 @@
-"""restlayer: declarative REST and GraphQL resources with a normalized, self-updating cache."""
+"""restlayer: declarative REST and GraphQL resources with a normalized, self-updating cache.
 
-from restlayer.errors import NetworkError, ParamError, ResetError, RestLayerError, SchemaError
+The public surface is re-exported here; the machinery lives in private modules
+of four packages: `restlayer.schema` (the schema engine), `restlayer.rest`
+(endpoints and resources), `restlayer.core` (the store and Controller) and
+`restlayer.graphql`.
+"""
 
-__all__ = ["NetworkError", "ParamError", "ResetError", "RestLayerError", "SchemaError"]
+from restlayer.errors import (
+    AbortOptimistic,
+    NetworkError,
+    ParamError,
+    ResetError,
+    RestLayerError,
+    SchemaError,
+)
+from restlayer.rest import Resource, RestEndpoint, aclose, client_session, resource
+from restlayer.schema import (
+    INVALID,
+    All,
+    Array,
+    Collection,
+    Entity,
+    Invalidate,
+    MemoCache,
+    NormalizedResult,
+    Object,
+    Query,
+    Union,
+    Values,
+    denormalize,
+    normalize,
+    to_plain,
+)
+
+__all__ = [
+    "INVALID",
+    "AbortOptimistic",
+    "All",
+    "Array",
+    "Collection",
+    "Entity",
+    "Invalidate",
+    "MemoCache",
+    "NetworkError",
+    "NormalizedResult",
+    "Object",
+    "ParamError",
+    "Query",
+    "ResetError",
+    "Resource",
+    "RestEndpoint",
+    "RestLayerError",
+    "SchemaError",
+    "Union",
+    "Values",
+    "aclose",
+    "client_session",
+    "denormalize",
+    "normalize",
+    "resource",
+    "to_plain",
+]
 __version__ = "0.1.0"
