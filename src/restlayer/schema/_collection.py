@@ -185,6 +185,18 @@ class Collection(Schema):
         """A refetched list replaces the stored one."""
         return incoming
 
+    def merge_with_store(self, existing_meta: Any, incoming_meta: Any, existing: Any, incoming: Any) -> Any:
+        """Stored lists are not mappings: the newer fetch wins (the deletion marker always loses)."""
+        if existing is INVALID or incoming_meta["fetched_at"] >= existing_meta["fetched_at"]:
+            return incoming
+        return existing
+
+    def merge_meta_with_store(self, existing_meta: Any, incoming_meta: Any, existing: Any, incoming: Any) -> Any:
+        """The meta that goes with `merge_with_store`'s choice."""
+        if existing is INVALID or incoming_meta["fetched_at"] >= existing_meta["fetched_at"]:
+            return incoming_meta
+        return existing_meta
+
     # ----- schema protocol ------------------------------------------------------------
     def normalize_value(self, value: Any, parent: Any, key: str | None, ctx: Normalizer) -> Any:
         pk = self.pk(value, parent, key, ctx.args)
