@@ -1,0 +1,11 @@
+"""GraphQL endpoints: `GQLEndpoint(url).query(...)` / `.mutation(...)`, `GQLEntity`, `GQLNetworkError`.
+
+Their endpoints follow the same protocol as `RestEndpoint`, so they work with the
+Controller and can be mixed into a `resource()` with `extend`.
+"""
+
+from restlayer.graphql._endpoint import GQLEndpoint, QueryText, clean_query
+from restlayer.graphql._entity import GQLEntity
+from restlayer.graphql._errors import GQLNetworkError
+
+__all__ = ["GQLEndpoint", "GQLEntity", "GQLNetworkError", "QueryText", "clean_query"]

@@ -1,0 +1,206 @@
+"""`GQLEndpoint`: GraphQL over HTTP POST, built on RestEndpoint's request machinery.
+
+`GQLEndpoint(url)` holds the transport options (headers, client, request_init);
+`.query(text, schema)` and `.mutation(text, schema)` derive the endpoints that are
+actually called, fetched and cached (BEHAVIOR 9).
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+import httpx
+
+from restlayer.errors import NetworkError, ParamError, RestLayerError
+from restlayer.graphql._errors import GQLNetworkError
+from restlayer.rest.endpoint import RestEndpoint
+
+__all__ = ["GQLEndpoint", "QueryText"]
+
+#: What `.query()` / `.mutation()` accept: the query text, or variables -> text.
+QueryText = str | Callable[[Any], str]
+
+_WHITESPACE: Final = re.compile(r"\s+")
+_OPERATION: Final = re.compile(r"^\s*(?:query|mutation|subscription)\s+([_A-Za-z][_0-9A-Za-z]*)")
+_NAME_LENGTH: Final = 60
+
+
+def clean_query(text: str) -> str:
+    """A query string with whitespace runs collapsed to one space and stripped."""
+    return _WHITESPACE.sub(" ", text).strip()
+
+
+def _query_getter(query: QueryText) -> Callable[[Any], str]:
+    """`get_query` for `.query()`: a function as given, a string cleaned once."""
+    if callable(query):
+        return query
+    if not isinstance(query, str):
+        raise ParamError(f"a GraphQL query must be a str or a function, not {type(query).__name__}")
+    cleaned = clean_query(query)
+
+    def get_query(variables: Any = None) -> str:
+        return cleaned
+
+    return get_query
+
+
+def _operation_label(get_query: Callable[[Any], str]) -> str | None:
+    """A readable name for an operation: its operation name, else its (shortened) text."""
+    try:
+        text = get_query({})
+    except Exception:  # a query function that needs real variables: no label
+        return None
+    if not isinstance(text, str):
+        return None
+    match = _OPERATION.match(text)
+    if match is not None:
+        return match.group(1)
+    text = clean_query(text)
+    return text if len(text) <= _NAME_LENGTH else text[: _NAME_LENGTH - 3] + "..."
+
+
+def _variables(args: tuple[Any, ...]) -> Any:
+    """The variables among call arguments: the first one, `{}` when absent or None."""
+    if not args or args[0] is None:
+        return {}
+    return args[0]
+
+
+def _key_json(variables: Any) -> str:
+    """Compact JSON of the variables, member order kept (the key's second half)."""
+    return json.dumps(variables, separators=(",", ":"), ensure_ascii=False)
+
+
+class GQLEndpoint(RestEndpoint):
+    """`await ep(variables)` POSTs `{"query", "variables"}` to `url` and returns `data`.
+
+    Every RestEndpoint option applies (`get_headers`, `request_init`, `client`,
+    expiry lengths, `process`, ...); `get_query(variables)` supplies the query text.
+    """
+
+    def __init__(self, url: str | None = None, **options: Any) -> None:
+        if url is not None:
+            options["url_prefix"] = url
+        options.setdefault("path", "")
+        options.setdefault("body", None)
+        options.setdefault("side_effect", type(self).side_effect)
+        if options.setdefault("method", "POST") != "POST":
+            raise ParamError(f"GQLEndpoint sends POST requests only, not {options['method']!r}")
+        super().__init__(**options)
+        if not isinstance(self.url_prefix, str) or not self.url_prefix:
+            raise ParamError("GQLEndpoint needs the GraphQL server's url")
+
+    def __repr__(self) -> str:
+        kind = "mutation" if self.side_effect else "query"
+        return f"{type(self).__name__}(name={self.name!r}, url={self.url_prefix!r}, {kind})"
+
+    # -- the operation ---------------------------------------------------------------
+
+    def get_query(self, variables: Any) -> str:
+        """The query text for these variables (set by `.query()` / `.mutation()`)."""
+        raise RestLayerError(f"{self.name}: You must include a query (use .query() or .mutation())")
+
+    def query(self, query: QueryText, schema: Any = None, **options: Any) -> GQLEndpoint:
+        """An endpoint reading `query` (text or variables -> text), normalized by `schema`."""
+        return self._operation(query, schema, None, options)
+
+    def mutation(self, query: QueryText, schema: Any = None, **options: Any) -> GQLEndpoint:
+        """Like `query`, but a side effect: never read from the cache, always sent."""
+        return self._operation(query, schema, True, options)
+
+    def _operation(
+        self, query: QueryText, schema: Any, side_effect: bool | None, options: dict[str, Any]
+    ) -> GQLEndpoint:
+        """`query` / `mutation`: this endpoint extended with `get_query`, schema and side_effect."""
+        get_query = _query_getter(query)
+        merged: dict[str, Any] = {
+            "schema": schema,
+            "get_query": get_query,
+            "side_effect": side_effect,
+            **options,
+        }
+        if "name" not in options:
+            merged["name"] = _operation_label(get_query) or self.url_prefix
+        return self.extend(**merged)
+
+    # -- arguments and keys ------------------------------------------------------------
+
+    def bind(self, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+        """Canonical arguments: keyword arguments merged into the variables dict."""
+        if not kwargs:
+            return args
+        first = args[0] if args else None
+        return ({**(first or {}), **kwargs}, *args[1:])
+
+    def url(self, params: Mapping[str, Any] | None = None) -> str:
+        """The GraphQL server's address (variables never enter the URL)."""
+        return self.url_prefix
+
+    def key(self, *args: Any) -> str:
+        """`"<query> <compact JSON of the variables>"`; member order is kept."""
+        variables = _variables(args)
+        return f"{self.get_query(variables)} {_key_json(variables)}"
+
+    def test_key(self, key: str) -> bool:
+        """Whether a store key belongs to this operation (any variables)."""
+        return key.startswith(self.get_query({}))
+
+    # -- the request -------------------------------------------------------------------
+
+    async def get_request_init(self, variables: Any) -> dict[str, Any]:
+        """POST init: JSON body `{"query", "variables"}`, headers through `get_headers`."""
+        payload = {"query": self.get_query(variables), "variables": variables}
+        return await super().get_request_init(payload)
+
+    async def fetch_response(self, url: str, init: Mapping[str, Any]) -> httpx.Response:
+        """Send; any reply is returned (its body decides), a transport failure is status 500."""
+        try:
+            return await super().fetch_response(url, init)
+        except NetworkError as error:
+            if error.response is None:
+                raise
+            return error.response
+
+    async def parse_response(self, response: httpx.Response) -> Any:
+        """`data` of the reply; `errors` or a non-2xx status raise GQLNetworkError."""
+        try:
+            body = json.loads(response.content)
+        except ValueError as exc:
+            raise NetworkError(
+                f"{response.url}: GraphQL reply (status {response.status_code}) is not JSON: {exc}",
+                status=400,
+                response=response,
+            ) from exc
+        if isinstance(body, dict):
+            errors = body.get("errors")
+            if errors:
+                errors_list = errors if isinstance(errors, list) else [errors]
+                raise GQLNetworkError(errors_list, data=body.get("data"), response=response)
+        if not response.is_success:
+            raise GQLNetworkError([body], response=response)
+        return body.get("data") if isinstance(body, dict) else None
+
+    async def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Send the operation; the value of `process(data, *args)`."""
+        if kwargs:
+            args = self.bind(*args, **kwargs)
+        init: Any = self.get_request_init(_variables(args))
+        if inspect.isawaitable(init):
+            init = await init
+        response = await self.fetch_response(self.url(), init)
+        value: Any = self.parse_response(response)
+        if inspect.isawaitable(value):
+            value = await value
+        return self.process(value, *args)
+
+    # -- derived endpoints -------------------------------------------------------------
+
+    def extend(self, **options: Any) -> GQLEndpoint:
+        """A new endpoint with these options overriding this one's (`url=` moves it)."""
+        if "url" in options:
+            options["url_prefix"] = options.pop("url")
+        return type(self)(**{**self._options, **options})
