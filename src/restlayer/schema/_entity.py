@@ -253,10 +253,14 @@ class Entity:
             return None
         first = args[0]
         if not isinstance(first, Mapping):
-            return to_text(first)
-        pk = cls.compute_pk(first, None, None, args)
-        if pk is None:
-            pk = unvisit.lookup_index(cls, first)
+            pk: str | None = to_text(first)
+        else:
+            pk = cls.compute_pk(first, None, None, args)
+            if pk is None:
+                pk = unvisit.lookup_index(cls, first)
+        # Only a stored record (or the deletion marker) answers; a missing one is "not found".
+        if pk is None or unvisit.read(cls.key, pk) is None:
+            return None
         return pk
 
 

@@ -1,0 +1,61 @@
+"""Invalidate (BEHAVIOR.md 6)."""
+
+from __future__ import annotations
+
+import pytest
+
+from restlayer.errors import SchemaError
+from restlayer.schema import INVALID, Invalidate, Union, denormalize, normalize
+
+from ._models import Group, Todo, User, meta
+
+
+def user_store() -> object:
+    return normalize(User, {"id": "1", "username": "a"}, meta=meta(1000))
+
+
+def test_invalidate_marks_deleted_with_incoming_meta() -> None:
+    """Check: normalize(Invalidate(User), {"id": "1"}, state=<User 1 stored>, meta=m)."""
+    store = user_store()
+    m = meta(2000)
+    r = normalize(Invalidate(User), {"id": "1"}, state=store, meta=m)
+    assert r.result == "1"
+    assert r.entities["User"]["1"] is INVALID
+    assert r.entities_meta["User"]["1"] == m
+    assert denormalize(User, "1", r.entities) is None
+    # the old state still holds the user
+    assert store.entities["User"]["1"] == {"id": "1", "username": "a"}  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(("value", "pk"), [("1", "1"), (1, "1"), (0, "0")])
+def test_invalidate_primitive_is_the_pk(value: object, pk: str) -> None:
+    r = normalize(Invalidate(User), value, state=user_store())
+    assert r.result == pk
+    assert r.entities["User"][pk] is INVALID
+
+
+@pytest.mark.parametrize("value", [{}, {"id": None}, "", None])
+def test_invalidate_without_pk_raises_400(value: object) -> None:
+    with pytest.raises(SchemaError) as info:
+        normalize(Invalidate(User), value)
+    assert info.value.status == 400
+
+
+def test_invalidate_union() -> None:
+    schema = Invalidate(Union({"users": User, "groups": Group}, "type"))
+    r = normalize(schema, {"id": "4", "type": "groups"})
+    assert r.result == {"id": "4", "schema": "groups"}
+    assert r.entities["Group"]["4"] is INVALID
+
+
+def test_later_response_replaces_marker_even_older() -> None:
+    store = normalize(Invalidate(User), {"id": "1"}, meta=meta(5000))
+    r = normalize(User, {"id": "1", "username": "back"}, state=store, meta=meta(10))
+    assert r.entities["User"]["1"] == {"id": "1", "username": "back"}
+    assert denormalize(User, "1", r.entities) == User(id="1", username="back")
+
+
+def test_invalidate_inside_object() -> None:
+    r = normalize({"deleted": Invalidate(Todo)}, {"deleted": {"id": 3}})
+    assert r.result == {"deleted": "3"}
+    assert r.entities["Todo"]["3"] is INVALID

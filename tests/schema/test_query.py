@@ -1,0 +1,162 @@
+"""Query and All, and MemoCache.query on Entity/Collection/dict schemas (BEHAVIOR.md 6)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from restlayer.schema import INVALID, All, Collection, Invalidate, MemoCache, Query, denormalize, normalize
+
+from ._models import Group, Todo, User
+
+
+def users_store() -> Any:
+    return normalize([User], [{"id": 1, "name": "b"}, {"id": 2, "name": "a"}])
+
+
+def test_query_all_with_process() -> None:
+    """Check: Query(All(User), lambda users: sorted(u.name for u in users)) -> ["a", "b"]."""
+    q = Query(All(User), lambda users: sorted(u.name for u in users))
+    assert MemoCache().query(q, [], users_store()) == ["a", "b"]
+
+
+def test_all_without_table_is_invalid() -> None:
+    """Check: All(Todo) with no Todo table -> None (invalid)."""
+    memo = MemoCache()
+    assert memo.query(All(Todo), [], users_store()) is None
+    detail = memo.query_detail(All(Todo), [], users_store())
+    assert detail.invalid is True
+    assert detail.data is None
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="PMap (immutables.Map, a HAMT) iterates in hash order: insertion order is not kept",
+)
+def test_all_insertion_order_skips_deleted() -> None:
+    names = list("qwertyuiopasdfghjklz")
+    r = normalize([User], [{"id": n} for n in names])
+    r = normalize(Invalidate(User), {"id": "q"}, state=r)
+    out = MemoCache().query(All(User), [], r)
+    assert [u.id for u in out] == names[1:]
+
+
+def test_all_skips_deleted() -> None:
+    r = normalize([User], [{"id": 3, "name": "c"}, {"id": 1, "name": "a"}, {"id": 2, "name": "b"}])
+    r = normalize(Invalidate(User), {"id": 1}, state=r)
+    out = MemoCache().query(All(User), [], r)
+    assert sorted(u.id for u in out) == [2, 3]
+
+
+def test_all_empty_table_is_empty_list() -> None:
+    r = normalize(Invalidate(User), {"id": 1})
+    detail = MemoCache().query_detail(All(User), [], r)
+    assert detail.data == []
+    assert detail.invalid is False
+
+
+def test_all_union() -> None:
+    r = normalize({"u": [User], "g": [Group]}, {"u": [{"id": 1}], "g": [{"id": 2}]})
+    out = MemoCache().query(All({"users": User, "groups": Group}, "type"), [], r)
+    assert out == [User(id=1), Group(id=2)]
+
+
+def test_query_process_receives_args() -> None:
+    q = Query(All(User), lambda users, *args: [u.name for u in users if u.name == args[0]["name"]])
+    assert MemoCache().query(q, [{"name": "a"}], users_store()) == ["a"]
+
+
+def test_query_process_skipped_when_nothing_found() -> None:
+    calls: list[Any] = []
+    q = Query(All(Todo), lambda todos: calls.append(todos) or todos)
+    assert MemoCache().query(q, [], users_store()) is None
+    assert calls == []
+    q2 = Query(Todo, lambda t: calls.append(t) or t)
+    detail = MemoCache().query_detail(q2, [{"id": 5}], users_store())
+    assert detail.data is None
+    assert calls == []
+
+
+def test_entity_as_query() -> None:
+    r = normalize([Todo], [{"id": 1}, {"id": 2, "title": "two"}])
+    memo = MemoCache()
+    assert memo.query(Todo, [{"id": 2}], r) == Todo(id=2, title="two")
+    assert memo.query(Todo, ["2"], r) == Todo(id=2, title="two")
+    assert memo.query(Todo, [2], r) == Todo(id=2, title="two")
+    assert memo.query(Todo, [{"id": 9}], r) is None
+    assert memo.query(Todo, [], r) is None
+    missing = memo.query_detail(Todo, [{"id": 9}], r)
+    assert missing.data is None
+    assert missing.found is False
+    r2 = normalize(Invalidate(Todo), {"id": 2}, state=r)
+    deleted = memo.query_detail(Todo, [{"id": 2}], r2)
+    assert deleted.data is None
+    assert deleted.invalid is True
+    assert deleted.found is True
+
+
+def test_collection_as_query() -> None:
+    coll = Collection([Todo])
+    r = normalize(coll, [{"id": 1}, {"id": 2}], args=[{"userId": 1}])
+    memo = MemoCache()
+    assert memo.query(coll, [{"userId": 1}], r) == [Todo(id=1), Todo(id=2)]
+    assert memo.query(coll, [{"userId": 2}], r) is None
+    assert memo.query_detail(coll, [{"userId": 2}], r).found is False
+
+
+def test_dict_schema_query_each_member() -> None:
+    r = normalize({"t": Todo, "u": User}, {"t": {"id": 1}, "u": {"id": 1}})
+    memo = MemoCache()
+    assert memo.query({"t": Todo, "u": User}, [{"id": 1}], r) == {"t": Todo(id=1), "u": User(id=1)}
+    assert memo.query({"t": Todo, "u": User}, [{"id": 2}], r) is None
+
+
+def test_plain_list_schema_cannot_be_queried() -> None:
+    r = normalize([Todo], [{"id": 1}])
+    assert MemoCache().query([Todo], [{"id": 1}], r) is None
+
+
+def test_query_state_forms() -> None:
+    r = users_store()
+
+    class State:
+        entities = r.entities
+        indexes = r.indexes
+
+    memo = MemoCache()
+    q = All(User)
+    assert len(memo.query(q, [], r)) == 2
+    assert len(memo.query(q, [], State())) == 2
+    assert len(memo.query(q, [], {"entities": r.entities, "indexes": r.indexes})) == 2
+
+
+def test_query_cached_per_schema_object() -> None:
+    """BEHAVIOR 7: the same All(Todo) object over an unchanged store gives the same list."""
+    r = users_store()
+    memo = MemoCache()
+    q = All(User)
+    first = memo.query(q, [], r)
+    assert memo.query(q, [], r) is first
+    assert memo.query(All(User), [], r) is not first
+    assert memo.query(All(User), [], r) == first
+
+
+def test_query_result_changes_with_store() -> None:
+    r = users_store()
+    memo = MemoCache()
+    q = All(User)
+    first = memo.query(q, [], r)
+    r2 = normalize(User, {"id": 3, "name": "c"}, state=r)
+    second = memo.query(q, [], r2)
+    assert second is not first
+    assert len(second) == 3
+    old = {u.id: u for u in first}
+    for user in second:
+        if user.id in old:
+            assert user is old[user.id]
+
+
+def test_all_denormalize_of_given_pks() -> None:
+    entities = {"User": {"1": {"id": 1}, "2": INVALID}}
+    assert denormalize(All(User), ["1", "2", "3"], entities) == [User(id=1)]
