@@ -1,0 +1,349 @@
+"""Collection: keys, push/unshift/assign/remove/move, add_with, move_with, pagination (BEHAVIOR.md 5)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import pytest
+
+from restlayer.errors import SchemaError
+from restlayer.schema import (
+    INVALID,
+    Collection,
+    Entity,
+    Invalidate,
+    MemoCache,
+    Union,
+    Values,
+    denormalize,
+    find_collection,
+    normalize,
+    replace_collection,
+)
+
+from ._models import Group, Todo, User, meta
+
+TODOS = Collection([Todo])
+
+K_U1 = '{"userId":"1"}'
+K_U2 = '{"userId":"2"}'
+K_ALL = "{}"
+K_ORDER = '{"orderBy":"title","userId":"1"}'
+K_DONE = '{"completed":"true","userId":"1"}'
+
+
+def prepared(coll: Collection = TODOS) -> Any:
+    """Lists for {userId 1}, {userId 2}, {}, {userId 1, orderBy title}, {userId 1, completed True}."""
+    t1 = {"id": 1, "userId": 1, "title": "one"}
+    t2 = {"id": 2, "userId": 2, "title": "two"}
+    state: Any = None
+    for args, items in [
+        ({"userId": 1}, [t1]),
+        ({"userId": 2}, [t2]),
+        ({}, [t1, t2]),
+        ({"userId": 1, "orderBy": "title"}, [t1]),
+        ({"userId": 1, "completed": True}, [t1]),
+    ]:
+        state = normalize(coll, items, args=[args], state=state, meta=meta(1000))
+    return state
+
+
+def lists(state: Any, key: str = "[Todo]") -> dict[str, Any]:
+    return dict(state.entities[key].items())
+
+
+# ----- 5.1 keys ------------------------------------------------------------------------------
+def test_collection_keys() -> None:
+    assert Collection([Todo]).key == "[Todo]"
+    assert Collection(Values(Todo)).key == "{Todo}"
+    assert Collection([Union({"users": User, "groups": Group}, "type")]).key == "[User;Group]"
+
+
+def test_collection_requires_list_or_values() -> None:
+    with pytest.raises(TypeError):
+        Collection(Todo)
+
+
+def test_collection_pk_from_args() -> None:
+    """Check: args [{"userId": 1, "completed": True, "b": None}] and args []."""
+    r = normalize(TODOS, [{"id": 1}], args=[{"userId": 1, "completed": True, "b": None}])
+    assert r.result == '{"completed":"true","userId":"1"}'
+    assert r.entities["[Todo]"][r.result] == ["1"]
+    assert normalize(TODOS, [{"id": 1}], args=[]).result == "{}"
+
+
+def test_collection_pk_text_rules() -> None:
+    r = normalize(TODOS, [], args=[{"z": 1.5, "a": "x", "m": ["l", 1], "é": "ü", "d": {"k": "v"}}, {"ignored": 1}])
+    assert r.result == '{"a":"x","d":{"k":"v"},"m":["l",1],"z":"1.5","é":"ü"}'
+
+
+def test_collection_stored_with_meta() -> None:
+    m = meta(1234)
+    r = normalize(TODOS, [{"id": 1}, {"id": 2}], args=[{"userId": 1}], meta=m)
+    assert r.entities["[Todo]"] == {K_U1: ["1", "2"]}
+    assert r.entities_meta["[Todo]"][K_U1] == m
+
+
+def test_refetch_replaces_list_ordered_by_fetched_at() -> None:
+    state = normalize(TODOS, [{"id": 1}, {"id": 2}], args=[{"userId": 1}], meta=meta(1000))
+    newer = normalize(TODOS, [{"id": 3}], args=[{"userId": 1}], state=state, meta=meta(2000))
+    assert newer.entities["[Todo]"][K_U1] == ["3"]
+    assert newer.entities_meta["[Todo]"][K_U1]["fetched_at"] == 2000
+    older = normalize(TODOS, [{"id": 4}], args=[{"userId": 1}], state=state, meta=meta(500))
+    assert older.entities["[Todo]"][K_U1] == ["1", "2"]
+    assert older.entities_meta["[Todo]"][K_U1]["fetched_at"] == 1000
+    assert older.entities["Todo"]["4"] == {"id": 4}
+    # the original state still has the old list
+    assert state.entities["[Todo]"][K_U1] == ["1", "2"]
+
+
+def test_values_collection_refetch() -> None:
+    coll = Collection(Values(Todo))
+    state = normalize(coll, {"a": {"id": 1}}, args=[{"userId": 1}])
+    r = normalize(coll, {"b": {"id": 2}}, args=[{"userId": 1}], state=state)
+    assert r.entities["{Todo}"][K_U1] == {"b": "2"}
+
+
+def test_deleted_collection_replaced() -> None:
+    state = normalize(Invalidate(TODOS.node.node), {"id": 1})
+    state = normalize(TODOS, [{"id": 1}], args=[{"userId": 1}], state=state)
+    r = normalize(TODOS, [{"id": 2}], args=[{"userId": 1}], state=state)
+    assert r.entities["[Todo]"][K_U1] == ["2"]
+
+
+def test_collection_denormalize() -> None:
+    r = normalize(TODOS, [{"id": 1, "title": "a"}, {"id": 2}], args=[{"userId": 1}])
+    assert denormalize(TODOS, r.result, r.entities) == [Todo(id=1, title="a"), Todo(id=2)]
+    assert denormalize(TODOS, '{"userId":"9"}', r.entities) is None
+
+
+def test_args_key() -> None:
+    """Check: args_key=lambda p: {"userId": p["userId"]} with args [{"userId": 5, "page": 2}]."""
+    coll = Collection([Todo], args_key=lambda p: {"userId": p["userId"]})
+    r = normalize(coll, [{"id": 1}], args=[{"userId": 5, "page": 2}])
+    assert r.result == '{"userId":"5"}'
+    assert r.entities["[Todo]"] == {'{"userId":"5"}': ["1"]}
+
+
+def test_nest_key() -> None:
+    """Check: nest_key under user "7" stores the list and the user's member holds its pk."""
+
+    class Author(Entity):
+        id: int = 0
+        todos: list[Todo] = []
+        schema = {"todos": Collection([Todo], nest_key=lambda parent, key: {"userId": parent["id"]})}
+
+    r = normalize(Author, {"id": 7, "todos": [{"id": 1}, {"id": 2}]})
+    assert r.entities["[Todo]"]['{"userId":"7"}'] == ["1", "2"]
+    assert r.entities["Author"]["7"]["todos"] == '{"userId":"7"}'
+    author = denormalize(Author, "7", r.entities)
+    assert author.todos == [Todo(id=1), Todo(id=2)]
+
+
+# ----- 5.2 adding ---------------------------------------------------------------------------
+def test_push_filter() -> None:
+    """Check: push {"id": 3, "userId": 1} with args ({"userId": 1}, {"title": "x"})."""
+    state = prepared()
+    r = normalize(TODOS.push, {"id": 3, "userId": 1}, args=[{"userId": 1}, {"title": "x"}], state=state)
+    assert r.result == ["3"]
+    assert lists(r) == {
+        K_U1: ["1", "3"],
+        K_U2: ["2"],
+        K_ALL: ["1", "2", "3"],
+        K_ORDER: ["1", "3"],
+        K_DONE: ["1"],
+    }
+    assert r.entities["Todo"]["3"] == {"id": 3, "userId": 1}
+
+
+def test_push_filter_from_second_arg() -> None:
+    """Check: args ({}, {"userId": 2}) appends to {"userId":"2"} and {}."""
+    state = prepared()
+    r = normalize(TODOS.push, {"id": 3, "userId": 2}, args=[{}, {"userId": 2}], state=state)
+    assert lists(r) == {K_U1: ["1"], K_U2: ["2", "3"], K_ALL: ["1", "2", "3"], K_ORDER: ["1"], K_DONE: ["1"]}
+
+
+def test_unshift_puts_first() -> None:
+    """Check: unshift puts the pk first."""
+    state = prepared()
+    r = normalize(TODOS.unshift, {"id": 3, "userId": 1}, args=[{"userId": 1}], state=state)
+    assert r.entities["[Todo]"][K_U1] == ["3", "1"]
+    assert r.entities["[Todo]"][K_ALL] == ["3", "1", "2"]
+
+
+def test_push_existing_pk_again_duplicates() -> None:
+    """Check: pushing an existing pk "1" again gives [..., "1", ..., "1"]."""
+    state = prepared()
+    r = normalize(TODOS.push, {"id": 1, "userId": 1}, args=[{}], state=state)
+    assert r.entities["[Todo]"][K_ALL] == ["1", "2", "1"]
+
+
+def test_push_list_of_items_and_no_collection_created() -> None:
+    r = normalize(TODOS.push, [{"id": 1}, {"id": 2}], args=[{"userId": 1}])
+    assert r.result == ["1", "2"]
+    assert "[Todo]" not in r.entities
+    assert set(r.entities["Todo"]) == {"1", "2"}
+
+
+def test_push_without_pk_keeps_placeholder() -> None:
+    state = prepared()
+    r = normalize(TODOS.push, {"title": "draft"}, args=[{}], state=state)
+    (pk,) = r.result
+    assert pk.startswith("MISS-")
+    assert r.entities["Todo"][pk] == {"title": "draft"}
+    assert r.entities["[Todo]"][K_ALL] == ["1", "2", pk]
+
+
+def test_plain_collection_without_pk_raises() -> None:
+    with pytest.raises(SchemaError) as info:
+        normalize(TODOS, [{"title": "x"}], args=[{}])
+    assert info.value.status == 400
+
+
+def test_assign_values_collection() -> None:
+    coll = Collection(Values(Todo))
+    state = normalize(coll, {"a": {"id": 1}}, args=[{"userId": 1}])
+    state = normalize(coll, {"z": {"id": 9}}, args=[{"userId": 2}], state=state)
+    r = normalize(coll.assign, {"b": {"id": 2}}, args=[{"userId": 1}], state=state)
+    assert r.result == {"b": "2"}
+    assert r.entities["{Todo}"] == {K_U1: {"a": "1", "b": "2"}, K_U2: {"z": "9"}}
+
+
+def test_add_with_custom_merge_and_filter() -> None:
+    state = prepared()
+
+    def merge(existing: list[str], incoming: list[str]) -> list[str]:
+        return sorted({*existing, *incoming}, reverse=True)
+
+    def only_all(*args: Any) -> Callable[[Mapping[str, Any]], bool]:
+        return lambda key: key == {}
+
+    r = normalize(TODOS.add_with(merge, only_all), {"id": 3, "userId": 1}, args=[{"userId": 1}], state=state)
+    assert lists(r) == {K_U1: ["1"], K_U2: ["2"], K_ALL: ["3", "2", "1"], K_ORDER: ["1"], K_DONE: ["1"]}
+    r2 = normalize(TODOS.add_with(merge), {"id": 3, "userId": 1}, args=[{"userId": 1}], state=state)
+    assert r2.entities["[Todo]"][K_U1] == ["3", "1"]
+    assert r2.entities["[Todo]"][K_U2] == ["2"]
+
+
+def test_collection_level_create_collection_filter() -> None:
+    coll = Collection([Todo], create_collection_filter=lambda *args: lambda key: "userId" not in key)
+    state = prepared(coll)
+    r = normalize(coll.push, {"id": 3}, args=[{"userId": 1}], state=state)
+    assert lists(r)[K_ALL] == ["1", "2", "3"]
+    assert lists(r)[K_U1] == ["1"]
+
+
+@pytest.mark.parametrize(
+    "option",
+    [["sort"], ("sort",), "sort", re.compile("^so"), lambda name: name == "sort"],
+    ids=["list", "tuple", "str", "regex", "callable"],
+)
+def test_non_filter_argument_keys(option: Any) -> None:
+    """Check: non_filter_argument_keys=["sort"] replaces the default orderBy rule."""
+    coll = Collection([Todo], non_filter_argument_keys=option)
+    state = normalize(coll, [], args=[{"userId": 1, "sort": "a"}])
+    state = normalize(coll, [], args=[{"userId": 1, "orderBy": "a"}], state=state)
+    r = normalize(coll.push, {"id": 3}, args=[{"userId": 1}], state=state)
+    assert r.entities["[Todo]"]['{"sort":"a","userId":"1"}'] == ["3"]
+    assert r.entities["[Todo]"]['{"orderBy":"a","userId":"1"}'] == []
+
+
+def test_default_filter_missing_member_never_matches() -> None:
+    state = prepared()
+    r = normalize(TODOS.push, {"id": 3}, args=[{"userId": None}], state=state)
+    assert lists(r)[K_U1] == ["1"]
+    assert lists(r)[K_ALL] == ["1", "2", "3"]
+
+
+# ----- 5.3 remove, move ---------------------------------------------------------------------
+def test_remove() -> None:
+    """Check: remove {"id": 1} with args ({"userId": 1},)."""
+    state = prepared()
+    r = normalize(TODOS.remove, {"id": 1}, args=[{"userId": 1}], state=state)
+    assert lists(r) == {K_U1: [], K_U2: ["2"], K_ALL: ["2"], K_ORDER: [], K_DONE: ["1"]}
+    # entities are updated from the response
+    assert r.entities["Todo"]["1"] == {"id": 1, "userId": 1, "title": "one"}
+
+
+def test_remove_updates_entity() -> None:
+    state = prepared()
+    r = normalize(TODOS.remove, {"id": 2, "title": "gone"}, args=[{}], state=state, meta=meta(2000))
+    assert r.entities["Todo"]["2"]["title"] == "gone"
+    assert lists(r)[K_ALL] == ["1"]
+
+
+def test_remove_from_values_collection() -> None:
+    coll = Collection(Values(Todo))
+    state = normalize(coll, {"a": {"id": 1}, "b": {"id": 2}}, args=[{}])
+    r = normalize(coll.remove, {"x": {"id": 1}}, args=[{}], state=state)
+    assert r.entities["{Todo}"]["{}"] == {"b": "2"}
+
+
+def test_remove_union_compares_id_and_schema() -> None:
+    coll = Collection([Union({"users": User, "groups": Group}, "type")])
+    state = normalize(coll, [{"id": 1, "type": "users"}, {"id": 1, "type": "groups"}], args=[{}])
+    r = normalize(coll.remove, {"id": 1, "type": "groups"}, args=[{}], state=state)
+    assert r.entities["[User;Group]"]["{}"] == [{"id": "1", "schema": "users"}]
+
+
+def test_move() -> None:
+    """Check: move {"id": 2, "userId": 1} with args ({"id": 2}, {"userId": 1}) (stored userId 2)."""
+    state = prepared()
+    r = normalize(TODOS.move, {"id": 2, "userId": 1}, args=[{"id": 2}, {"userId": 1}], state=state, meta=meta(2000))
+    tables = lists(r)
+    assert tables[K_U2] == []
+    assert tables[K_U1] == ["1", "2"]
+    assert tables[K_ALL] == ["1", "2"]
+    assert tables[K_DONE] == ["1"]
+    assert r.entities["Todo"]["2"]["userId"] == 1
+
+
+def test_move_with_custom_merge() -> None:
+    state = prepared()
+    r = normalize(TODOS.move_with(lambda existing, incoming: [*incoming, *existing]),
+                  {"id": 2, "userId": 1}, args=[{"id": 2}, {"userId": 1}], state=state)
+    assert lists(r)[K_U1] == ["2", "1"]
+    assert lists(r)[K_U2] == []
+
+
+# ----- 5.4 pagination -----------------------------------------------------------------------
+def drop_page(*args: Any) -> list[Any]:
+    return [{k: v for k, v in args[0].items() if k != "page"}, *args[1:]]
+
+
+def test_paginated_appends_unique() -> None:
+    """Check: list [1, 2], then page 2 returning [2, 3] -> ["1", "2", "3"]."""
+    state = normalize(TODOS, [{"id": 1}, {"id": 2}], args=[{"userId": 1}])
+    state = normalize(TODOS, [{"id": 8}], args=[{"userId": 2}], state=state)
+    page = TODOS.paginated(drop_page)
+    r = normalize(page, [{"id": 2}, {"id": 3}], args=[{"userId": 1, "page": 2}], state=state)
+    assert r.entities["[Todo]"][K_U1] == ["1", "2", "3"]
+    assert r.entities["[Todo]"][K_U2] == ["8"]
+    assert r.result == ["2", "3"]
+    assert denormalize(TODOS, K_U1, r.entities) == [Todo(id=1), Todo(id=2), Todo(id=3)]
+
+
+def test_paginated_without_base_list_creates_nothing() -> None:
+    r = normalize(TODOS.paginated(drop_page), [{"id": 3}], args=[{"userId": 1, "page": 2}])
+    assert "[Todo]" not in r.entities
+
+
+# ----- helpers ---------------------------------------------------------------------------------
+def test_find_and_replace_collection() -> None:
+    schema = {"results": TODOS, "next": None}
+    assert find_collection(schema) is TODOS
+    assert find_collection([TODOS]) is TODOS
+    assert find_collection({"a": [Todo]}) is None
+    new = Collection([Todo])
+    replaced = replace_collection(schema, new)
+    assert replaced == {"results": new, "next": None}
+    assert schema["results"] is TODOS
+
+
+def test_collection_in_object_memo_query() -> None:
+    r = normalize({"results": TODOS, "next": None}, {"results": [{"id": 1}], "next": "c"}, args=[{"userId": 1}])
+    assert r.result == {"results": K_U1, "next": "c"}
+    assert MemoCache().query(TODOS, [{"userId": 1}], r) == [Todo(id=1)]
+    assert r.entities["[Todo]"][K_U1] is not INVALID
