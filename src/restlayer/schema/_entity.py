@@ -220,6 +220,8 @@ class Entity:
                 raise SchemaError("Missing usable primary key", schema=cls.key)
             ctx.invalidate(cls.key, pk)
             return pk
+        if processed is value or processed.__class__ is not dict:
+            processed = dict(processed)  # never write into (or store) the caller's object
         pk = cls.compute_pk(processed, parent, key, args)
         if pk is None:
             if not ctx.creating:

@@ -1,0 +1,297 @@
+"""normalize(): results, meta, merging into a state, hooks, indexes, validate, errors, atomicity."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from restlayer._pmap import PMap
+from restlayer.errors import RestLayerError, SchemaError
+from restlayer.schema import INVALID, Entity, NormalizedResult, denormalize, normalize
+
+from ._models import Todo, User, meta
+
+
+class Tagged(Entity):
+    id: int = 0
+    tags: list[str] = []
+
+    @classmethod
+    def merge(cls, existing: Any, incoming: Any) -> Any:
+        return {**existing, **incoming, "tags": [*existing.get("tags", []), *incoming.get("tags", [])]}
+
+
+class Indexed(Entity):
+    id: int = 0
+    email: str = ""
+    handle: str = ""
+    indexes = ("email", "handle")
+
+
+class Strict(Entity):
+    id: int = 0
+    name: str = ""
+
+    @classmethod
+    def validate(cls, processed: Mapping[str, Any]) -> str | None:
+        return None if processed.get("name") else "name missing"
+
+
+class Nested(Entity):
+    id: int = 0
+    strict: Strict | None = None
+    schema = {"strict": Strict}
+
+
+def test_result_shape() -> None:
+    r = normalize({"todos": [Todo]}, {"todos": [{"id": 1}]})
+    assert isinstance(r, NormalizedResult)
+    result, entities, indexes, entities_meta = r
+    assert result == {"todos": ["1"]}
+    assert isinstance(entities, PMap) and isinstance(entities["Todo"], PMap)
+    assert indexes == {}
+    assert set(entities_meta["Todo"]) == {"1"}
+
+
+def test_args_as_list_or_tuple() -> None:
+    seen: list[Any] = []
+
+    class A(Entity):
+        id: int = 0
+
+        @classmethod
+        def process(cls, input: Any, parent: Any, key: str | None, args: tuple[Any, ...]) -> Any:
+            seen.append(args)
+            return dict(input)
+
+    normalize(A, {"id": 1}, args=[1, 2])
+    normalize(A, {"id": 1}, args=(1, 2))
+    assert seen == [(1, 2), (1, 2)]
+
+
+def test_partial_meta_filled_with_defaults() -> None:
+    r = normalize(Todo, {"id": 1}, meta={"fetched_at": 5})
+    m = r.entities_meta["Todo"]["1"]
+    assert m["fetched_at"] == 5
+    assert m["expires_at"] == float("inf")
+    assert m["date"] > 0
+
+
+def test_merge_into_state_leaves_old_state_untouched() -> None:
+    first = normalize([Todo], [{"id": 1, "title": "a"}, {"id": 2}], meta=meta(1000))
+    snapshot_entities = first.entities.to_dict()
+    snapshot_meta = first.entities_meta.to_dict()
+    table_before = first.entities["Todo"]
+    second = normalize(Todo, {"id": 1, "title": "b", "author": {"id": 3}}, state=first, meta=meta(2000))
+    assert first.entities.to_dict() == snapshot_entities
+    assert first.entities_meta.to_dict() == snapshot_meta
+    assert first.entities["Todo"] is table_before
+    assert first.entities["Todo"]["1"] == {"id": 1, "title": "a"}
+    assert second.entities["Todo"]["1"] == {"id": 1, "title": "b", "author": "3"}
+    assert second.entities["Todo"]["2"] is first.entities["Todo"]["2"]
+    assert second.entities["User"]["3"] == {"id": 3}
+
+
+def test_untouched_tables_are_shared() -> None:
+    first = normalize({"t": Todo, "u": User}, {"t": {"id": 1}, "u": {"id": 1}})
+    second = normalize(Todo, {"id": 2}, state=first)
+    assert second.entities["User"] is first.entities["User"]
+    assert second.entities_meta["User"] is first.entities_meta["User"]
+
+
+@pytest.mark.parametrize("form", ["result", "object", "mapping", "plain"])
+def test_state_forms(form: str) -> None:
+    first = normalize(Todo, {"id": 1, "title": "a"}, meta=meta(1000))
+    state: Any
+    if form == "result":
+        state = first
+    elif form == "object":
+
+        class State:
+            entities = first.entities
+            indexes = first.indexes
+            entities_meta = first.entities_meta
+
+        state = State()
+    elif form == "mapping":
+        state = {"entities": first.entities, "indexes": first.indexes, "entities_meta": first.entities_meta}
+    else:
+        state = {
+            "entities": first.entities.to_dict(),
+            "indexes": {},
+            "entities_meta": first.entities_meta.to_dict(),
+        }
+    before = copy.deepcopy(state) if form == "plain" else None
+    r = normalize(Todo, {"id": 1, "completed": True}, state=state, meta=meta(2000))
+    assert r.entities["Todo"]["1"] == {"id": 1, "title": "a", "completed": True}
+    if before is not None:
+        assert state == before
+
+
+# ----- hooks ---------------------------------------------------------------------------------
+def test_custom_merge_within_response_and_with_store() -> None:
+    r = normalize([Tagged], [{"id": 1, "tags": ["a"]}, {"id": 1, "tags": ["b"]}])
+    assert r.entities["Tagged"]["1"]["tags"] == ["a", "b"]
+    r2 = normalize(Tagged, {"id": 1, "tags": ["c"]}, state=r)
+    assert r2.entities["Tagged"]["1"]["tags"] == ["a", "b", "c"]
+
+
+def test_should_reorder_hook() -> None:
+    class Sticky(Todo):
+        key = "Todo"
+
+        @classmethod
+        def should_reorder(cls, existing_meta: Any, incoming_meta: Any, existing: Any, incoming: Any) -> bool:
+            return True
+
+    state = normalize(Todo, {"id": 1, "title": "old"}, meta=meta(1000))
+    r = normalize(Sticky, {"id": 1, "title": "new", "completed": True}, state=state, meta=meta(2000))
+    assert r.entities["Todo"]["1"] == {"id": 1, "title": "old", "completed": True}
+    assert r.entities_meta["Todo"]["1"]["fetched_at"] == 1000
+
+
+def test_should_update_receives_metas_and_records() -> None:
+    calls: list[tuple[Any, ...]] = []
+
+    class Watch(Todo):
+        key = "Todo"
+
+        @classmethod
+        def should_update(cls, existing_meta: Any, incoming_meta: Any, existing: Any, incoming: Any) -> bool:
+            calls.append((existing_meta["fetched_at"], incoming_meta["fetched_at"], dict(existing), dict(incoming)))
+            return incoming.get("title") != "ignore"
+
+    state = normalize(Todo, {"id": 1, "title": "old"}, meta=meta(1000))
+    r = normalize(Watch, {"id": 1, "title": "ignore"}, state=state, meta=meta(2000))
+    assert calls == [(1000, 2000, {"id": 1, "title": "old"}, {"id": 1, "title": "ignore"})]
+    assert r.entities["Todo"]["1"] == {"id": 1, "title": "old"}
+    r = normalize(Watch, {"id": 1, "title": "fine"}, state=state, meta=meta(2000))
+    assert r.entities["Todo"]["1"] == {"id": 1, "title": "fine"}
+
+
+def test_merge_with_store_and_meta_hooks() -> None:
+    class Counter(Entity):
+        id: int = 0
+        n: int = 0
+
+        @classmethod
+        def merge_with_store(cls, existing_meta: Any, incoming_meta: Any, existing: Any, incoming: Any) -> Any:
+            return {**incoming, "n": existing["n"] + incoming["n"]}
+
+        @classmethod
+        def merge_meta_with_store(cls, existing_meta: Any, incoming_meta: Any, existing: Any, incoming: Any) -> Any:
+            return {**incoming_meta, "fetched_at": max(existing_meta["fetched_at"], incoming_meta["fetched_at"])}
+
+    state = normalize(Counter, {"id": 1, "n": 2}, meta=meta(3000))
+    r = normalize(Counter, {"id": 1, "n": 5}, state=state, meta=meta(1000))
+    assert r.entities["Counter"]["1"] == {"id": 1, "n": 7}
+    assert r.entities_meta["Counter"]["1"]["fetched_at"] == 3000
+    assert r.entities_meta["Counter"]["1"]["date"] == 1000
+
+
+# ----- indexes -------------------------------------------------------------------------------
+def test_indexes_several_fields() -> None:
+    r = normalize([Indexed], [{"id": 1, "email": "a@x", "handle": "a"}, {"id": 2, "email": "b@x"}])
+    assert r.indexes == {"Indexed": {"email": {"a@x": "1", "b@x": "2"}, "handle": {"a": "1"}}}
+    r2 = normalize(Indexed, {"id": 1, "email": "c@x", "handle": "a"}, state=r)
+    assert r2.indexes["Indexed"]["email"] == {"a@x": INVALID, "b@x": "2", "c@x": "1"}
+    assert r2.indexes["Indexed"]["handle"] == {"a": "1"}
+    assert r.indexes["Indexed"]["email"] == {"a@x": "1", "b@x": "2"}
+
+
+def test_index_follows_merged_record() -> None:
+    # an older response does not move the index away from the stored value
+    r = normalize(Indexed, {"id": 1, "email": "new@x"}, meta=meta(2000))
+    r2 = normalize(Indexed, {"id": 1, "email": "old@x"}, state=r, meta=meta(1000))
+    assert r2.entities["Indexed"]["1"]["email"] == "new@x"
+    assert r2.indexes["Indexed"]["email"]["new@x"] == "1"
+    assert r2.indexes["Indexed"]["email"].get("old@x") != "1"
+
+
+# ----- validate ------------------------------------------------------------------------------
+def test_nested_validate_failure_raises_and_stores_nothing() -> None:
+    state = normalize(Todo, {"id": 1}, meta=meta(1000))
+    with pytest.raises(SchemaError) as info:
+        normalize(Nested, {"id": 1, "strict": {"id": 2}}, state=state)
+    assert info.value.status == 400
+    assert info.value.schema == "Strict"
+    assert info.value.path == ("strict",)
+
+
+# ----- errors --------------------------------------------------------------------------------
+def test_error_names_schema_and_path() -> None:
+    with pytest.raises(SchemaError) as info:
+        normalize({"results": [Todo]}, {"results": [{"id": 1}, {"title": "no id"}]})
+    err = info.value
+    assert err.schema == "Todo"
+    assert err.path == ("results", 1)
+    assert "Todo" in str(err)
+    assert "['results'][1]" in str(err)
+    assert isinstance(err, RestLayerError)
+
+
+def test_error_path_through_nested_entity() -> None:
+    with pytest.raises(SchemaError) as info:
+        normalize([Todo], [{"id": 1}, {"id": 2, "author": {"username": "x"}}])
+    assert info.value.schema == "User"
+    assert info.value.path == (1, "author")
+
+
+def test_error_path_through_values() -> None:
+    from restlayer.schema import Values
+
+    with pytest.raises(SchemaError) as info:
+        normalize({"by_id": Values(User)}, {"by_id": {"a": {"id": 1}, "b": {}}})
+    assert info.value.path == ("by_id", "b")
+    assert info.value.schema == "User"
+
+
+# ----- atomicity -----------------------------------------------------------------------------
+def test_failing_normalize_leaves_state_untouched() -> None:
+    state = normalize([Todo], [{"id": 1, "title": "a"}], meta=meta(1000))
+    before = (state.entities.to_dict(), state.indexes.to_dict(), state.entities_meta.to_dict())
+    with pytest.raises(SchemaError):
+        normalize([Todo], [{"id": 1, "title": "changed"}, {"id": 5}, {"title": "no id"}], state=state)
+    assert (state.entities.to_dict(), state.indexes.to_dict(), state.entities_meta.to_dict()) == before
+
+
+def test_failing_normalize_leaves_plain_state_untouched() -> None:
+    state: dict[str, Any] = {
+        "entities": {"Todo": {"1": {"id": 1, "title": "a"}}},
+        "indexes": {},
+        "entities_meta": {"Todo": {"1": meta(1000)}},
+    }
+    before = copy.deepcopy(state)
+    with pytest.raises(SchemaError):
+        normalize([Todo], [{"id": 1, "title": "b"}, {"id": None}], state=state)
+    assert state == before
+
+
+def test_failing_normalize_does_not_mutate_input() -> None:
+    class Raw(Entity):
+        id: int = 0
+        author: User | None = None
+        schema = {"author": User}
+
+        @classmethod
+        def process(cls, input: Any, parent: Any, key: str | None, args: tuple[Any, ...]) -> Any:
+            return input  # identity, as a user might write it
+
+    data = [{"id": 1, "author": {"id": 7}}, {"id": 2, "author": {"name": "no id"}}]
+    before = copy.deepcopy(data)
+    with pytest.raises(SchemaError):
+        normalize([Raw], data)
+    assert data == before
+    ok = [{"id": 1, "author": {"id": 7}}]
+    r = normalize([Raw], ok)
+    assert ok == [{"id": 1, "author": {"id": 7}}]
+    assert r.entities["Raw"]["1"] == {"id": 1, "author": "7"}
+
+
+def test_normalize_output_roundtrip() -> None:
+    r = normalize([Todo], [{"id": 1, "title": "a", "author": {"id": 2, "username": "u"}}])
+    out = denormalize([Todo], r.result, r.entities)
+    assert out == [Todo(id=1, title="a", author=User(id=2, username="u"))]
