@@ -16,9 +16,7 @@ import httpx
 #: Defaults of the shared client: follow redirects like `fetch` does.
 DEFAULT_TIMEOUT = httpx.Timeout(30.0)
 
-_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = (
-    weakref.WeakKeyDictionary()
-)
+_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = weakref.WeakKeyDictionary()
 _last: tuple[asyncio.AbstractEventLoop, httpx.AsyncClient] | None = None
 
 

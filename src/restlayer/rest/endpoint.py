@@ -59,9 +59,7 @@ OPTIONS: Final = frozenset(
 )  # fmt: skip
 
 CONTENT_MODES: Final = frozenset({"json", "blob", "text", "arrayBuffer", "stream"})
-_TEXT_LIKE: Final = re.compile(
-    r"\btext\b|\bxml\b|\bhtml\b|\bjavascript\b|\bcss\b|\bcsv\b|\burlencoded\b"
-)
+_TEXT_LIKE: Final = re.compile(r"\btext\b|\bxml\b|\bhtml\b|\bjavascript\b|\bcss\b|\bcsv\b|\burlencoded\b")
 _NO_BODY_METHODS: Final = ("GET", "DELETE")
 _JSON_CONTENT_TYPE: Final = {"Content-Type": "application/json"}
 _SEND_KEYS: Final = ("auth", "follow_redirects")
@@ -152,7 +150,9 @@ class RestEndpoint:
 
     Any option may be given to the constructor, set as a class attribute of a
     subclass, or changed by `extend(**options)`; callables given as options
-    (`process`, `key`, `error_policy`, ...) replace the method of that name.
+    (`process`, `key`, `error_policy`, ...) replace the method of that name and
+    are called without `self`. A subclass may accept extra options: any attribute
+    it declares.
     """
 
     path: str
@@ -179,7 +179,7 @@ class RestEndpoint:
     def __init__(self, **options: Any) -> None:
         cls = type(self)
         for option in options:
-            if option not in OPTIONS and not hasattr(cls, option):
+            if option not in OPTIONS and not _class_sets(cls, option):
                 raise ParamError(f"{cls.__name__}: unknown option {option!r}")
         self._options: dict[str, Any] = options
         self.__dict__.update(options)
@@ -190,9 +190,7 @@ class RestEndpoint:
         if "name" not in options and not _class_sets(cls, "name"):
             self.name = self.url_prefix + self.path
         if self.content is not None and self.content not in CONTENT_MODES:
-            raise ParamError(
-                f"content must be one of {sorted(CONTENT_MODES)}, not {self.content!r}"
-            )
+            raise ParamError(f"content must be one of {sorted(CONTENT_MODES)}, not {self.content!r}")
         self._has_body = self.method not in _NO_BODY_METHODS and self.body is not None
         self._stream = self.content == "stream"
         self._schema_set = self.schema is not None and not isinstance(self.schema, str)
@@ -216,9 +214,7 @@ class RestEndpoint:
             self.method = "POST" if side_effect else "GET"
 
     def __repr__(self) -> str:
-        return (
-            f"{type(self).__name__}(name={self.name!r}, method={self.method!r}, path={self.path!r})"
-        )
+        return f"{type(self).__name__}(name={self.name!r}, method={self.method!r}, path={self.path!r})"
 
     # -- arguments, URLs and keys -------------------------------------------------
 
@@ -341,9 +337,7 @@ class RestEndpoint:
                 status=400,
                 response=response,
             )
-        raise NetworkError(
-            self._text_error(content_type, response.text), status=404, response=response
-        )
+        raise NetworkError(self._text_error(content_type, response.text), status=404, response=response)
 
     async def _parse_content(self, response: httpx.Response, content: str) -> Any:
         """Parse by an explicit `content` mode."""
@@ -369,16 +363,12 @@ class RestEndpoint:
         try:
             return json.loads(response.content)
         except ValueError as exc:
-            raise NetworkError(
-                f"{response.url}: invalid JSON response: {exc}", status=400, response=response
-            ) from exc
+            raise NetworkError(f"{response.url}: invalid JSON response: {exc}", status=400, response=response) from exc
 
     def _text_error(self, content_type: str | None, text: str) -> str:
         """Message for a text reply to an endpoint that expects data for its schema."""
         name = _schema_name(self.schema)
-        if (content_type is not None and "html" in content_type) or text.startswith(
-            "<!doctype html>"
-        ):
+        if (content_type is not None and "html" in content_type) or text.startswith("<!doctype html>"):
             return (
                 f"Unexpected html response for schema {name}\n"
                 "This likely means no API endpoint was configured for this request, "
@@ -441,23 +431,17 @@ class RestEndpoint:
     @functools.cached_property
     def push(self) -> RestEndpoint:
         """POST that appends the created item to every matching list."""
-        return self.extend(
-            method="POST", schema=self._collection_member("push"), name=self.name + ".create"
-        )
+        return self.extend(method="POST", schema=self._collection_member("push"), name=self.name + ".create")
 
     @functools.cached_property
     def unshift(self) -> RestEndpoint:
         """POST that prepends the created item to every matching list."""
-        return self.extend(
-            method="POST", schema=self._collection_member("unshift"), name=self.name + ".create"
-        )
+        return self.extend(method="POST", schema=self._collection_member("unshift"), name=self.name + ".create")
 
     @functools.cached_property
     def assign(self) -> RestEndpoint:
         """POST that merges keyed entries into a Values collection."""
-        return self.extend(
-            method="POST", schema=self._collection_member("assign"), name=self.name + ".create"
-        )
+        return self.extend(method="POST", schema=self._collection_member("assign"), name=self.name + ".create")
 
     @functools.cached_property
     def remove(self) -> RestEndpoint:

@@ -88,17 +88,12 @@ class Resource:
             if len(args) > 1 or not isinstance(args[0], Mapping):
                 raise ParamError("extend() takes a function, a name and options, or member options")
             overrides = {**args[0], **overrides}
-        return self._with(
-            {name: self._member_override(name, opts) for name, opts in overrides.items()}
-        )
+        return self._with({name: self._member_override(name, opts) for name, opts in overrides.items()})
 
     def _member_override(self, name: str, options: Any) -> Any:
         """Form (b): an existing member with its options changed."""
         if name not in self._members:
-            raise ParamError(
-                f"resource has no member {name!r} to extend; "
-                f"add one with extend({name!r}, **options)"
-            )
+            raise ParamError(f"resource has no member {name!r} to extend; add one with extend({name!r}, **options)")
         if not isinstance(options, Mapping):
             raise ParamError(f"extend({name}=...) takes a dict of endpoint options")
         return self._members[name].extend(**options)
@@ -117,9 +112,7 @@ class Resource:
 
 def _schema_label(schema: Any) -> str:
     """The prefix of member names: the schema class name (`Todo.get`)."""
-    return str(
-        getattr(schema, "__name__", None) or getattr(schema, "name", None) or type(schema).__name__
-    )
+    return str(getattr(schema, "__name__", None) or getattr(schema, "name", None) or type(schema).__name__)
 
 
 def _is_entity_like(schema: Any) -> bool:
@@ -156,9 +149,7 @@ def _optimistic_update(snapshot: Any, params: Any = None, body: Any = None, *res
 def _optimistic_partial(schema: Any) -> Callable[..., Any]:
     """Expected reply of a partial update: params, the stored entity, then the body."""
 
-    def get_optimistic_response(
-        snapshot: Any, params: Any = None, body: Any = None, *rest: Any
-    ) -> Any:
+    def get_optimistic_response(snapshot: Any, params: Any = None, body: Any = None, *rest: Any) -> Any:
         stored = snapshot.get(schema, params)
         if not stored:
             raise snapshot.abort
@@ -196,9 +187,7 @@ def resource(
         mutate["get_optimistic_response"] = _optimistic_update
         partial["get_optimistic_response"] = _optimistic_partial(schema)
     collection_options = (
-        {}
-        if non_filter_argument_keys is None
-        else {"non_filter_argument_keys": non_filter_argument_keys}
+        {} if non_filter_argument_keys is None else {"non_filter_argument_keys": non_filter_argument_keys}
     )
     list_options: dict[str, Any] = {
         **mutate,
@@ -220,9 +209,7 @@ def resource(
     if optimistic:
         delete_options["get_optimistic_response"] = _optimistic_delete
     members = {
-        "get": endpoint_class(
-            **{**options, "path": path, "schema": schema, "name": f"{label}.get"}
-        ),
+        "get": endpoint_class(**{**options, "path": path, "schema": schema, "name": f"{label}.get"}),
         "get_list": endpoint_class(**list_options),
         "update": endpoint_class(
             **{**mutate, "path": path, "schema": schema, "method": "PUT", "name": f"{label}.update"}
