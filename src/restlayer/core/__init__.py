@@ -1,0 +1,19 @@
+"""The store and controller: one normalized store every call reads and writes, plus its managers."""
+
+from restlayer.core.controller import Controller
+from restlayer.core.expiry import DLE, ExpiryStatus, Response
+from restlayer.core.gc import GCPolicy
+from restlayer.core.manager import Manager
+from restlayer.core.network import NetworkManager
+from restlayer.core.subscriptions import SubscriptionManager
+
+__all__ = [
+    "DLE",
+    "Controller",
+    "ExpiryStatus",
+    "GCPolicy",
+    "Manager",
+    "NetworkManager",
+    "Response",
+    "SubscriptionManager",
+]

@@ -1,0 +1,137 @@
+"""The actions every store change goes through: plain records that managers see and the reducer applies.
+
+Each has a `type` string (`"fetch"`, `"set_response"`, ...) so a manager can
+dispatch on it without importing the classes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+TestKey = Callable[[str], bool]
+
+
+@dataclass(eq=False)
+class Fetch:
+    """A request is starting: `future` receives the processed response (or the error).
+
+    `background` fetches (dle, stale reads, polling) keep their request alive even
+    when no caller awaits them; the `*_override` fields are set by polling.
+    """
+
+    type: ClassVar[str] = "fetch"
+    endpoint: Any
+    args: tuple[Any, ...]
+    key: str
+    fetched_at: float
+    future: asyncio.Future[Any] | None = None
+    background: bool = False
+    data_expiry_length: float | None = None
+    error_expiry_length: float | None = None
+    error_policy: Callable[[BaseException], str | None] | None = None
+
+    @property
+    def optimistic(self) -> bool:
+        """Whether this fetch shows an optimistic response until it settles."""
+        ep = self.endpoint
+        return bool(ep.side_effect) and getattr(ep, "get_optimistic_response", None) is not None
+
+
+@dataclass(eq=False)
+class SetResponse:
+    """Store a response (`error=False`) or an error for `key`; settles `fetch`'s optimistic entry.
+
+    `aborted` only removes the optimistic entry (a cancelled request).
+    """
+
+    type: ClassVar[str] = "set_response"
+    endpoint: Any
+    args: tuple[Any, ...]
+    key: str
+    response: Any
+    fetched_at: float
+    date: float
+    expires_at: float
+    error: bool = False
+    error_policy: str | None = None
+    fetch: Fetch | None = None
+    aborted: bool = False
+
+
+@dataclass(eq=False)
+class Set:
+    """Write `value` for `schema` and `args` straight into the entity tables."""
+
+    type: ClassVar[str] = "set"
+    schema: Any
+    args: tuple[Any, ...]
+    value: Any
+    date: float
+    expires_at: float
+
+
+@dataclass(eq=False)
+class Invalidate:
+    """Drop these endpoint results; readers must refetch."""
+
+    type: ClassVar[str] = "invalidate"
+    keys: tuple[str, ...]
+
+
+@dataclass(eq=False)
+class InvalidateAll:
+    """`Invalidate` for every stored endpoint key accepted by `test_key`."""
+
+    type: ClassVar[str] = "invalidate_all"
+    test_key: TestKey
+
+
+@dataclass(eq=False)
+class ExpireAll:
+    """Mark every key of `meta` accepted by `test_key` stale (`expires_at = 1`)."""
+
+    type: ClassVar[str] = "expire_all"
+    test_key: TestKey
+
+
+@dataclass(eq=False)
+class Reset:
+    """Empty the store; in-flight fetches are dropped."""
+
+    type: ClassVar[str] = "reset"
+    date: float
+
+
+@dataclass(eq=False)
+class Subscribe:
+    """Start (or join) polling `key` at the endpoint's `poll_frequency`."""
+
+    type: ClassVar[str] = "subscribe"
+    endpoint: Any
+    args: tuple[Any, ...]
+    key: str
+
+
+@dataclass(eq=False)
+class Unsubscribe:
+    """Leave polling of `key` (polling stops with the last subscriber)."""
+
+    type: ClassVar[str] = "unsubscribe"
+    endpoint: Any
+    args: tuple[Any, ...]
+    key: str
+
+
+@dataclass(eq=False)
+class GC:
+    """Remove unreferenced, long-expired endpoint results and entities."""
+
+    type: ClassVar[str] = "gc"
+    endpoint_keys: tuple[str, ...] = ()
+    entity_refs: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+
+
+Action = Fetch | SetResponse | Set | Invalidate | InvalidateAll | ExpireAll | Reset | Subscribe | Unsubscribe | GC

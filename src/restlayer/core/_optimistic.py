@@ -1,0 +1,82 @@
+"""Optimistic updates: pending fetches' expected responses laid over the committed state.
+
+The overlay is recomputed from the committed state whenever it changes, so a
+settled fetch (its entry removed) is replaced or rolled back in one step.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from restlayer.core import _actions as act
+from restlayer.core._reducer import normalize_response
+from restlayer.core._state import State
+from restlayer.core.expiry import Response
+from restlayer.errors import AbortOptimistic
+
+if TYPE_CHECKING:
+    from restlayer.core.controller import Controller
+
+log = logging.getLogger("restlayer")
+DEFAULT_DATA_EXPIRY = 60_000
+
+
+class Snapshot:
+    """The store as an optimistic update sees it: reads against the state so far.
+
+    `raise snapshot.abort` makes the update a no-op (the request still runs).
+    """
+
+    abort: AbortOptimistic = AbortOptimistic("Optimistic update aborted")
+
+    def __init__(self, controller: Controller, state: State, fetched_at: float) -> None:
+        self._controller = controller
+        self.state = state
+        self.fetched_at = fetched_at
+
+    def get(self, schema: Any, *args: Any, **kwargs: Any) -> Any:
+        """Denormalized read of any schema (like `Controller.get`)."""
+        return self._controller._get(schema, args, kwargs, self.state)
+
+    def get_response(self, endpoint: Any, *args: Any, **kwargs: Any) -> Response:
+        """Like `Controller.get_response`, against this snapshot."""
+        return self._controller._response(endpoint, endpoint.bind(*args, **kwargs), self.state)
+
+    def get_error(self, endpoint: Any, *args: Any, **kwargs: Any) -> BaseException | None:
+        """Like `Controller.get_error`, against this snapshot."""
+        return self._controller._error(endpoint, endpoint.bind(*args, **kwargs), self.state)
+
+
+def apply_optimistic(controller: Controller, state: State) -> State:
+    """`state` with every pending optimistic response applied in start order."""
+    view = state
+    for entry in state.optimistic:
+        value = _expected(controller, view, entry)
+        if value is _SKIP:
+            continue
+        length = entry.endpoint.data_expiry_length
+        expires = entry.fetched_at + (DEFAULT_DATA_EXPIRY if length is None else length)
+        action = act.SetResponse(
+            entry.endpoint, entry.args, entry.key, value, entry.fetched_at, entry.fetched_at, expires
+        )
+        try:
+            view = normalize_response(view, action)
+        except Exception:
+            log.exception("optimistic response of %s could not be normalized", entry.key)
+    return view
+
+
+_SKIP: Any = object()
+
+
+def _expected(controller: Controller, view: State, entry: act.Fetch) -> Any:
+    """The endpoint's expected response, or `_SKIP` when it aborts or fails."""
+    snapshot = Snapshot(controller, view, entry.fetched_at)
+    try:
+        return entry.endpoint.get_optimistic_response(snapshot, *entry.args)
+    except AbortOptimistic:
+        return _SKIP
+    except Exception:
+        log.exception("get_optimistic_response of %s failed", entry.key)
+        return _SKIP

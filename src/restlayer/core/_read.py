@@ -1,0 +1,111 @@
+"""Reading an endpoint's result from a state: data, expiry status, expiry time, error (BEHAVIOR 8.3-8.4)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from restlayer._pmap import EMPTY
+from restlayer.core._state import State
+from restlayer.core.expiry import ExpiryStatus, Response
+from restlayer.schema import All, Array, Collection, Invalidate, MemoCache, Object, Query, Union, Values, denormalize
+from restlayer.schema._base import compile_schema
+
+MISSING: Any = object()
+INF = float("inf")
+Refs = list[tuple[str, str]]
+_has_entities: dict[Any, bool] = {}
+
+
+def has_entities(schema: Any) -> bool:
+    """Whether results of `schema` reference entities (and so need denormalizing)."""
+    node = compile_schema(schema)
+    known = _has_entities.get(node)
+    if known is None:
+        if len(_has_entities) > 4096:
+            _has_entities.clear()
+        known = _has_entities[node] = _walk(node)
+    return known
+
+
+def _walk(node: Any) -> bool:
+    if node is None:
+        return False
+    if isinstance(node, (type, Collection, Invalidate, All, Union)):
+        return True
+    if isinstance(node, (Query, Array, Values)):
+        return _walk(node.node)
+    if isinstance(node, Object):
+        return any(_walk(child) for child in node.nodes.values())
+    return True  # derived collection schemas and user Schema subclasses
+
+
+def expiry_status(invalid: bool, invalid_if_stale: bool, meta: Mapping[str, Any] | None) -> ExpiryStatus:
+    """INVALID when invalidated or invalid without an error; IIS when invalid with one or stale-is-invalid."""
+    has_error = meta is not None and meta.get("error") is not None
+    if (meta is not None and meta.get("invalidated")) or (invalid and not has_error):
+        return ExpiryStatus.INVALID
+    if invalid or invalid_if_stale:
+        return ExpiryStatus.INVALIDATE_IF_STALE
+    return ExpiryStatus.VALID
+
+
+def read_response(memo: MemoCache, endpoint: Any, args: tuple[Any, ...], state: State) -> tuple[Response, Refs]:
+    """The endpoint's Response for `args` from `state`, plus the (entity key, pk) pairs it read."""
+    key = endpoint.key(*args)
+    meta = state.meta.get(key)
+    expires_at = None if meta is None else meta.get("expires_at")
+    cached = state.endpoints.get(key, MISSING)
+    node = compile_schema(endpoint.schema)
+    stale_invalid = bool(getattr(endpoint, "invalid_if_stale", False))
+    if cached is MISSING and node is not None:
+        detail = memo.query_detail(node, args, state)
+        not_found = not detail.found
+    elif node is None or not has_entities(node):
+        data = None if cached is MISSING else cached
+        status = expiry_status(cached is MISSING, stale_invalid, meta)
+        return Response(data, status, expires_at or 0), []
+    else:
+        detail = memo.denormalize_detail(node, cached, state.entities, args)
+        not_found = False
+    if not expires_at:
+        expires_at = 1 if not_found else entity_expiry(detail.deps, state)
+    status = expiry_status(detail.invalid, stale_invalid or not_found, meta)
+    return Response(detail.data, status, expires_at), detail.refs
+
+
+def entity_expiry(deps: Any, state: State) -> float:
+    """The smallest `expires_at` of the entities a read touched (infinity when none)."""
+    lowest = INF
+    tables = state.entities_meta
+    for key, pk, *_ in deps:
+        table = tables.get(key)
+        meta = None if table is None else table.get(pk)
+        if meta is not None and meta["expires_at"] < lowest:
+            lowest = meta["expires_at"]
+    return lowest
+
+
+def read_error(endpoint: Any, args: tuple[Any, ...], state: State) -> BaseException | None:
+    """`meta[key].error`, hidden when the policy is soft and data is still stored."""
+    key = endpoint.key(*args)
+    meta = state.meta.get(key)
+    if meta is None:
+        return None
+    error: BaseException | None = meta.get("error")
+    if error is not None and meta.get("error_policy") == "soft" and key in state.endpoints:
+        return None
+    return error
+
+
+def empty_form(endpoint: Any, args: tuple[Any, ...], state: State) -> Any:
+    """What a loading read shows: the stored result against empty entity tables (no stale entities)."""
+    cached = state.endpoints.get(endpoint.key(*args))
+    if cached is None:
+        return None
+    return denormalize(endpoint.schema, cached, EMPTY, args)
+
+
+def needs_fetch(response: Response, now: float) -> bool:
+    """Whether a reader should start a fetch: expired, or invalid."""
+    return now > response.expires_at or response.expiry_status == ExpiryStatus.INVALID

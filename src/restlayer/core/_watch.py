@@ -1,0 +1,111 @@
+"""Change notification: watchers re-read their endpoint after each store change and fire on real changes.
+
+A callback runs only when the denormalized value is a different object *and*
+compares unequal (re-normalizing equal data builds new objects; that is not a
+change). Callback exceptions are logged and never reach the store.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from restlayer.core.controller import Controller
+
+log = logging.getLogger("restlayer")
+
+
+def changed(old: Any, new: Any) -> bool:
+    """Identity changed and the values differ (a failing `==` counts as different)."""
+    if new is old:
+        return False
+    try:
+        return bool(new != old)
+    except Exception:
+        return True
+
+
+class Watcher:
+    """One `watch()` registration: what it reads, the last value seen and its GC hold."""
+
+    __slots__ = ("args", "callback", "endpoint", "key", "last", "refs")
+
+    def __init__(self, endpoint: Any, args: tuple[Any, ...], callback: Callable[[Any], Any]) -> None:
+        self.endpoint = endpoint
+        self.args = args
+        self.callback = callback
+        self.key: str = endpoint.key(*args)
+        self.last: Any = None
+        self.refs: list[tuple[str, str]] = []
+
+
+class Watchers:
+    """Every watcher of one controller; `notify()` runs after each committed change."""
+
+    def __init__(self, controller: Controller) -> None:
+        self._controller = controller
+        self._items: list[Watcher] = []
+        self._busy = False
+        self._again = False
+
+    def add(self, watcher: Watcher) -> Callable[[], None]:
+        """Register `watcher` (reading its current value); returns the function removing it."""
+        ctrl = self._controller
+        response, refs = ctrl._read(watcher.endpoint, watcher.args)
+        watcher.last, watcher.refs = response.data, refs
+        ctrl._hold(watcher.key, refs)
+        self._items.append(watcher)
+        removed = False
+
+        def unwatch() -> None:
+            nonlocal removed
+            if removed:
+                return
+            removed = True
+            if watcher in self._items:
+                self._items.remove(watcher)
+            ctrl._unhold(watcher.key, watcher.refs)
+
+        return unwatch
+
+    def notify(self) -> None:
+        """Re-read every watcher; changes made by callbacks cause another round, not recursion."""
+        if self._busy:
+            self._again = True
+            return
+        self._busy = True
+        try:
+            self._again = True
+            while self._again:
+                self._again = False
+                for watcher in list(self._items):
+                    self._check(watcher)
+        finally:
+            self._busy = False
+
+    def _check(self, watcher: Watcher) -> None:
+        ctrl = self._controller
+        try:
+            response, refs = ctrl._read(watcher.endpoint, watcher.args)
+        except Exception:
+            log.exception("watch: reading %s failed", watcher.key)
+            return
+        new = response.data
+        if new is watcher.last:
+            return
+        old, watcher.last = watcher.last, new
+        if refs != watcher.refs:
+            ctrl._hold(None, refs)
+            ctrl._unhold(None, watcher.refs)
+            watcher.refs = refs
+        if not changed(old, new):
+            return
+        try:
+            watcher.callback(new)
+        except Exception:
+            log.exception("watch callback for %s raised", watcher.key)
+
+    def __len__(self) -> int:
+        return len(self._items)

@@ -1,0 +1,428 @@
+"""`Controller`: the one normalized store every call reads and writes (API.md section 5).
+
+Reads are synchronous and answered from the store through one shared
+`MemoCache`; only what does I/O is a coroutine. Every change is an action that
+runs through the managers (middleware) and then the pure reducer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import weakref
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any
+
+from restlayer._pmap import EMPTY
+from restlayer.core import _actions as act
+from restlayer.core._optimistic import apply_optimistic
+from restlayer.core._read import (
+    INF,
+    Refs,
+    empty_form,
+    has_entities,
+    needs_fetch,
+    read_error,
+    read_response,
+)
+from restlayer.core._reducer import apply
+from restlayer.core._state import EMPTY_STATE, State
+from restlayer.core._watch import Watcher, Watchers, changed
+from restlayer.core.expiry import DLE, ExpiryStatus, Response
+from restlayer.core.gc import GCPolicy
+from restlayer.core.manager import Manager, build_chain
+from restlayer.core.network import NetworkManager
+from restlayer.core.subscriptions import SubscriptionManager
+from restlayer.errors import RestLayerError
+from restlayer.schema import MemoCache, denormalize
+
+DATA_EXPIRY = 60_000
+ERROR_EXPIRY = 1_000
+SET_EXPIRY = 60_000
+Clock = Callable[[], float]
+
+
+def _wall_clock() -> float:
+    return time.time() * 1000
+
+
+def _length(value: float | None, default: float, name: str) -> float:
+    """An expiry length in ms: the default when unset; negative lengths are an error."""
+    if value is None:
+        return default
+    if value < 0:
+        raise RestLayerError(f"{name} must be >= 0, got {value}")
+    return value
+
+
+def _with_defaults(managers: Sequence[Manager] | None) -> list[Manager]:
+    """The given managers, plus a NetworkManager and SubscriptionManager unless given."""
+    chosen = list(managers or ())
+    if not any(isinstance(m, NetworkManager) for m in chosen):
+        chosen.append(NetworkManager())
+    if not any(isinstance(m, SubscriptionManager) for m in chosen):
+        chosen.append(SubscriptionManager())
+    return chosen
+
+
+def _query_args(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+    """Schema-read arguments: keywords merged into the first (params) argument."""
+    if not kwargs:
+        return args
+    first = args[0] if args else None
+    return ({**(first or {}), **kwargs}, *args[1:])
+
+
+class Controller:
+    """The store plus every way to read, fetch and change it.
+
+    `managers`: middleware over every action (a NetworkManager and a
+    SubscriptionManager are added unless given); `clock`: a callable returning
+    milliseconds (for expiry tests); `gc_policy`: a `GCPolicy` to bound memory.
+    """
+
+    def __init__(
+        self,
+        *,
+        managers: Sequence[Manager] | None = None,
+        clock: Clock | None = None,
+        gc_policy: GCPolicy | None = None,
+    ) -> None:
+        self.now: Clock = clock or _wall_clock
+        self.memo = MemoCache()
+        self.managers = _with_defaults(managers)
+        self.gc_policy = gc_policy
+        self._state: State = EMPTY_STATE
+        self._view: State | None = EMPTY_STATE
+        self._failures: weakref.WeakKeyDictionary[act.SetResponse, BaseException] = weakref.WeakKeyDictionary()
+        self._watchers = Watchers(self)
+        self._dispatch = build_chain(self, self.managers, self._commit)
+        for manager in self.managers:
+            manager.init(self)
+        if gc_policy is not None:
+            gc_policy.init(self)
+
+    # ----- the store --------------------------------------------------------------------
+    def dispatch(self, action: act.Action) -> None:
+        """Send an action through the managers to the store."""
+        self._dispatch(action)
+
+    def _commit(self, action: act.Action) -> None:
+        """The end of the manager chain: reduce, then tell the watchers."""
+        state, failure = apply(self._state, action)
+        if failure is not None and isinstance(action, act.SetResponse):
+            self._failures[action] = failure
+        if state is self._state:
+            return
+        self._state = state
+        self._view = None
+        if isinstance(action, act.Reset):
+            self.memo.clear()
+        if len(self._watchers):
+            self._watchers.notify()
+
+    def _current(self) -> State:
+        """The committed state with pending optimistic updates applied (cached until the next change)."""
+        view = self._view
+        if view is None:
+            state = self._state
+            view = self._view = apply_optimistic(self, state) if state.optimistic else state
+        return view
+
+    def get_state(self) -> State:
+        """A read-only snapshot of the store, pending optimistic updates applied; never changes later."""
+        return self._current()
+
+    def close(self) -> None:
+        """Stop polling, garbage collection and in-flight requests."""
+        for manager in self.managers:
+            manager.cleanup()
+        if self.gc_policy is not None:
+            self.gc_policy.cleanup()
+
+    # ----- arguments ------------------------------------------------------------------------
+    @staticmethod
+    def _bind(endpoint: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...] | None:
+        """Canonical args, or None for "don't fetch" (`ctrl.dle(ep, None)`)."""
+        if not kwargs and len(args) == 1 and args[0] is None:
+            return None
+        bound: tuple[Any, ...] = endpoint.bind(*args, **kwargs)
+        return bound
+
+    # ----- reads --------------------------------------------------------------------------------
+    def _read(self, endpoint: Any, args: tuple[Any, ...]) -> tuple[Response, Refs]:
+        return read_response(self.memo, endpoint, args, self._current())
+
+    def _response(self, endpoint: Any, args: tuple[Any, ...] | None, state: State) -> Response:
+        if args is None:
+            return Response(None, ExpiryStatus.VALID, INF)
+        return read_response(self.memo, endpoint, args, state)[0]
+
+    def _error(self, endpoint: Any, args: tuple[Any, ...] | None, state: State) -> BaseException | None:
+        return None if args is None else read_error(endpoint, args, state)
+
+    def _get(self, schema: Any, args: tuple[Any, ...], kwargs: dict[str, Any], state: State) -> Any:
+        return self.memo.query(schema, _query_args(args, kwargs), state)
+
+    def get_response(self, endpoint: Any, *args: Any, **kwargs: Any) -> Response:
+        """`Response(data, expiry_status, expires_at)` of the stored result; never fetches."""
+        return self._response(endpoint, self._bind(endpoint, args, kwargs), self._current())
+
+    def get(self, schema: Any, *args: Any, **kwargs: Any) -> Any:
+        """Denormalized read of any schema (Entity, Collection, Query, All, dict) from the store."""
+        return self._get(schema, args, kwargs, self._current())
+
+    def get_error(self, endpoint: Any, *args: Any, **kwargs: Any) -> BaseException | None:
+        """The stored error, unless its policy is soft and data is still stored."""
+        return self._error(endpoint, self._bind(endpoint, args, kwargs), self._current())
+
+    # ----- fetching -----------------------------------------------------------------------------
+    def _new_fetch(self, endpoint: Any, args: tuple[Any, ...], **options: Any) -> act.Fetch:
+        _length(options.get("data_expiry_length", endpoint.data_expiry_length), DATA_EXPIRY, "data_expiry_length")
+        _length(options.get("error_expiry_length", endpoint.error_expiry_length), ERROR_EXPIRY, "error_expiry_length")
+        return act.Fetch(endpoint, args, endpoint.key(*args), self.now(), **options)
+
+    async def _fetch(self, endpoint: Any, args: tuple[Any, ...]) -> Any:
+        """Dispatch a fetch and wait for its processed value (shared with concurrent callers)."""
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.dispatch(self._new_fetch(endpoint, args, future=future))
+        return await future
+
+    def _start(self, endpoint: Any, args: tuple[Any, ...], **options: Any) -> None:
+        """Start a background fetch nobody awaits (needs a running loop; otherwise skipped)."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        self.dispatch(self._new_fetch(endpoint, args, background=True, **options))
+
+    def _poll(self, endpoint: Any, args: tuple[Any, ...], frequency: float) -> None:
+        """One polling fetch: short expiry, soft errors (BEHAVIOR 8.9)."""
+        self._start(
+            endpoint, args, data_expiry_length=frequency / 2, error_expiry_length=frequency / 10,
+            error_policy=lambda error: "soft",
+        )
+
+    def _resolve_fetch(self, fetch: act.Fetch, value: Any = None, error: BaseException | None = None) -> Any:
+        """Commit a fetch's outcome; returns the processing error when the response did not normalize."""
+        ep, date = fetch.endpoint, self.now()
+        if error is None:
+            length = fetch.data_expiry_length if fetch.data_expiry_length is not None else ep.data_expiry_length
+            expires = date + _length(length, DATA_EXPIRY, "data_expiry_length")
+            action = act.SetResponse(ep, fetch.args, fetch.key, value, fetch.fetched_at, date, expires, fetch=fetch)
+        else:
+            length = fetch.error_expiry_length if fetch.error_expiry_length is not None else ep.error_expiry_length
+            expires = date + _length(length, ERROR_EXPIRY, "error_expiry_length")
+            policy = (fetch.error_policy or ep.error_policy)(error)
+            action = act.SetResponse(
+                ep, fetch.args, fetch.key, error, fetch.fetched_at, date, expires, True, policy, fetch
+            )
+        self.dispatch(action)
+        return self._failures.pop(action, None)
+
+    def _abort_fetch(self, fetch: act.Fetch) -> None:
+        """A cancelled request: only its optimistic entry goes."""
+        now = self.now()
+        self.dispatch(act.SetResponse(fetch.endpoint, fetch.args, fetch.key, None, fetch.fetched_at, now, now,
+                                      fetch=fetch, aborted=True))
+
+    def _own_result(self, endpoint: Any, args: tuple[Any, ...], value: Any) -> Any:
+        """A fetch's return: the response denormalized on its own (not the store's objects)."""
+        if value is None or not has_entities(endpoint.schema):
+            return value
+        return denormalize(endpoint.schema, value, EMPTY, args)
+
+    async def fetch(self, endpoint: Any, *args: Any, **kwargs: Any) -> Any:
+        """Send the request (GETs of one key share it), store the result, return it denormalized."""
+        bound = endpoint.bind(*args, **kwargs)
+        value = await self._fetch(endpoint, bound)
+        if self.gc_policy is not None:
+            self._touch(endpoint, bound)
+        return self._own_result(endpoint, bound, value)
+
+    async def fetch_if_stale(self, endpoint: Any, *args: Any, **kwargs: Any) -> Any:
+        """The stored data while usable and unexpired, else `fetch`."""
+        bound = endpoint.bind(*args, **kwargs)
+        response = self._read(endpoint, bound)[0]
+        if response.expiry_status != ExpiryStatus.INVALID and self.now() <= response.expires_at:
+            return response.data
+        value = await self._fetch(endpoint, bound)
+        return self._own_result(endpoint, bound, value)
+
+    # ----- writes ---------------------------------------------------------------------------------
+    def set_response(self, endpoint: Any, *args: Any, **kwargs: Any) -> None:
+        """Store `response` (the last positional argument) as the result of `endpoint(*args)`."""
+        if not args:
+            raise TypeError("set_response(endpoint, *args, response): the response is missing")
+        *rest, response = args
+        bound = endpoint.bind(*rest, **kwargs)
+        now = self.now()
+        expires = now + _length(endpoint.data_expiry_length, DATA_EXPIRY, "data_expiry_length")
+        self.dispatch(act.SetResponse(endpoint, bound, endpoint.key(*bound), response, now, now, expires))
+
+    def set_error(self, endpoint: Any, *args: Any, **kwargs: Any) -> None:
+        """Store `error` (the last positional argument) for `endpoint(*args)`; data stays."""
+        if not args:
+            raise TypeError("set_error(endpoint, *args, error): the error is missing")
+        *rest, error = args
+        bound = endpoint.bind(*rest, **kwargs)
+        now = self.now()
+        expires = now + _length(endpoint.error_expiry_length, ERROR_EXPIRY, "error_expiry_length")
+        self.dispatch(act.SetResponse(endpoint, bound, endpoint.key(*bound), error, now, now, expires, True,
+                                      endpoint.error_policy(error)))
+
+    def set(self, schema: Any, *args: Any, **kwargs: Any) -> None:
+        """Write `value` (last positional; a callable gets the current value) into the entity tables."""
+        if not args:
+            raise TypeError("set(schema, *args, value): the value is missing")
+        *rest, value = args
+        query_args = _query_args(tuple(rest), kwargs)
+        if callable(value) and not isinstance(value, type):
+            value = value(self.memo.query(schema, query_args, self._current()))
+        now = self.now()
+        self.dispatch(act.Set(schema, query_args, value, now, now + SET_EXPIRY))
+
+    def invalidate(self, endpoint: Any, *args: Any, **kwargs: Any) -> None:
+        """Drop the stored result: readers block on a refetch (status INVALID)."""
+        bound = self._bind(endpoint, args, kwargs)
+        if bound is not None:
+            self.dispatch(act.Invalidate((endpoint.key(*bound),)))
+
+    def invalidate_all(self, test_key: Callable[[str], bool]) -> None:
+        """`invalidate` every stored endpoint result whose key passes `test_key`."""
+        self.dispatch(act.InvalidateAll(test_key))
+
+    def expire_all(self, test_key: Callable[[str], bool]) -> None:
+        """Make every result whose key passes `test_key` stale: served, but refetched in the background."""
+        self.dispatch(act.ExpireAll(test_key))
+
+    def reset_entire_store(self) -> None:
+        """Empty the store; in-flight fetches fail with ResetError and their replies are dropped."""
+        self.dispatch(act.Reset(self.now()))
+
+    async def subscribe(self, endpoint: Any, *args: Any, **kwargs: Any) -> None:
+        """Poll `endpoint(*args)` every `poll_frequency` ms until unsubscribed."""
+        bound = self._bind(endpoint, args, kwargs)
+        if bound is None:
+            return
+        if endpoint.poll_frequency is None:
+            raise RestLayerError(f"{endpoint.name}: subscribe needs poll_frequency")
+        self.dispatch(act.Subscribe(endpoint, bound, endpoint.key(*bound)))
+
+    async def unsubscribe(self, endpoint: Any, *args: Any, **kwargs: Any) -> None:
+        """Undo one `subscribe`; polling stops with the last subscriber."""
+        bound = self._bind(endpoint, args, kwargs)
+        if bound is None or endpoint.poll_frequency is None:
+            return
+        self.dispatch(act.Unsubscribe(endpoint, bound, endpoint.key(*bound)))
+
+    # ----- garbage-collection references ---------------------------------------------------------
+    def _hold(self, key: str | None, refs: Refs) -> None:
+        if self.gc_policy is not None:
+            self.gc_policy.acquire(key, refs)
+
+    def _unhold(self, key: str | None, refs: Refs) -> None:
+        if self.gc_policy is not None:
+            self.gc_policy.release(key, refs)
+
+    def _touch(self, endpoint: Any, args: tuple[Any, ...]) -> None:
+        if self.gc_policy is not None:
+            self.gc_policy.touch(endpoint.key(*args), self._read(endpoint, args)[1])
+
+    # ----- bindings (the hooks' counterparts) -------------------------------------------------------
+    async def suspense(self, endpoint: Any, *args: Any, **kwargs: Any) -> Any:
+        """The data once usable: fetches when missing, invalid or (with invalid_if_stale) stale."""
+        bound = self._bind(endpoint, args, kwargs)
+        if bound is None:
+            return None
+        return await self._suspense(endpoint, bound)
+
+    async def _suspense(self, endpoint: Any, args: tuple[Any, ...]) -> Any:
+        response = self._read(endpoint, args)[0]
+        if needs_fetch(response, self.now()):
+            if response.expiry_status == ExpiryStatus.VALID:
+                self._start(endpoint, args)
+            else:
+                with contextlib.suppress(Exception):
+                    await self._fetch(endpoint, args)
+                response = self._read(endpoint, args)[0]
+        self._touch(endpoint, args)
+        error = read_error(endpoint, args, self._current())
+        if error is not None:
+            raise error
+        return response.data
+
+    def dle(self, endpoint: Any, *args: Any, **kwargs: Any) -> DLE:
+        """`DLE(data, loading, error)` right now; starts a fetch when one is needed, never waits."""
+        bound = self._bind(endpoint, args, kwargs)
+        if bound is None:
+            return DLE(None, False, None)
+        response = self._read(endpoint, bound)[0]
+        loading = False
+        if needs_fetch(response, self.now()):
+            self._start(endpoint, bound)
+            loading = response.expiry_status != ExpiryStatus.VALID
+        data = empty_form(endpoint, bound, self._current()) if loading else response.data
+        self._touch(endpoint, bound)
+        return DLE(data, loading, read_error(endpoint, bound, self._current()))
+
+    def cache(self, endpoint: Any, *args: Any, **kwargs: Any) -> Any:
+        """The stored data (the empty loading form when it would be loading); never fetches."""
+        bound = self._bind(endpoint, args, kwargs)
+        if bound is None:
+            return None
+        response = self._read(endpoint, bound)[0]
+        self._touch(endpoint, bound)
+        if response.expiry_status != ExpiryStatus.VALID and needs_fetch(response, self.now()):
+            return empty_form(endpoint, bound, self._current())
+        return response.data
+
+    def watch(self, endpoint: Any, *args: Any, callback: Callable[[Any], Any], **kwargs: Any) -> Callable[[], None]:
+        """Call `callback(data)` whenever the denormalized value really changes; returns `unwatch()`."""
+        bound = self._bind(endpoint, args, kwargs)
+        if bound is None:
+            return lambda: None
+        return self._watchers.add(Watcher(endpoint, bound, callback))
+
+    @contextlib.asynccontextmanager
+    async def subscription(self, endpoint: Any, *args: Any, **kwargs: Any) -> AsyncIterator[None]:
+        """`async with ctrl.subscription(ep, ...)`: polls at `poll_frequency` while open."""
+        bound = self._bind(endpoint, args, kwargs)
+        if bound is None:
+            yield
+            return
+        await self.subscribe(endpoint, *bound)
+        key = endpoint.key(*bound)
+        self._hold(key, [])
+        try:
+            yield
+        finally:
+            self._unhold(key, [])
+            await self.unsubscribe(endpoint, *bound)
+
+    async def live(self, endpoint: Any, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        """`async for data in ctrl.live(ep, ...)`: the first value, then each change (polling if set)."""
+        bound = self._bind(endpoint, args, kwargs)
+        if bound is None:
+            yield None
+            return
+        changes = asyncio.Event()
+        unwatch = self.watch(endpoint, *bound, callback=lambda _: changes.set())
+        polls = endpoint.poll_frequency is not None
+        try:
+            if polls:
+                await self.subscribe(endpoint, *bound)
+            last = await self._suspense(endpoint, bound)
+            yield last
+            while True:
+                await changes.wait()
+                changes.clear()
+                value = await self._suspense(endpoint, bound)
+                if changed(last, value):
+                    last = value
+                    yield value
+        finally:
+            unwatch()
+            if polls:
+                await self.unsubscribe(endpoint, *bound)

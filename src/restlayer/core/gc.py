@@ -1,0 +1,131 @@
+"""`GCPolicy`: reference-counted garbage collection of the store (BEHAVIOR 8.11).
+
+Readers hold a reference on their endpoint key and on every entity their
+result read. When a count drops to zero the item is queued; a periodic sweep
+removes queued items that are still unreferenced and long expired:
+`fetched_at + max((expires_at - fetched_at) * expiry_multiplier, 120_000) < now`.
+Items nobody ever referenced are never removed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from restlayer.core import _actions as act
+
+if TYPE_CHECKING:
+    from restlayer.core._state import State
+    from restlayer.core.controller import Controller
+
+EntityRef = tuple[str, str]
+MIN_LIFETIME = 120_000
+
+
+class GCPolicy:
+    """Counts readers' references and sweeps every `interval_ms` (needs a running event loop)."""
+
+    def __init__(self, interval_ms: float = 300_000, expiry_multiplier: float = 2) -> None:
+        self.interval_ms = interval_ms
+        self.expiry_multiplier = expiry_multiplier
+        self.endpoint_counts: dict[str, int] = {}
+        self.entity_counts: dict[EntityRef, int] = {}
+        self.queued_endpoints: set[str] = set()
+        self.queued_entities: set[EntityRef] = set()
+        self._controller: Controller | None = None
+        self._handle: asyncio.TimerHandle | None = None
+
+    def init(self, controller: Controller) -> None:
+        """Attach to the controller whose store this policy sweeps."""
+        self._controller = controller
+
+    # ----- reference counting --------------------------------------------------------
+    def acquire(self, key: str | None, refs: Iterable[EntityRef]) -> None:
+        """A reader starts holding `key` and `refs`."""
+        if key is not None:
+            self.endpoint_counts[key] = self.endpoint_counts.get(key, 0) + 1
+            self.queued_endpoints.discard(key)
+        for ref in refs:
+            self.entity_counts[ref] = self.entity_counts.get(ref, 0) + 1
+            self.queued_entities.discard(ref)
+        self._ensure_timer()
+
+    def release(self, key: str | None, refs: Iterable[EntityRef]) -> None:
+        """A reader lets go; what nobody holds any more is queued for the sweep."""
+        if key is not None:
+            _decrement(self.endpoint_counts, key, self.queued_endpoints)
+        for ref in refs:
+            _decrement(self.entity_counts, ref, self.queued_entities)
+
+    def touch(self, key: str | None, refs: Iterable[EntityRef]) -> None:
+        """A one-shot read: hold and release at once (queues unheld items)."""
+        refs = list(refs)
+        self.acquire(key, refs)
+        self.release(key, refs)
+
+    # ----- sweeping ---------------------------------------------------------------------
+    def expired(self, meta: Mapping[str, Any] | None, now: float) -> bool:
+        """Whether an item with this meta has outlived its grace period."""
+        if meta is None:
+            return True
+        fetched_at = meta.get("fetched_at", 0)
+        lifetime = (meta.get("expires_at", 0) - fetched_at) * self.expiry_multiplier
+        return bool(fetched_at + max(lifetime, MIN_LIFETIME) < now)
+
+    def collect(self, state: State, now: float) -> act.GC | None:
+        """The GC action for what can go now (queued, unheld, expired); the rest stays queued."""
+        keys = [k for k in self.queued_endpoints if k not in self.endpoint_counts and self.expired(
+            state.meta.get(k), now)]
+        refs = [r for r in self.queued_entities if r not in self.entity_counts and self.expired(
+            _entity_meta(state, r), now)]
+        self.queued_endpoints.difference_update(keys)
+        self.queued_entities.difference_update(refs)
+        if not keys and not refs:
+            return None
+        return act.GC(tuple(keys), tuple(refs))
+
+    def sweep(self) -> int:
+        """Run one sweep now; how many endpoint results and entities were removed."""
+        controller = self._controller
+        if controller is None:
+            return 0
+        action = self.collect(controller._state, controller.now())
+        if action is not None:
+            controller.dispatch(action)
+        controller.memo.prune(controller._state.entities)
+        return 0 if action is None else len(action.endpoint_keys) + len(action.entity_refs)
+
+    def _ensure_timer(self) -> None:
+        if self._handle is not None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        self._handle = loop.call_later(self.interval_ms / 1000, self._tick)
+
+    def _tick(self) -> None:
+        self._handle = None
+        self.sweep()
+        self._ensure_timer()
+
+    def cleanup(self) -> None:
+        """Stop the periodic sweep."""
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+
+
+def _decrement(counts: dict[Any, int], item: Any, queue: set[Any]) -> None:
+    count = counts.get(item, 0) - 1
+    if count > 0:
+        counts[item] = count
+        return
+    counts.pop(item, None)
+    queue.add(item)
+
+
+def _entity_meta(state: State, ref: EntityRef) -> Mapping[str, Any] | None:
+    table = state.entities_meta.get(ref[0])
+    return None if table is None else table.get(ref[1])
