@@ -20,6 +20,7 @@ import pytest
 from examples.todo_api import LocalServer
 from restlayer.errors import NetworkError, RestLayerError
 from restlayer.rest import RestEndpoint, aclose, client_session, get_client, resource
+from restlayer.rest.endpoint import ByteStream
 from restlayer.schema import Entity
 from tests._routes import PIXEL_PNG
 
@@ -249,6 +250,15 @@ async def test_stream_content(api: LocalServer) -> None:
     data = json.loads(b"".join(chunks))
     assert len(data) == 2000 and data[-1]["id"] == 2000
     assert last(api).query == "n=2000"
+
+
+async def test_stream_closed_without_reading(api: LocalServer) -> None:
+    ep = RestEndpoint(path="/_test/list", url_prefix=api.url, content="stream")
+    async with await ep({"n": 10}) as stream:
+        assert isinstance(stream, ByteStream) and not stream.response.is_closed
+    assert stream.response.is_closed
+    stream = await ep({"n": 10})
+    assert json.loads(b"".join([c async for c in stream])) and stream.response.is_closed
 
 
 async def test_stream_error_status_is_read(api: LocalServer) -> None:

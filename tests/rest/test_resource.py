@@ -283,6 +283,12 @@ def test_options_passed_to_every_member() -> None:
     assert r.get_list.push.data_expiry_length == 60_000
 
 
+def test_body_option_only_types_the_body() -> None:
+    r = resource(path="/todos/:id", schema=Todo, body=None, search_params=None)
+    assert r.update.key({"id": 1}, {"title": "x"}) == "PUT /todos/1"
+    assert r.get_list.push.key({"userId": 1}, {"title": "x"}) == "POST /todos?userId=1"
+
+
 # -- the Resource object ----------------------------------------------------------------
 
 

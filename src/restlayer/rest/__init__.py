@@ -2,10 +2,11 @@
 
 from restlayer.errors import NetworkError
 from restlayer.rest._client import aclose, client_session, get_client
-from restlayer.rest.endpoint import RestEndpoint
+from restlayer.rest.endpoint import ByteStream, RestEndpoint
 from restlayer.rest.resource import Resource, resource
 
 __all__ = [
+    "ByteStream",
     "NetworkError",
     "Resource",
     "RestEndpoint",

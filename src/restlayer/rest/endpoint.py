@@ -23,7 +23,7 @@ from restlayer.rest._path import compile_path
 from restlayer.rest._url import build_url
 from restlayer.rest._url import search_to_string as _default_search_to_string
 
-__all__ = ["OPTIONS", "RestEndpoint"]
+__all__ = ["OPTIONS", "ByteStream", "RestEndpoint"]
 
 
 class _Unset:
@@ -118,13 +118,40 @@ def _encode_content(body: Any) -> Any:
     )
 
 
-async def _iter_stream(response: httpx.Response) -> AsyncIterator[bytes]:
-    """The body of a streamed response, closing it when done or abandoned."""
-    try:
-        async for chunk in response.aiter_bytes():
-            yield chunk
-    finally:
-        await response.aclose()
+class ByteStream:
+    """The body of a `content="stream"` reply: `async for chunk in stream` yields bytes.
+
+    The connection is released when the body is exhausted or `aclose()` is called
+    (also usable as `async with stream:`), even if iteration never started.
+    """
+
+    __slots__ = ("_chunks", "response")
+
+    def __init__(self, response: httpx.Response) -> None:
+        self.response = response
+        self._chunks: AsyncIterator[bytes] | None = None
+
+    def __aiter__(self) -> ByteStream:
+        return self
+
+    async def __anext__(self) -> bytes:
+        if self._chunks is None:
+            self._chunks = self.response.aiter_bytes()
+        try:
+            return await self._chunks.__anext__()
+        except BaseException:
+            await self.response.aclose()
+            raise
+
+    async def aclose(self) -> None:
+        """Release the connection without reading the rest of the body."""
+        await self.response.aclose()
+
+    async def __aenter__(self) -> ByteStream:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
 
 class _RequestParts:
@@ -355,7 +382,7 @@ class RestEndpoint:
         if content == "text":
             return response.text
         if content == "stream":
-            return _iter_stream(response)
+            return ByteStream(response)
         return response.content
 
     def _parse_json(self, response: httpx.Response) -> Any:

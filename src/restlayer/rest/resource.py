@@ -179,6 +179,8 @@ def resource(
         from restlayer.schema import Collection
 
         collection_class = Collection
+    if options.get("body", 0) is None:
+        del options["body"]  # only types the body argument (SEED 2.1); must not remove it
     label = _schema_label(schema)
     short_path = list_path(path)
     mutate = dict(options)
