@@ -65,6 +65,7 @@ class Unvisit:
         if hit is not None and hit[0] is record:
             deps = hit[2]
             if deps is None:  # a cycle back to an entity being built right now
+                self.deps.append((key, pk, table, record))  # what embeds it depends on it too
                 return hit[1] if hit[1] is not _IN_PROGRESS else None
             if not self.checking or len(deps) == 1 or deps_valid(self.entities, deps, 1):
                 self.deps.extend(deps)
