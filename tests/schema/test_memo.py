@@ -1,0 +1,182 @@
+"""MemoCache and referential stability (BEHAVIOR.md 7)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from restlayer.schema import All, Collection, Denormalized, Entity, MemoCache, denormalize, normalize
+
+from ._models import Todo, User, meta
+
+
+def base() -> Any:
+    """List of Todo 1 and 2 with authors u1, u2."""
+    return normalize(
+        [Todo],
+        [{"id": 1, "title": "a", "author": {"id": "u1", "username": "one"}},
+         {"id": 2, "title": "b", "author": {"id": "u2", "username": "two"}}],
+        meta=meta(1000),
+    )
+
+
+def test_same_inputs_same_object() -> None:
+    """Check: two reads with the same inputs -> identical."""
+    r = base()
+    memo = MemoCache()
+    first = memo.denormalize([Todo], r.result, r.entities)
+    assert memo.denormalize([Todo], r.result, r.entities) is first
+    assert first == [Todo(id=1, title="a", author=User(id="u1", username="one")),
+                     Todo(id=2, title="b", author=User(id="u2", username="two"))]
+
+
+def test_other_entity_keeps_result() -> None:
+    """Check: store a new User u9 -> same list object."""
+    r = base()
+    memo = MemoCache()
+    old = memo.denormalize([Todo], r.result, r.entities)
+    r2 = normalize(User, {"id": "u9"}, state=r, meta=meta(2000))
+    assert memo.denormalize([Todo], r.result, r2.entities) is old
+    r3 = normalize(Todo, {"id": 3}, state=r2, meta=meta(2000))  # same type, other entity
+    assert memo.denormalize([Todo], r.result, r3.entities) is old
+
+
+def test_changed_item_new_list_others_kept() -> None:
+    """Check: renormalize Todo 2 with a new title."""
+    r = base()
+    memo = MemoCache()
+    old = memo.denormalize([Todo], r.result, r.entities)
+    r2 = normalize(Todo, {"id": 2, "title": "B"}, state=r, meta=meta(2000))
+    new = memo.denormalize([Todo], r.result, r2.entities)
+    assert new is not old
+    assert new[0] is old[0]
+    assert new[1] is not old[1]
+    assert new[1].author is old[1].author
+    assert new[1].title == "B"
+
+
+def test_changed_nested_entity_renews_embedders_only() -> None:
+    """Check: renormalize User u1 -> new[0] is not old[0], new[1] is old[1]."""
+    r = base()
+    memo = MemoCache()
+    old = memo.denormalize([Todo], r.result, r.entities)
+    r2 = normalize(User, {"id": "u1", "username": "ONE"}, state=r, meta=meta(2000))
+    new = memo.denormalize([Todo], r.result, r2.entities)
+    assert new is not old
+    assert new[0] is not old[0]
+    assert new[1] is old[1]
+    assert new[0].author.username == "ONE"
+
+
+def test_identity_follows_record_not_equality() -> None:
+    """Check: renormalize Todo 1 with identical data -> new[0] is not old[0]."""
+    r = base()
+    memo = MemoCache()
+    old = memo.denormalize([Todo], r.result, r.entities)
+    r2 = normalize(Todo, {"id": 1, "title": "a", "author": "u1"}, state=r, meta=meta(2000))
+    new = memo.denormalize([Todo], r.result, r2.entities)
+    assert new[0] is not old[0]
+    assert new[0] == old[0]
+    assert new[1] is old[1]
+
+
+def test_entity_read_is_the_list_element() -> None:
+    """Check: MemoCache().denormalize(Todo, "1", ...) is element 0 of the list read."""
+    r = base()
+    memo = MemoCache()
+    lst = memo.denormalize([Todo], r.result, r.entities)
+    assert memo.denormalize(Todo, "1", r.entities) is lst[0]
+
+
+def test_one_entity_through_two_schemas_is_one_instance() -> None:
+    r = base()
+    memo = MemoCache()
+    a = memo.denormalize({"todos": [Todo]}, {"todos": ["1", "2"]}, r.entities)
+    b = memo.denormalize(Collection([Todo]), ["1"], r.entities)
+    c = memo.query(Todo, [{"id": 1}], r)
+    assert a["todos"][0] is b[0] is c
+    assert memo.denormalize(User, "u2", r.entities) is a["todos"][1].author
+
+
+def test_new_input_object_equal_content() -> None:
+    r = base()
+    memo = MemoCache()
+    first = memo.denormalize([Todo], ["1", "2"], r.entities)
+    second = memo.denormalize([Todo], ["1", "2"], r.entities)
+    assert second is not first
+    assert second == first
+    assert second[0] is first[0] and second[1] is first[1]
+
+
+def test_plain_denormalize_builds_new_objects() -> None:
+    r = base()
+    a = denormalize([Todo], r.result, r.entities)
+    b = denormalize([Todo], r.result, r.entities)
+    assert a == b
+    assert a is not b and a[0] is not b[0]
+
+
+def test_args_part_of_cache_key() -> None:
+    r = base()
+    memo = MemoCache()
+    a = memo.denormalize([Todo], r.result, r.entities, [1])
+    assert memo.denormalize([Todo], r.result, r.entities, [1]) is a
+    b = memo.denormalize([Todo], r.result, r.entities, [2])
+    assert b is not a
+    assert b[0] is a[0]
+
+
+def test_query_all_cached_per_schema_object() -> None:
+    r = base()
+    memo = MemoCache()
+    q = All(Todo)
+    first = memo.query(q, [], r)
+    assert memo.query(q, [], r) is first
+    assert memo.query(All(Todo), [], r) is not first
+    r2 = normalize(User, {"id": "u9"}, state=r)
+    assert memo.query(q, [], r2) is first
+    r3 = normalize(Todo, {"id": 3}, state=r2)
+    third = memo.query(q, [], r3)
+    assert third is not first and len(third) == 3
+
+
+def test_denormalize_detail() -> None:
+    r = base()
+    memo = MemoCache()
+    detail = memo.denormalize_detail([Todo], r.result, r.entities)
+    assert isinstance(detail, Denormalized)
+    assert detail.invalid is False
+    assert detail.found is True
+    assert detail.data is memo.denormalize([Todo], r.result, r.entities)
+    assert set(detail.refs) == {("Todo", "1"), ("Todo", "2"), ("User", "u1"), ("User", "u2")}
+    missing = memo.denormalize_detail(Todo, "9", r.entities)
+    assert missing.data is None and missing.invalid is False
+    assert ("Todo", "9") in missing.refs
+
+
+def test_invalid_result_cached_and_refreshed() -> None:
+    class V(Entity):
+        id: int = 0
+        name: str = ""
+
+        @classmethod
+        def validate(cls, processed: Any) -> str | None:
+            return None if processed.get("name") else "no name"
+
+    entities: Any = normalize(V, {"id": 1, "name": "x"}).entities
+    memo = MemoCache()
+    assert memo.denormalize(V, "1", entities) == V(id=1, name="x")
+    bad = entities.set("V", entities["V"].set("1", {"id": 1}))
+    d = memo.denormalize_detail(V, "1", bad)
+    assert d.invalid is True and d.data is None
+
+
+def test_clear_and_prune() -> None:
+    r = base()
+    memo = MemoCache()
+    first = memo.denormalize([Todo], r.result, r.entities)
+    memo.prune(r.entities)
+    second = memo.denormalize([Todo], r.result, r.entities)
+    assert second[0] is first[0]
+    memo.clear()
+    third = memo.denormalize([Todo], r.result, r.entities)
+    assert third == first and third[0] is not first[0]
