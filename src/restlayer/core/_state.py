@@ -8,7 +8,7 @@ state handed out earlier never changes. Read by attribute or by key
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
 from restlayer._pmap import EMPTY, PMap
@@ -19,15 +19,19 @@ if TYPE_CHECKING:
 Table = PMap[str, PMap[str, Any]]
 
 
+def _empty() -> PMap[Any, Any]:
+    return EMPTY
+
+
 @dataclass(frozen=True, eq=False)
 class State(Mapping[str, Any]):
     """One version of the store; `replace(state, endpoints=...)` derives the next."""
 
-    entities: Table = EMPTY
-    indexes: PMap[str, PMap[str, PMap[str, Any]]] = EMPTY
-    entities_meta: Table = EMPTY
-    endpoints: PMap[str, Any] = EMPTY
-    meta: PMap[str, Mapping[str, Any]] = EMPTY
+    entities: Table = field(default_factory=_empty)
+    indexes: PMap[str, PMap[str, PMap[str, Any]]] = field(default_factory=_empty)
+    entities_meta: Table = field(default_factory=_empty)
+    endpoints: PMap[str, Any] = field(default_factory=_empty)
+    meta: PMap[str, Mapping[str, Any]] = field(default_factory=_empty)
     optimistic: tuple[Fetch, ...] = ()
     last_reset: float = 0
 

@@ -119,15 +119,13 @@ class NetworkManager(Manager):
         flight.settle(value=value, error=failure)
 
     def _drop_all(self) -> None:
-        """Reset: every caller gets ResetError; the requests are cancelled and never stored."""
+        """Reset: every caller gets ResetError; the requests finish but their replies are dropped."""
         flights = list(self._flights)
         self._flights.clear()
         self._by_key.clear()
         for flight in flights:
             flight.dropped = True
             flight.settle(error=ResetError())
-            if flight.task is not None:
-                flight.task.cancel()
 
     def cleanup(self) -> None:
         """Cancel every request in flight."""

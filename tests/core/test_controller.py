@@ -1,0 +1,244 @@
+"""Controller methods against the example API: fetch, reads, writes, invalidation, reset (BEHAVIOR 8)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from restlayer._pmap import PMap
+from restlayer.core import Controller, ExpiryStatus, Response
+from restlayer.errors import NetworkError, ResetError
+from restlayer.rest import RestEndpoint
+from restlayer.schema import All, Query
+from tests.core._models import Clock, Todo, User, gets
+
+
+async def test_fetch_stores_and_returns_own_instances(ctrl: Controller, res: Any, api: Any) -> None:
+    todo = await ctrl.fetch(res.Todo.get, id=1)
+    assert todo == Todo(id=1, userId=1, title="delectus aut autem", completed=False)
+    stored = ctrl.get(Todo, {"id": 1})
+    assert stored == todo and stored is not todo
+    assert ctrl.get_state()["endpoints"][res.Todo.get.key({"id": 1})] == "1"
+    assert len(gets(api, "/todos/1")) == 1
+
+
+async def test_state_by_key_and_attribute_and_snapshots(ctrl: Controller, res: Any) -> None:
+    before = ctrl.get_state()
+    await ctrl.fetch(res.Todo.get_list)
+    after = ctrl.get_state()
+    assert before["endpoints"] == {} and before.entities == {}
+    assert after.endpoints is after["endpoints"] and isinstance(after.entities, PMap)
+    assert set(after) == {"entities", "indexes", "entities_meta", "endpoints", "meta", "optimistic", "last_reset"}
+    assert after["last_reset"] == 0 and after["optimistic"] == ()
+    meta = after["meta"][res.Todo.get_list.key()]
+    assert set(meta) == {"date", "fetched_at", "expires_at", "prev_expires_at"}
+
+
+async def test_keyword_and_positional_args_are_one_key(ctrl: Controller, res: Any, api: Any) -> None:
+    await ctrl.fetch(res.Todo.get, {"id": 2})
+    assert ctrl.get_response(res.Todo.get, id=2).expiry_status == ExpiryStatus.VALID
+    assert await ctrl.suspense(res.Todo.get, id=2) == Todo(id=2, userId=1, title="quis ut nam facilis")
+    assert len(api.requests) == 1
+
+
+async def test_expiry_lengths_default(cctrl: Controller, res: Any, clock: Clock) -> None:
+    await cctrl.fetch(res.Todo.get, id=1)
+    meta = cctrl.get_state()["meta"][res.Todo.get.key({"id": 1})]
+    assert meta["expires_at"] - meta["date"] == 60000
+    with pytest.raises(NetworkError):
+        await cctrl.fetch(res.status, {"code": 404})
+    meta = cctrl.get_state()["meta"][res.status.key({"code": 404})]
+    assert meta["expires_at"] - meta["date"] == 1000 and meta["error_policy"] is None
+
+
+async def test_500_is_soft_and_visible_without_data(ctrl: Controller, res: Any) -> None:
+    with pytest.raises(NetworkError):
+        await ctrl.fetch(res.status, {"code": 500})
+    key = res.status.key({"code": 500})
+    assert ctrl.get_state()["meta"][key]["error_policy"] == "soft"
+    assert isinstance(ctrl.get_error(res.status, code=500), NetworkError)
+
+
+async def test_soft_error_keeps_data_hard_error_shows(ctrl: Controller, res: Any, api: Any) -> None:
+    ep = RestEndpoint(path="/todos/:id", url_prefix=api.url, schema=Todo)
+    await ctrl.fetch(ep, id=1)
+    ctrl.set_error(ep, {"id": 1}, NetworkError("x", status=503))
+    assert ctrl.get_response(ep, id=1)[:2] == (Todo(id=1, userId=1, title="delectus aut autem"), ExpiryStatus.VALID)
+    assert ctrl.get_error(ep, id=1) is None
+    err = NetworkError("bad", status=400)
+    ctrl.set_error(ep, {"id": 1}, err)
+    assert ctrl.get_error(ep, id=1) is err
+    assert ctrl.get_response(ep, id=1).data.id == 1
+
+
+async def test_soft_error_from_server_keeps_data(ctrl: Controller, res: Any, api: Any) -> None:
+    ep = RestEndpoint(path="/_test/status/:code", url_prefix=api.url)
+    ctrl.set_response(ep, {"code": 503}, {"ok": 1})
+    with pytest.raises(NetworkError):
+        await ctrl.fetch(ep, code=503)
+    assert ctrl.get_response(ep, code=503)[:2] == ({"ok": 1}, ExpiryStatus.VALID)
+    assert ctrl.get_error(ep, code=503) is None
+
+
+async def test_expire_all_and_invalidate_all(ctrl: Controller, res: Any) -> None:
+    await ctrl.fetch(res.Todo.get, id=1)
+    ctrl.expire_all(res.Todo.get.test_key)
+    data, status, expires = ctrl.get_response(res.Todo.get, id=1)
+    assert (data.id, status, expires) == (1, ExpiryStatus.VALID, 1)
+    ctrl.invalidate_all(res.Todo.get.test_key)
+    key = res.Todo.get.key({"id": 1})
+    state = ctrl.get_state()
+    assert key not in state["endpoints"]
+    assert state["meta"][key]["invalidated"] is True and state["meta"][key]["expires_at"] == 0
+    assert ctrl.get_response(res.Todo.get, id=1).expiry_status == ExpiryStatus.INVALID
+
+
+async def test_invalidate_one_and_error_only_keys_untouched(ctrl: Controller, res: Any) -> None:
+    with pytest.raises(NetworkError):
+        await ctrl.fetch(res.status, {"code": 404})
+    await ctrl.fetch(res.Todo.get, id=1)
+    ctrl.invalidate_all(lambda key: True)
+    assert "error" in ctrl.get_state()["meta"][res.status.key({"code": 404})]
+    ctrl.invalidate(res.Todo.get, None)  # no-op
+    ctrl.set_response(res.Todo.get, {"id": 1}, {"id": 1, "title": "x"})
+    ctrl.invalidate(res.Todo.get, id=1)
+    meta = ctrl.get_state()["meta"][res.Todo.get.key({"id": 1})]
+    assert meta["invalidated"] and "error" not in meta
+
+
+async def test_get_response_never_fetched_and_schemaless(ctrl: Controller, res: Any, api: Any) -> None:
+    assert ctrl.get_response(res.Todo.get, {"id": 1}) == (None, ExpiryStatus.INVALIDATE_IF_STALE, 1)
+    assert ctrl.get_response(res.raw, {"id": 1}) == (None, ExpiryStatus.INVALID, 0)
+    assert ctrl.get_response(res.Todo.get, None) == Response(None, ExpiryStatus.VALID, float("inf"))
+    await ctrl.fetch(res.Todo.get_list)
+    response = ctrl.get_response(res.Todo.get, {"id": 1})
+    meta = ctrl.get_state()["entities_meta"]["Todo"]["1"]
+    assert response.expiry_status == ExpiryStatus.VALID and response.expires_at == meta["expires_at"]
+    assert len(api.requests) == 1
+
+
+async def test_delete_invalidates_entity_and_list(ctrl: Controller, res: Any) -> None:
+    await ctrl.fetch(res.PlainTodo.get_list)
+    deleted = await ctrl.fetch(res.PlainTodo.delete, {"id": 1})
+    assert deleted == Todo(id=1)
+    assert ctrl.get_response(res.PlainTodo.get, {"id": 1})[:2] == (None, ExpiryStatus.INVALID)
+    data, status, _ = ctrl.get_response(res.PlainTodo.get_list)
+    assert [t.id for t in data] == [2, 3, 4, 5, 6] and status == ExpiryStatus.VALID
+
+
+async def test_normalization_failure_is_400_and_store_untouched(ctrl: Controller, res: Any, api: Any) -> None:
+    ep = RestEndpoint(path="/todos", url_prefix=api.url, schema=Todo)  # a list answered for an entity
+    with pytest.raises(Exception, match="Error processing") as info:
+        await ctrl.fetch(ep)
+    assert getattr(info.value, "status", None) == 400
+    state = ctrl.get_state()
+    assert state["entities"] == {} and state["endpoints"] == {}
+    assert state["meta"][ep.key()]["error"] is info.value
+
+
+async def test_get_set_query_all_and_indexes(ctrl: Controller, res: Any) -> None:
+    assert ctrl.get(All(User)) is None
+    await ctrl.fetch(res.User.get_list)
+    assert ctrl.get(User, {"username": "bret"}).id == 1
+    assert ctrl.get(User, "2").username == "antonette"
+    assert ctrl.get(User, id=3).username == "samantha"
+    names = Query(All(User), lambda users: sorted(u.username for u in users))
+    assert ctrl.get(names) == ["antonette", "bret", "samantha"]
+    ctrl.set(User, {"id": 9}, {"id": 9, "username": "nine"})
+    assert ctrl.get(User, {"username": "nine"}).id == 9
+    assert ctrl.get_response(res.User.get, {"username": "bret"}).expiry_status == ExpiryStatus.VALID
+
+
+async def test_update_option_rewrites_other_endpoints(ctrl: Controller, res: Any, api: Any) -> None:
+    list_key = res.PlainTodo.get_list.key()
+    create = res.PlainTodo.get_list.push.extend(
+        schema=Todo, update=lambda new_id, *args: {list_key: lambda old: [*(old or []), new_id]}
+    )
+    plain_list = RestEndpoint(path="/todos", url_prefix=api.url, schema=[Todo])
+    await ctrl.fetch(plain_list)
+    created = await ctrl.fetch(create, {"title": "new"})
+    assert ctrl.get_state()["endpoints"][list_key][-1] == str(created.id)
+
+
+async def test_update_exception_is_logged(ctrl: Controller, res: Any, caplog: Any) -> None:
+    def broken(*args: Any) -> Any:
+        raise RuntimeError("nope")
+
+    ep = res.PlainTodo.get.extend(update=broken)
+    await ctrl.fetch(ep, id=1)
+    assert ctrl.get(Todo, "1").id == 1
+    assert "update() of" in caplog.text
+
+
+async def test_fetch_if_stale(cctrl: Controller, res: Any, api: Any, clock: Clock) -> None:
+    await cctrl.fetch(res.Todo.get, id=1)
+    await cctrl.fetch_if_stale(res.Todo.get, id=1)
+    assert len(api.requests) == 1
+    clock.advance(60_001)
+    await cctrl.fetch_if_stale(res.Todo.get, id=1)
+    assert len(api.requests) == 2
+
+
+async def test_negative_expiry_raises(ctrl: Controller, res: Any) -> None:
+    with pytest.raises(Exception, match="must be >= 0"):
+        await ctrl.fetch(res.Todo.get.extend(data_expiry_length=-1), id=1)
+
+
+async def test_reset_during_slow_fetch(ctrl: Controller, res: Any) -> None:
+    await ctrl.fetch(res.Todo.get, id=1)
+    task = asyncio.ensure_future(ctrl.fetch(res.slow, {"ms": 300}))
+    await asyncio.sleep(0.05)
+    ctrl.reset_entire_store()
+    with pytest.raises(ResetError, match="Aborted due to RESET"):
+        await task
+    await asyncio.sleep(0.35)
+    state = ctrl.get_state()
+    assert state["endpoints"] == {} and state["entities"] == {} and state["last_reset"] > 0
+
+
+async def test_fetch_after_reset_not_joined(ctrl: Controller, res: Any, api: Any) -> None:
+    first = asyncio.ensure_future(ctrl.fetch(res.slow, {"ms": 200}))
+    await asyncio.sleep(0.02)
+    ctrl.reset_entire_store()
+    second = await ctrl.fetch(res.slow, {"ms": 200})
+    assert second == {"slept": 200}
+    with pytest.raises(ResetError):
+        await first
+    assert len(gets(api, "/_test/slow")) == 2
+
+
+async def test_watcher_exception_logged_other_watchers_fire(ctrl: Controller, res: Any, caplog: Any) -> None:
+    seen: list[Any] = []
+
+    def boom(data: Any) -> None:
+        raise RuntimeError("watcher broke")
+
+    ctrl.watch(res.Todo.get, id=1, callback=boom)
+    ctrl.watch(res.Todo.get, id=1, callback=seen.append)
+    await ctrl.fetch(res.Todo.get, id=1)
+    assert [t.id for t in seen] == [1]
+    assert "watch callback" in caplog.text and "watcher broke" in caplog.text
+    assert ctrl.get(Todo, "1").id == 1
+
+
+async def test_manager_sees_actions_and_exception_is_logged(res: Any, caplog: Any) -> None:
+    from restlayer.core import Manager
+
+    seen: list[str] = []
+
+    class Log(Manager):
+        def middleware(self, controller: Controller, action: Any, next: Any) -> None:
+            seen.append(action.type)
+            next(action)
+
+    class Broken(Manager):
+        def middleware(self, controller: Controller, action: Any, next: Any) -> None:
+            raise RuntimeError("manager broke")
+
+    ctrl = Controller(managers=[Log(), Broken()])
+    await ctrl.fetch(res.Todo.get, id=1)
+    assert seen == ["fetch", "set_response"]
+    assert ctrl.get(Todo, "1").id == 1 and "manager broke" in caplog.text
+    ctrl.close()
