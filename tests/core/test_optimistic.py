@@ -1,0 +1,90 @@
+"""Optimistic updates: applied on every read, replaced by the reply, rolled back on error (BEHAVIOR 8.7)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from restlayer.core import Controller
+from restlayer.errors import NetworkError
+from restlayer.rest import RestEndpoint
+from tests.core._models import Todo, gets
+
+
+async def test_partial_update_shows_then_server_value(ctrl: Controller, res: Any, api: Any) -> None:
+    await ctrl.fetch(res.Todo.get, id=1)
+    task = asyncio.ensure_future(ctrl.fetch(res.Todo.partial_update, {"id": 1}, {"title": "opt"}))
+    await asyncio.sleep(0)
+    assert ctrl.get(Todo, {"id": 1}).title == "opt"
+    assert len(ctrl.get_state()["optimistic"]) == 1
+    assert ctrl.get_state()["entities"]["Todo"]["1"]["title"] == "opt"
+    result = await task
+    assert result.title == "opt" and ctrl.get_state()["optimistic"] == ()
+    assert gets(api, "/todos/1", "PATCH")[0].json() == {"title": "opt"}
+
+
+async def test_rejected_update_rolls_back(ctrl: Controller, res: Any) -> None:
+    await ctrl.fetch(res.Todo.get_list)
+    before = ctrl.get_state()
+    task = asyncio.ensure_future(ctrl.fetch(res.Todo.update, {"id": 1}, {"title": "REJECT"}))
+    await asyncio.sleep(0)
+    assert ctrl.get(Todo, "1").title == "REJECT"
+    with pytest.raises(NetworkError) as info:
+        await task
+    assert info.value.status == 400
+    after = ctrl.get_state()
+    assert ctrl.get(Todo, "1").title == "delectus aut autem"
+    assert after.entities == before.entities and after.endpoints == before.endpoints
+    assert after.optimistic == ()
+
+
+async def test_failing_mutation_to_status_400_rolls_back(ctrl: Controller, res: Any, api: Any) -> None:
+    await ctrl.fetch(res.Todo.get, id=2)
+    ep = RestEndpoint(
+        path="/_test/status/:code", url_prefix=api.url, method="PATCH", schema=Todo,
+        get_optimistic_response=lambda snap, params, body: {"id": 2, **body},
+    )
+    task = asyncio.ensure_future(ctrl.fetch(ep, {"code": 400}, {"title": "temp"}))
+    await asyncio.sleep(0)
+    assert ctrl.get(Todo, "2").title == "temp"
+    with pytest.raises(NetworkError):
+        await task
+    assert ctrl.get(Todo, "2").title == "quis ut nam facilis"
+
+
+async def test_partial_update_aborts_when_not_stored(ctrl: Controller, res: Any) -> None:
+    task = asyncio.ensure_future(ctrl.fetch(res.Todo.partial_update, {"id": 4}, {"title": "x"}))
+    await asyncio.sleep(0)
+    assert ctrl.get(Todo, "4") is None  # snapshot.abort: no optimistic entity
+    await task
+    assert ctrl.get(Todo, "4").title == "x"
+
+
+async def test_last_started_wins_whatever_reply_order(ctrl: Controller, res: Any, api: Any) -> None:
+    await ctrl.fetch(res.Todo.get, id=5)
+    slow = res.Todo.partial_update.extend(path="/_test/slow", schema=Todo)
+    # "first" is slower than "second": replies arrive second-then-first.
+    first_ep = RestEndpoint(path="/_test/slow", url_prefix=api.url, method="PATCH", schema=Todo,
+                            process=lambda value, *a: {"id": 5, "title": "first"})
+    second_ep = RestEndpoint(path="/_test/slow", url_prefix=api.url, method="PATCH", schema=Todo,
+                             process=lambda value, *a: {"id": 5, "title": "second"})
+    del slow
+    first = asyncio.ensure_future(ctrl.fetch(first_ep, {"ms": 200}, {}))
+    await asyncio.sleep(0.01)
+    second = asyncio.ensure_future(ctrl.fetch(second_ep, {"ms": 20}, {}))
+    await asyncio.gather(first, second)
+    assert ctrl.get(Todo, "5").title == "second"
+
+
+async def test_push_without_id_then_reply(ctrl: Controller, res: Any) -> None:
+    await ctrl.fetch(res.Todo.get_list)
+    task = asyncio.ensure_future(ctrl.fetch(res.Todo.get_list.push, {"title": "new one"}))
+    await asyncio.sleep(0)
+    titles = [t.title for t in ctrl.get_response(res.Todo.get_list).data]
+    assert titles[-1] == "new one"
+    await task
+    data = ctrl.get_response(res.Todo.get_list).data
+    assert data[-1].title == "new one" and data[-1].id == 7 and len(data) == 7
+    assert not any(pk.startswith("MISS") for pk in ctrl.get_state()["entities"]["Todo"])
