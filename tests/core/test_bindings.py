@@ -1,0 +1,119 @@
+"""suspense, dle, cache, watch, live (BEHAVIOR 8.4, 7 last bullet)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from restlayer.core import DLE, Controller
+from restlayer.errors import NetworkError
+from tests.core._models import Clock, Todo, gets
+
+
+async def test_suspense_fetches_once_then_cached(ctrl: Controller, res: Any, api: Any) -> None:
+    first = await ctrl.suspense(res.Todo.get, id=1)
+    assert await ctrl.suspense(res.Todo.get, {"id": 1}) is first
+    assert len(api.requests) == 1
+    assert await ctrl.suspense(res.Todo.get, None) is None
+
+
+async def test_suspense_stale_returns_at_once_and_refreshes(cctrl: Controller, res: Any, api: Any,
+                                                            clock: Clock) -> None:
+    first = await cctrl.suspense(res.Todo.get, id=1)
+    clock.advance(60_001)
+    assert await cctrl.suspense(res.Todo.get, id=1) is first
+    await asyncio.sleep(0.1)
+    assert len(gets(api, "/todos/1")) == 2
+
+
+async def test_suspense_invalid_if_stale_blocks(cctrl: Controller, res: Any, api: Any, clock: Clock) -> None:
+    ep = res.Todo.get.extend(invalid_if_stale=True)
+    await cctrl.suspense(ep, id=1)
+    await cctrl.suspense(ep, id=1)
+    assert len(api.requests) == 1
+    clock.advance(60_001)
+    await cctrl.suspense(ep, id=1)
+    assert len(api.requests) == 2
+
+
+async def test_suspense_raises_hard_error_until_expiry(cctrl: Controller, res: Any, api: Any, clock: Clock) -> None:
+    with pytest.raises(NetworkError):
+        await cctrl.suspense(res.status, code=404)
+    with pytest.raises(NetworkError):
+        await cctrl.suspense(res.status, code=404)
+    assert len(api.requests) == 1
+    clock.advance(1001)
+    with pytest.raises(NetworkError):
+        await cctrl.suspense(res.status, code=404)
+    assert len(api.requests) == 2
+
+
+async def test_suspense_after_invalidate_refetches(ctrl: Controller, res: Any, api: Any) -> None:
+    await ctrl.suspense(res.Todo.get, id=1)
+    ctrl.invalidate(res.Todo.get, id=1)
+    await ctrl.suspense(res.Todo.get, id=1)
+    assert len(api.requests) == 2
+
+
+async def test_dle_and_cache(ctrl: Controller, res: Any, api: Any) -> None:
+    assert ctrl.dle(res.Todo.get, None) == DLE(None, False, None)
+    assert ctrl.cache(res.Todo.get, id=1) is None
+    assert ctrl.dle(res.Todo.get, id=1) == DLE(None, True, None)
+    await asyncio.sleep(0.1)
+    data, loading, error = ctrl.dle(res.Todo.get, id=1)
+    assert data.id == 1 and not loading and error is None
+    assert ctrl.cache(res.Todo.get, id=1) is data
+    assert len(api.requests) == 1
+
+
+async def test_dle_loading_hides_stale_entities(ctrl: Controller, res: Any, api: Any) -> None:
+    wrapped = res.Todo.get.extend(schema={"todo": Todo}, path="/todos/:id", process=lambda v, *a: {"todo": v})
+    ctrl.set_response(wrapped, {"id": 1}, {"todo": {"id": 1, "title": "t"}})
+    ctrl.set_response(res.Todo.delete, {"id": 1}, {"id": 1})  # Todo 1 deleted: the dict is invalid
+    data, loading, error = ctrl.dle(wrapped, id=1)
+    assert loading and data == {"todo": None} and error is None
+    assert ctrl.cache(wrapped, id=1) == {"todo": None}
+    await asyncio.sleep(0.1)
+    assert ctrl.dle(wrapped, id=1).data["todo"].title == "delectus aut autem"
+    assert len(gets(api, "/todos/1")) == 1
+
+
+async def test_watch_fires_only_on_real_changes(ctrl: Controller, res: Any) -> None:
+    seen: list[Any] = []
+    unwatch = ctrl.watch(res.Todo.get_list, callback=seen.append)
+    await ctrl.fetch(res.Todo.get_list)
+    assert len(seen) == 1
+    ctrl.set(Todo, {"id": 99}, {"id": 99, "title": "unrelated"})
+    assert len(seen) == 1
+    await ctrl.fetch(res.Todo.get_list)  # equal data again: new records, equal value
+    assert len(seen) == 1
+    ctrl.set(Todo, {"id": 1}, {"id": 1, "title": "changed"})
+    assert len(seen) == 2 and seen[-1][0].title == "changed"
+    unwatch()
+    ctrl.set(Todo, {"id": 1}, {"id": 1, "title": "again"})
+    assert len(seen) == 2
+
+
+async def test_live_yields_first_then_changes(ctrl: Controller, res: Any) -> None:
+    values: list[Any] = []
+
+    async def consume() -> None:
+        async for todo in ctrl.live(res.Todo.get, id=1):
+            values.append(todo)
+            if len(values) == 2:
+                break
+
+    task = asyncio.ensure_future(consume())
+    await asyncio.sleep(0.1)
+    ctrl.set(Todo, {"id": 1}, {"id": 1, "title": "live"})
+    await asyncio.wait_for(task, 2)
+    assert values[0].title == "delectus aut autem" and values[1].title == "live"
+
+
+async def test_memo_shared_identity(ctrl: Controller, res: Any) -> None:
+    await ctrl.fetch(res.Todo.get_list)
+    a = ctrl.get_response(res.Todo.get_list).data
+    assert ctrl.cache(res.Todo.get_list) is a and ctrl.dle(res.Todo.get_list).data is a
+    assert ctrl.get(Todo, "1") is a[0]

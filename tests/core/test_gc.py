@@ -1,0 +1,56 @@
+"""GCPolicy: reference counts, queued items, expiry-based sweep (BEHAVIOR 8.11)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from restlayer.core import Controller, GCPolicy
+from tests.core._models import Clock, Todo
+
+
+async def test_default_never_removes(cctrl: Controller, res: Any, clock: Clock) -> None:
+    await cctrl.fetch(res.Todo.get, id=1)
+    clock.advance(10**9)
+    assert cctrl.get(Todo, "1") is not None
+
+
+async def test_sweep_removes_released_expired_only(res: Any, clock: Clock) -> None:
+    policy = GCPolicy(interval_ms=10**9)
+    ctrl = Controller(clock=clock, gc_policy=policy)
+    await ctrl.fetch(res.Todo.get_list)
+    unwatch = ctrl.watch(res.Todo.get, id=1, callback=lambda d: None)
+    clock.advance(60_000 * 2 - 1)
+    policy.sweep()
+    assert ctrl.get_state()["endpoints"]  # not yet old enough
+    clock.advance(2)
+    policy.sweep()
+    state = ctrl.get_state()
+    assert state["endpoints"] == {} and list(state["entities"]["Todo"]) == ["1"]  # held by the watcher
+    unwatch()
+    policy.sweep()
+    assert ctrl.get_state()["entities"] == {}
+    ctrl.close()
+
+
+async def test_never_referenced_is_never_swept(res: Any, clock: Clock) -> None:
+    policy = GCPolicy()
+    ctrl = Controller(clock=clock, gc_policy=policy)
+    ctrl.set_response(res.Todo.get, {"id": 1}, {"id": 1, "title": "x"})
+    clock.advance(10**9)
+    policy.sweep()
+    assert ctrl.get(Todo, "1") is not None
+    ctrl.close()
+
+
+async def test_expire_all_then_sweep_after_min_lifetime(res: Any, clock: Clock) -> None:
+    policy = GCPolicy()
+    ctrl = Controller(clock=clock, gc_policy=policy)
+    await ctrl.fetch(res.Todo.get_list)
+    ctrl.expire_all(lambda key: True)
+    clock.advance(119_000)
+    policy.sweep()
+    assert ctrl.get_state()["endpoints"]
+    clock.advance(2_000)
+    assert policy.sweep() > 0
+    assert ctrl.get_state()["endpoints"] == {} and ctrl.get_state()["entities"] == {}
+    ctrl.close()
