@@ -116,6 +116,7 @@ async def test_async_page(path: Path, api: LocalServer) -> None:
             if inspect.iscoroutine(result):
                 await result
     finally:
+        _close_controllers(namespace)
         await restlayer.aclose()
 
 
@@ -123,5 +124,18 @@ async def test_async_page(path: Path, api: LocalServer) -> None:
 def test_sync_page(page: str, api: LocalServer) -> None:
     """Run a page written for blocking code: no event loop, no top-level await."""
     namespace = _namespace(api, page)
-    for block in _python_blocks(DOCS / page):
-        exec(_compile(block, 0), namespace)
+    try:
+        for block in _python_blocks(DOCS / page):
+            exec(_compile(block, 0), namespace)
+    finally:
+        _close_controllers(namespace)
+
+
+def _close_controllers(namespace: dict[str, Any]) -> None:
+    """Close controllers a page left open, so no polling outlives its test (close is idempotent)."""
+    from restlayer.core import Controller
+    from restlayer.sync import Controller as SyncController
+
+    for value in list(namespace.values()):
+        if isinstance(value, (Controller, SyncController)):
+            value.close()
