@@ -321,13 +321,19 @@ def test_paginated_appends_unique() -> None:
     r = normalize(page, [{"id": 2}, {"id": 3}], args=[{"userId": 1, "page": 2}], state=state)
     assert r.entities["[Todo]"][K_U1] == ["1", "2", "3"]
     assert r.entities["[Todo]"][K_U2] == ["8"]
-    assert r.result == ["2", "3"]
+    assert r.result == K_U1  # the page's result is the list itself, as get_list's
     assert denormalize(TODOS, K_U1, r.entities) == [Todo(id=1), Todo(id=2), Todo(id=3)]
+    assert denormalize(page, r.result, r.entities) == [Todo(id=1), Todo(id=2), Todo(id=3)]
 
 
-def test_paginated_without_base_list_creates_nothing() -> None:
+def test_paginated_without_base_list_starts_it() -> None:
     r = normalize(TODOS.paginated(drop_page), [{"id": 3}], args=[{"userId": 1, "page": 2}])
-    assert "[Todo]" not in r.entities
+    assert r.entities["[Todo]"] == {K_U1: ["3"]}
+
+
+def test_create_schema_denormalizes_single_reply_to_one_item() -> None:
+    assert denormalize(TODOS.push, {"id": 7}, {}) == Todo(id=7)
+    assert denormalize(TODOS.push, [{"id": 7}], {}) == [Todo(id=7)]
 
 
 # ----- helpers ---------------------------------------------------------------------------------

@@ -145,13 +145,8 @@ class Collection(Schema):
         return _Mover(self, merge, remove_merge if self.is_array else values_remove_merge)
 
     def paginated(self, remove_cursor: Callable[..., Any]) -> Schema:
-        """Next-page schema: appends unique items to the list `remove_cursor(*args)` names."""
-
-        def same_list(*args: Any) -> KeyFilter:
-            target = _parse_key(serialize_key(self.args_key(*remove_cursor(*args))))
-            return lambda key_values: key_values == target
-
-        return _Adder(self, append_unique_merge, same_list, creating=False)
+        """Next-page schema: this same list (keyed by `remove_cursor(*args)`), unique items appended."""
+        return _Paginator(self, remove_cursor)
 
     # ----- keys and filters -----------------------------------------------------------
     def pk(self, value: Any, parent: Any, key: str | None, args: tuple[Any, ...]) -> str:
@@ -261,7 +256,41 @@ class _Adder(Schema):
         return normalized
 
     def denormalize_value(self, value: Any, unvisit: Unvisit) -> Any:
-        return self.collection.node.denormalize_value(value, unvisit)
+        return _denormalize_items(self.collection, value, unvisit)
+
+
+def _denormalize_items(collection: Collection, value: Any, unvisit: Unvisit) -> Any:
+    """A create/remove/move result: a list for a list reply, one item for a single-object reply."""
+    if not collection.is_array or isinstance(value, list):
+        return collection.node.denormalize_value(value, unvisit)
+    items = collection.node.denormalize_value([value], unvisit)
+    return items[0] if items else None
+
+
+class _Paginator(Schema):
+    """A page of a list: stored into the list keyed by `remove_cursor(*args)`, appending new refs."""
+
+    def __init__(self, collection: Collection, remove_cursor: Callable[..., Any]) -> None:
+        self.collection = collection
+        self.key = collection.key
+        self.remove_cursor = remove_cursor
+
+    def __repr__(self) -> str:
+        return f"Pagination({self.collection!r})"
+
+    def normalize_value(self, value: Any, parent: Any, key: str | None, ctx: Normalizer) -> Any:
+        coll = self.collection
+        pk = coll.pk(value, parent, key, tuple(self.remove_cursor(*ctx.args)))
+        page = coll.node.normalize_value(value, parent, key, ctx)
+        current = ctx.get(self.key, pk)
+        ctx.replace(self.key, pk, append_unique_merge(current, page) if isinstance(current, list) else page)
+        return pk
+
+    def denormalize_value(self, value: Any, unvisit: Unvisit) -> Any:
+        return self.collection.denormalize_value(value, unvisit)
+
+    def query_key(self, args: tuple[Any, ...], unvisit: Unvisit) -> Any:
+        return self.collection.query_key(tuple(self.remove_cursor(*args)), unvisit)
 
 
 class _Mover(Schema):
@@ -311,7 +340,7 @@ class _Mover(Schema):
         return normalized
 
     def denormalize_value(self, value: Any, unvisit: Unvisit) -> Any:
-        return self.collection.node.denormalize_value(value, unvisit)
+        return _denormalize_items(self.collection, value, unvisit)
 
 
 def find_collection(schema: Any) -> Collection | None:
