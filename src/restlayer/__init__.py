@@ -6,6 +6,16 @@ of four packages: `restlayer.schema` (the schema engine), `restlayer.rest`
 `restlayer.graphql`.
 """
 
+from restlayer.core import (
+    DLE,
+    Controller,
+    ExpiryStatus,
+    GCPolicy,
+    Manager,
+    NetworkManager,
+    Response,
+    SubscriptionManager,
+)
 from restlayer.errors import (
     AbortOptimistic,
     NetworkError,
@@ -34,7 +44,15 @@ from restlayer.schema import (
 )
 
 __all__ = [
+    "DLE",
     "INVALID",
+    "Controller",
+    "ExpiryStatus",
+    "GCPolicy",
+    "Manager",
+    "NetworkManager",
+    "Response",
+    "SubscriptionManager",
     "AbortOptimistic",
     "All",
     "Array",

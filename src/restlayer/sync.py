@@ -1,0 +1,213 @@
+"""A blocking `Controller` for scripts and notebooks that have no event loop of their own.
+
+It owns one event loop running in a background thread; every method hands its
+work to that loop and waits for the answer, so the async `Controller` (and
+the shared httpx client) only ever run on one loop. `close()` (or leaving a
+`with` block, or interpreter exit) cancels what is still running, closes the
+HTTP client and joins the thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import weakref
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from restlayer.core import DLE, Response
+from restlayer.core import Controller as AsyncController
+from restlayer.errors import RestLayerError
+
+T = TypeVar("T")
+
+
+class _LoopThread:
+    """An event loop running forever in a daemon thread, until `stop()`."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self._run, name="restlayer-sync-loop", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_forever()
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run `coro` on the loop and block until it finishes (its exception re-raised here)."""
+        if threading.current_thread() is self.thread:
+            coro.close()
+            raise RestLayerError("restlayer.sync.Controller cannot be called from its own loop thread")
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+    def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Call a plain function on the loop thread and return its result."""
+
+        async def invoke() -> T:
+            return fn(*args, **kwargs)
+
+        return self.run(invoke())
+
+    def stop(self) -> None:
+        """Cancel every task, close the shared HTTP client, stop the loop and join the thread."""
+        if self.loop.is_closed():
+            return
+        if self.thread.is_alive():
+            asyncio.run_coroutine_threadsafe(_shutdown(), self.loop).result()
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join()
+        self.loop.close()
+
+
+async def _shutdown() -> None:
+    from restlayer.rest import aclose
+
+    current = asyncio.current_task()
+    tasks = [t for t in asyncio.all_tasks() if t is not current]
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    await aclose()
+
+
+class Controller:
+    """The blocking counterpart of `restlayer.Controller`: the same methods, without `await`.
+
+    Watch callbacks run on the background loop's thread.
+    """
+
+    def __init__(self, **options: Any) -> None:
+        self._thread = _LoopThread()
+        self._finalizer = weakref.finalize(self, self._thread.stop)
+        self._async: AsyncController = self._thread.call(AsyncController, **options)
+
+    # ----- lifecycle ----------------------------------------------------------------------
+    def close(self) -> None:
+        """Stop polling and in-flight work, close the HTTP client, join the loop thread."""
+        self._finalizer()
+
+    def __enter__(self) -> Controller:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    @property
+    def controller(self) -> AsyncController:
+        """The async Controller underneath (use it only from the loop thread, e.g. in callbacks)."""
+        return self._async
+
+    def _run(self, make: Callable[[], Awaitable[T]]) -> T:
+        async def invoke() -> T:
+            return await make()
+
+        return self._thread.run(invoke())
+
+    # ----- I/O --------------------------------------------------------------------------
+    def fetch(self, endpoint: Any, *args: Any, **kwargs: Any) -> Any:
+        """Send the request, store the result and return it (denormalized when there is a schema)."""
+        return self._run(lambda: self._async.fetch(endpoint, *args, **kwargs))
+
+    def fetch_if_stale(self, endpoint: Any, *args: Any, **kwargs: Any) -> Any:
+        """The stored data when fresh, else `fetch`."""
+        return self._run(lambda: self._async.fetch_if_stale(endpoint, *args, **kwargs))
+
+    def suspense(self, endpoint: Any, *args: Any, **kwargs: Any) -> Any:
+        """Valid data for the call, fetching first when it is missing or invalid."""
+        return self._run(lambda: self._async.suspense(endpoint, *args, **kwargs))
+
+    def subscribe(self, endpoint: Any, *args: Any, **kwargs: Any) -> None:
+        """Start polling the endpoint at its `poll_frequency`."""
+        self._run(lambda: self._async.subscribe(endpoint, *args, **kwargs))
+
+    def unsubscribe(self, endpoint: Any, *args: Any, **kwargs: Any) -> None:
+        """Leave a subscription; polling stops when nobody is subscribed."""
+        self._run(lambda: self._async.unsubscribe(endpoint, *args, **kwargs))
+
+    @contextmanager
+    def subscription(self, endpoint: Any, *args: Any, **kwargs: Any) -> Iterator[None]:
+        """Poll while the `with` block runs."""
+        self.subscribe(endpoint, *args, **kwargs)
+        try:
+            yield
+        finally:
+            self.unsubscribe(endpoint, *args, **kwargs)
+
+    def live(self, endpoint: Any, *args: Any, **kwargs: Any) -> Iterator[Any]:
+        """Iterate the data: the first value, then each change (polling while iterating)."""
+        stream = self._thread.call(lambda: self._async.live(endpoint, *args, **kwargs).__aiter__())
+        try:
+            while True:
+                try:
+                    yield self._run(stream.__anext__)
+                except StopAsyncIteration:
+                    return
+        finally:
+            closer = getattr(stream, "aclose", None)
+            if closer is not None and not self._thread.loop.is_closed():
+                self._run(closer)
+
+    # ----- reads and writes (run on the loop thread, so they never race the loop) ---------------
+    def get_response(self, endpoint: Any, *args: Any, **kwargs: Any) -> Response:
+        """`Response(data, expiry_status, expires_at)` from the store; never fetches."""
+        return self._thread.call(self._async.get_response, endpoint, *args, **kwargs)
+
+    def get(self, schema: Any, *args: Any, **kwargs: Any) -> Any:
+        """A denormalized read of any schema from the store."""
+        return self._thread.call(self._async.get, schema, *args, **kwargs)
+
+    def get_error(self, endpoint: Any, *args: Any, **kwargs: Any) -> BaseException | None:
+        """The stored error for the call, if it should be shown."""
+        return self._thread.call(self._async.get_error, endpoint, *args, **kwargs)
+
+    def dle(self, endpoint: Any, *args: Any, **kwargs: Any) -> DLE:
+        """`DLE(data, loading, error)`; starts a fetch when needed but never waits."""
+        return self._thread.call(self._async.dle, endpoint, *args, **kwargs)
+
+    def cache(self, endpoint: Any, *args: Any, **kwargs: Any) -> Any:
+        """Stored data or None; never fetches."""
+        return self._thread.call(self._async.cache, endpoint, *args, **kwargs)
+
+    def set_response(self, endpoint: Any, *args: Any) -> None:
+        """Store `args[-1]` as the response of `endpoint(*args[:-1])`."""
+        self._thread.call(self._async.set_response, endpoint, *args)
+
+    def set_error(self, endpoint: Any, *args: Any) -> None:
+        """Store `args[-1]` as the error of `endpoint(*args[:-1])`."""
+        self._thread.call(self._async.set_error, endpoint, *args)
+
+    def set(self, schema: Any, *args: Any) -> None:
+        """Write `args[-1]` into the store through `schema`."""
+        self._thread.call(self._async.set, schema, *args)
+
+    def invalidate(self, endpoint: Any, *args: Any, **kwargs: Any) -> None:
+        """Drop the stored result of one call: readers refetch."""
+        self._thread.call(self._async.invalidate, endpoint, *args, **kwargs)
+
+    def invalidate_all(self, test_key: Callable[[str], bool]) -> None:
+        """Drop every stored result whose key passes `test_key`."""
+        self._thread.call(self._async.invalidate_all, test_key)
+
+    def expire_all(self, test_key: Callable[[str], bool]) -> None:
+        """Mark matching results stale: served at once, refetched in the background."""
+        self._thread.call(self._async.expire_all, test_key)
+
+    def reset_entire_store(self) -> None:
+        """Empty the store; in-flight fetches are dropped."""
+        self._thread.call(self._async.reset_entire_store)
+
+    def get_state(self) -> Any:
+        """An immutable snapshot of the store."""
+        return self._thread.call(self._async.get_state)
+
+    def watch(self, endpoint: Any, *args: Any, callback: Callable[[Any], Any], **kwargs: Any) -> Callable[[], None]:
+        """Call `callback(data)` (on the loop thread) whenever the data changes; returns an unsubscriber."""
+        stop = self._thread.call(lambda: self._async.watch(endpoint, *args, callback=callback, **kwargs))
+
+        def unsubscribe() -> None:
+            if not self._thread.loop.is_closed():
+                self._thread.call(stop)
+
+        return unsubscribe

@@ -1,0 +1,91 @@
+"""The blocking facade `restlayer.sync.Controller`, against the real local API."""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from typing import Any
+
+import pytest
+
+from restlayer import Entity, ExpiryStatus, NetworkError, resource
+from restlayer.sync import Controller
+
+
+class Todo(Entity):
+    id: int = 0
+    userId: int = 0
+    title: str = ""
+    completed: bool = False
+
+
+def todo_resource(api: Any) -> Any:
+    return resource(path="/todos/:id", schema=Todo, url_prefix=api.url)
+
+
+def loop_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "restlayer-sync-loop"]
+
+
+def test_fetch_cache_and_mutations_block(api: Any) -> None:
+    todos = todo_resource(api)
+    with Controller() as ctrl:
+        listed = ctrl.fetch(todos.get_list, userId=1)
+        assert [t.userId for t in listed] == [1, 1, 1]
+        assert ctrl.suspense(todos.get_list, userId=1) is ctrl.cache(todos.get_list, userId=1)
+        updated = ctrl.fetch(todos.partial_update, {"id": listed[0].id}, {"title": "sync"})
+        assert updated.title == "sync"
+        assert ctrl.cache(todos.get_list, userId=1)[0].title == "sync"
+        assert ctrl.get_response(todos.get, id=listed[0].id).expiry_status is ExpiryStatus.VALID
+    methods = [(r.method, r.path) for r in api.requests]
+    assert methods == [("GET", "/todos"), ("PATCH", f"/todos/{listed[0].id}")]
+
+
+def test_errors_raise_in_the_calling_thread(api: Any) -> None:
+    todos = todo_resource(api)
+    with Controller() as ctrl:
+        with pytest.raises(NetworkError) as info:
+            ctrl.fetch(todos.get, id=999)
+        assert info.value.status == 404
+        assert ctrl.get_error(todos.get, id=999) is info.value
+
+
+def test_watch_calls_back_on_change(api: Any) -> None:
+    todos = todo_resource(api)
+    seen: list[str] = []
+    changed = threading.Event()
+
+    def callback(todo: Any) -> None:
+        seen.append(todo.title)
+        changed.set()
+
+    with Controller() as ctrl:
+        ctrl.fetch(todos.get, id=1)
+        stop = ctrl.watch(todos.get, id=1, callback=callback)
+        ctrl.fetch(todos.partial_update, {"id": 1}, {"title": "watched"})
+        assert changed.wait(2)
+        stop()
+    assert seen[-1] == "watched"
+
+
+def test_live_iterates_changes(api: Any) -> None:
+    polled = todo_resource(api).get.extend(poll_frequency=50)
+    with Controller() as ctrl:
+        stream = ctrl.live(polled, id=2)
+        first = next(stream)
+        api.db.update("todos", 2, {"title": "remote edit"})
+        second = next(stream)
+        stream.close()
+    assert first.title != "remote edit" and second.title == "remote edit"
+
+
+def test_close_joins_the_thread_without_warnings(api: Any) -> None:
+    before = len(loop_threads())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ctrl = Controller()
+        ctrl.fetch(todo_resource(api).get, id=1)
+        assert len(loop_threads()) == before + 1
+        ctrl.close()
+        ctrl.close()  # idempotent
+    assert len(loop_threads()) == before
