@@ -8,7 +8,19 @@ from typing import Any
 from restlayer._pmap import EMPTY
 from restlayer.core._state import State
 from restlayer.core.expiry import ExpiryStatus, Response
-from restlayer.schema import All, Array, Collection, Invalidate, MemoCache, Object, Query, Union, Values, denormalize
+from restlayer.schema import (
+    All,
+    Array,
+    Collection,
+    Denormalized,
+    Invalidate,
+    MemoCache,
+    Object,
+    Query,
+    Union,
+    Values,
+    denormalize,
+)
 from restlayer.schema._base import compile_schema
 
 MISSING: Any = object()
@@ -50,8 +62,10 @@ def expiry_status(invalid: bool, invalid_if_stale: bool, meta: Mapping[str, Any]
     return ExpiryStatus.VALID
 
 
-def read_response(memo: MemoCache, endpoint: Any, args: tuple[Any, ...], state: State) -> tuple[Response, Refs]:
-    """The endpoint's Response for `args` from `state`, plus the (entity key, pk) pairs it read."""
+def read_response(
+    memo: MemoCache, endpoint: Any, args: tuple[Any, ...], state: State
+) -> tuple[Response, Denormalized | None]:
+    """The endpoint's Response for `args` from `state`, plus the read's detail (see `refs_of`)."""
     key = endpoint.key(*args)
     meta = state.meta.get(key)
     expires_at = None if meta is None else meta.get("expires_at")
@@ -64,14 +78,19 @@ def read_response(memo: MemoCache, endpoint: Any, args: tuple[Any, ...], state: 
     elif node is None or not has_entities(node):
         data = None if cached is MISSING else cached
         status = expiry_status(cached is MISSING, stale_invalid, meta)
-        return Response(data, status, expires_at or 0), []
+        return Response(data, status, expires_at or 0), None
     else:
         detail = memo.denormalize_detail(node, cached, state.entities, args)
         not_found = False
     if not expires_at:
         expires_at = 1 if not_found else entity_expiry(detail.deps, state)
     status = expiry_status(detail.invalid, stale_invalid or not_found, meta)
-    return Response(detail.data, status, expires_at), detail.refs
+    return Response(detail.data, status, expires_at), detail
+
+
+def refs_of(detail: Denormalized | None) -> Refs:
+    """The (entity key, pk) pairs a read touched (computed only when garbage collection needs them)."""
+    return [] if detail is None else detail.refs
 
 
 def entity_expiry(deps: Any, state: State) -> float:

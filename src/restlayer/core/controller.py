@@ -25,6 +25,7 @@ from restlayer.core._read import (
     needs_fetch,
     read_error,
     read_response,
+    refs_of,
 )
 from restlayer.core._reducer import apply
 from restlayer.core._state import EMPTY_STATE, State
@@ -152,7 +153,9 @@ class Controller:
 
     # ----- reads --------------------------------------------------------------------------------
     def _read(self, endpoint: Any, args: tuple[Any, ...]) -> tuple[Response, Refs]:
-        return read_response(self.memo, endpoint, args, self._current())
+        """The Response and, only when garbage collection counts references, the entities read."""
+        response, detail = read_response(self.memo, endpoint, args, self._current())
+        return response, (refs_of(detail) if self.gc_policy is not None else [])
 
     def _response(self, endpoint: Any, args: tuple[Any, ...] | None, state: State) -> Response:
         if args is None:

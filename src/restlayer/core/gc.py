@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from restlayer.core import _actions as act
+from restlayer.schema import MemoCache
 
 if TYPE_CHECKING:
     from restlayer.core._state import State
@@ -93,8 +94,18 @@ class GCPolicy:
         action = self.collect(controller._state, controller.now())
         if action is not None:
             controller.dispatch(action)
-        controller.memo.prune(controller._state.entities)
+            controller.memo = MemoCache()  # a fresh memo: pruning alone keeps the old table capacity
+            self._compact()
+        else:
+            controller.memo.prune(controller._state.entities)
         return 0 if action is None else len(action.endpoint_keys) + len(action.entity_refs)
+
+    def _compact(self) -> None:
+        """Rebuild the bookkeeping tables so memory freed by a sweep is returned."""
+        self.endpoint_counts = dict(self.endpoint_counts)
+        self.entity_counts = dict(self.entity_counts)
+        self.queued_endpoints = set(self.queued_endpoints)
+        self.queued_entities = set(self.queued_entities)
 
     def _ensure_timer(self) -> None:
         if self._handle is not None:
