@@ -21,7 +21,8 @@ STAMP = VENV / ".restlayer-lock-hash"
 
 def _run(*cmd: str | Path) -> int:
     print("+", " ".join(str(c) for c in cmd), flush=True)
-    return subprocess.call([str(c) for c in cmd], cwd=ROOT)
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}  # mkdocs-material's upgrade banner is noise here
+    return subprocess.call([str(c) for c in cmd], cwd=ROOT, env=env)
 
 
 def _lock_hash() -> str:
