@@ -1,17 +1,27 @@
 """Root fixtures shared by the whole test suite.
 
-Sections: (1) the example API server. Append new sections below with their own
+Sections: (0) hypothesis settings, (1) the example API server. Append new sections below with their own
 header comment; keep fixtures small and documented.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import settings
 
 from examples.todo_api import LocalServer
 from tests._routes import ROUTES as TEST_ROUTES
+
+# ---------------------------------------------------------------------------
+# 0. Hypothesis: no per-example deadline (these machines are noisy); under CI
+#    the examples are derandomized so a run is reproducible.
+# ---------------------------------------------------------------------------
+settings.register_profile("default", deadline=None)
+settings.register_profile("ci", deadline=None, derandomize=True, print_blob=True)
+settings.load_profile("ci" if os.environ.get("CI") else "default")
 
 # ---------------------------------------------------------------------------
 # 1. Example API server (examples.todo_api) on 127.0.0.1

@@ -9,7 +9,7 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from restlayer._text import to_text
@@ -453,7 +453,12 @@ def test_fill_then_match_round_trips(case: tuple[Shape, dict[str, Any]]) -> None
     for bad in ("?", "#", "\r", "\n", " "):
         assert bad not in path
 
-    assert template.match(path) == expected_params
+    try:
+        matched = template.match(path)
+    except ParamError as error:  # more than 256 optional alternatives: a documented limit
+        assume("Too many path combinations" not in str(error))
+        raise
+    assert matched == expected_params
     with_slash = template.match(path + "/")
     if wild is not None and wild.name in expected_params:
         # a trailing wildcard swallows the slash as an empty last segment, as in path-to-regexp

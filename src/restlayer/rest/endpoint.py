@@ -17,6 +17,7 @@ from typing import Any, Final
 
 import httpx
 
+from restlayer._sentinel import Sentinel
 from restlayer.errors import NetworkError, ParamError, RestLayerError
 from restlayer.rest._client import get_client
 from restlayer.rest._path import compile_path
@@ -26,24 +27,8 @@ from restlayer.rest._url import search_to_string as _default_search_to_string
 __all__ = ["OPTIONS", "ByteStream", "RestEndpoint"]
 
 
-class _Unset:
-    """Marker for an option left out (`body` distinguishes it from an explicit `None`)."""
-
-    _instance: _Unset | None = None
-
-    def __new__(cls) -> _Unset:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __repr__(self) -> str:
-        return "UNSET"
-
-    def __bool__(self) -> bool:
-        return False
-
-
-UNSET: Final = _Unset()
+#: Marker for an option left out (`body` tells it from an explicit `None`).
+UNSET: Final = Sentinel("UNSET")
 
 #: Every option `RestEndpoint(...)`, `extend(...)` and subclasses understand.
 OPTIONS: Final = frozenset(

@@ -10,33 +10,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from restlayer._sentinel import Sentinel
+
 if TYPE_CHECKING:
     from restlayer.schema._denormalize import Unvisit
     from restlayer.schema._normalize import Normalizer
 
 
-class _Invalid:
-    """The marker stored for a deleted entity, and returned for an invalid denormalization."""
-
-    __slots__ = ()
-    _instance: _Invalid | None = None
-
-    def __new__(cls) -> _Invalid:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __repr__(self) -> str:
-        return "INVALID"
-
-    def __bool__(self) -> bool:
-        return False
-
-    def __reduce__(self) -> str:
-        return "INVALID"
-
-
-INVALID: Any = _Invalid()
+INVALID: Any = Sentinel("INVALID")
 
 
 class Schema:
