@@ -11,6 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from restlayer.core.expiry import DATA_EXPIRY, ERROR_EXPIRY
+
 TestKey = Callable[[str], bool]
 
 
@@ -19,7 +21,8 @@ class Fetch:
     """A request is starting: `future` receives the processed response (or the error).
 
     `background` fetches (dle, stale reads, polling) keep their request alive even
-    when no caller awaits them; the `*_override` fields are set by polling.
+    when no caller awaits them. The expiry lengths are resolved once, when the
+    fetch is built (the endpoint's options, or polling's shorter ones).
     """
 
     type: ClassVar[str] = "fetch"
@@ -29,8 +32,8 @@ class Fetch:
     fetched_at: float
     future: asyncio.Future[Any] | None = None
     background: bool = False
-    data_expiry_length: float | None = None
-    error_expiry_length: float | None = None
+    data_expiry_length: float = DATA_EXPIRY
+    error_expiry_length: float = ERROR_EXPIRY
     error_policy: Callable[[BaseException], str | None] | None = None
 
     @property

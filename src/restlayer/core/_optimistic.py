@@ -19,7 +19,6 @@ if TYPE_CHECKING:
     from restlayer.core.controller import Controller
 
 log = logging.getLogger("restlayer")
-DEFAULT_DATA_EXPIRY = 60_000
 
 
 class Snapshot:
@@ -55,8 +54,7 @@ def apply_optimistic(controller: Controller, state: State) -> State:
         value = _expected(controller, view, entry)
         if value is _SKIP:
             continue
-        length = entry.endpoint.data_expiry_length
-        expires = entry.fetched_at + (DEFAULT_DATA_EXPIRY if length is None else length)
+        expires = entry.fetched_at + entry.data_expiry_length
         action = act.SetResponse(
             entry.endpoint, entry.args, entry.key, value, entry.fetched_at, entry.fetched_at, expires
         )

@@ -30,7 +30,7 @@ from restlayer.core._read import (
 from restlayer.core._reducer import apply
 from restlayer.core._state import EMPTY_STATE, State
 from restlayer.core._watch import Watcher, Watchers, changed
-from restlayer.core.expiry import DLE, ExpiryStatus, Response
+from restlayer.core.expiry import DATA_EXPIRY, DLE, ERROR_EXPIRY, ExpiryStatus, Response, expiry_length
 from restlayer.core.gc import GCPolicy
 from restlayer.core.manager import Manager, build_chain
 from restlayer.core.network import NetworkManager
@@ -38,23 +38,11 @@ from restlayer.core.subscriptions import SubscriptionManager
 from restlayer.errors import RestLayerError
 from restlayer.schema import MemoCache, denormalize
 
-DATA_EXPIRY = 60_000
-ERROR_EXPIRY = 1_000
-SET_EXPIRY = 60_000
 Clock = Callable[[], float]
 
 
 def _wall_clock() -> float:
     return time.time() * 1000
-
-
-def _length(value: float | None, default: float, name: str) -> float:
-    """An expiry length in ms: the default when unset; negative lengths are an error."""
-    if value is None:
-        return default
-    if value < 0:
-        raise RestLayerError(f"{name} must be >= 0, got {value}")
-    return value
 
 
 def _with_defaults(managers: Sequence[Manager] | None) -> list[Manager]:
@@ -182,9 +170,13 @@ class Controller:
 
     # ----- fetching -----------------------------------------------------------------------------
     def _new_fetch(self, endpoint: Any, args: tuple[Any, ...], **options: Any) -> act.Fetch:
-        _length(options.get("data_expiry_length", endpoint.data_expiry_length), DATA_EXPIRY, "data_expiry_length")
-        _length(options.get("error_expiry_length", endpoint.error_expiry_length), ERROR_EXPIRY, "error_expiry_length")
-        return act.Fetch(endpoint, args, endpoint.key(*args), self.now(), **options)
+        data = options.pop("data_expiry_length", endpoint.data_expiry_length)
+        error = options.pop("error_expiry_length", endpoint.error_expiry_length)
+        return act.Fetch(
+            endpoint, args, endpoint.key(*args), self.now(), **options,
+            data_expiry_length=expiry_length(data, DATA_EXPIRY, "data_expiry_length"),
+            error_expiry_length=expiry_length(error, ERROR_EXPIRY, "error_expiry_length"),
+        )
 
     async def _fetch(self, endpoint: Any, args: tuple[Any, ...]) -> Any:
         """Dispatch a fetch and wait for its processed value (shared with concurrent callers)."""
@@ -211,12 +203,10 @@ class Controller:
         """Commit a fetch's outcome; returns the processing error when the response did not normalize."""
         ep, date = fetch.endpoint, self.now()
         if error is None:
-            length = fetch.data_expiry_length if fetch.data_expiry_length is not None else ep.data_expiry_length
-            expires = date + _length(length, DATA_EXPIRY, "data_expiry_length")
+            expires = date + fetch.data_expiry_length
             action = act.SetResponse(ep, fetch.args, fetch.key, value, fetch.fetched_at, date, expires, fetch=fetch)
         else:
-            length = fetch.error_expiry_length if fetch.error_expiry_length is not None else ep.error_expiry_length
-            expires = date + _length(length, ERROR_EXPIRY, "error_expiry_length")
+            expires = date + fetch.error_expiry_length
             policy = (fetch.error_policy or ep.error_policy)(error)
             action = act.SetResponse(
                 ep, fetch.args, fetch.key, error, fetch.fetched_at, date, expires, True, policy, fetch
@@ -261,7 +251,7 @@ class Controller:
         *rest, response = args
         bound = endpoint.bind(*rest, **kwargs)
         now = self.now()
-        expires = now + _length(endpoint.data_expiry_length, DATA_EXPIRY, "data_expiry_length")
+        expires = now + expiry_length(endpoint.data_expiry_length, DATA_EXPIRY, "data_expiry_length")
         self.dispatch(act.SetResponse(endpoint, bound, endpoint.key(*bound), response, now, now, expires))
 
     def set_error(self, endpoint: Any, *args: Any, **kwargs: Any) -> None:
@@ -271,7 +261,7 @@ class Controller:
         *rest, error = args
         bound = endpoint.bind(*rest, **kwargs)
         now = self.now()
-        expires = now + _length(endpoint.error_expiry_length, ERROR_EXPIRY, "error_expiry_length")
+        expires = now + expiry_length(endpoint.error_expiry_length, ERROR_EXPIRY, "error_expiry_length")
         self.dispatch(act.SetResponse(endpoint, bound, endpoint.key(*bound), error, now, now, expires, True,
                                       endpoint.error_policy(error)))
 
@@ -284,7 +274,7 @@ class Controller:
         if callable(value) and not isinstance(value, type):
             value = value(self.memo.query(schema, query_args, self._current()))
         now = self.now()
-        self.dispatch(act.Set(schema, query_args, value, now, now + SET_EXPIRY))
+        self.dispatch(act.Set(schema, query_args, value, now, now + DATA_EXPIRY))
 
     def invalidate(self, endpoint: Any, *args: Any, **kwargs: Any) -> None:
         """Drop the stored result: readers block on a refetch (status INVALID)."""

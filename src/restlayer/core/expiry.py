@@ -5,6 +5,21 @@ from __future__ import annotations
 from enum import IntEnum
 from typing import Any, NamedTuple
 
+from restlayer.errors import RestLayerError
+
+#: Lifetimes (ms) used when an endpoint leaves `data_expiry_length` / `error_expiry_length` unset.
+DATA_EXPIRY = 60_000
+ERROR_EXPIRY = 1_000
+
+
+def expiry_length(value: float | None, default: float, name: str) -> float:
+    """An expiry length in ms: `default` when unset; a negative length is an error naming the option."""
+    if value is None:
+        return default
+    if value < 0:
+        raise RestLayerError(f"{name} must be >= 0, got {value}")
+    return value
+
 
 class ExpiryStatus(IntEnum):
     """How usable stored data is; ordered as in the JS original (higher is better)."""
