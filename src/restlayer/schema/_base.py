@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from restlayer._sentinel import Sentinel
+from restlayer.errors import SchemaError
 
 if TYPE_CHECKING:
     from restlayer.schema._denormalize import Unvisit
@@ -42,6 +43,21 @@ class Schema:
     def query_key(self, args: tuple[Any, ...], unvisit: Unvisit) -> Any:
         """Most schemas cannot be read from the store without a response."""
         return None
+
+
+def normalize_members(record: dict[str, Any], nodes: dict[str, Any], parent: Any, ctx: Normalizer) -> None:
+    """Replace each present member of `record` named in `nodes` by its normalized form, in place.
+
+    Shared by `Object` and `Entity`; a failure gains the member name in its path.
+    """
+    for name, node in nodes.items():
+        child = record.get(name)
+        if child is not None and node is not None:
+            try:
+                record[name] = node.normalize_value(child, parent, name, ctx)
+            except SchemaError as exc:
+                exc.path = (name, *exc.path)
+                raise
 
 
 Node = Any  # a compiled schema: an Entity class or a Schema instance (or None for "as is")

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from restlayer.errors import SchemaError
-from restlayer.schema._base import INVALID, Schema, compile_schema, schema_name
+from restlayer.schema._base import INVALID, Schema, compile_schema, normalize_members, schema_name
 
 if TYPE_CHECKING:
     from restlayer.schema._denormalize import Unvisit
@@ -78,14 +78,7 @@ class Object(Schema):
         if not isinstance(value, Mapping):
             raise SchemaError(f"Expected an object, found {type(value).__name__}", schema=repr(self))
         out = dict(value)
-        for name, node in self.nodes.items():
-            child = out.get(name)
-            if child is not None and node is not None:
-                try:
-                    out[name] = node.normalize_value(child, value, name, ctx)
-                except SchemaError as exc:
-                    exc.path = (name, *exc.path)
-                    raise
+        normalize_members(out, self.nodes, value, ctx)
         return out
 
     def denormalize_value(self, value: Any, unvisit: Unvisit) -> Any:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from restlayer._text import to_text
 from restlayer.errors import SchemaError
-from restlayer.schema._base import INVALID, Node, compile_schema
+from restlayer.schema._base import INVALID, Node, compile_schema, normalize_members
 
 if TYPE_CHECKING:
     from restlayer.schema._denormalize import Unvisit
@@ -230,14 +230,7 @@ class Entity:
         message = cls.validate(processed)
         if message:
             raise SchemaError(f"{cls.key} is invalid: {message}", schema=cls.key)
-        for field, node in cls.nested().items():
-            child = processed.get(field)
-            if child is not None and node is not None:
-                try:
-                    processed[field] = node.normalize_value(child, processed, field, ctx)
-                except SchemaError as exc:
-                    exc.path = (field, *exc.path)
-                    raise
+        normalize_members(processed, cls.nested(), processed, ctx)
         ctx.store(cls, pk, processed)
         return pk
 
