@@ -82,11 +82,7 @@ class Unvisit:
         """Make the instance: defaults, stored members, nested schemas denormalized."""
         if cls._checks_valid and cls.validate(record):
             return INVALID
-        values = dict(cls._defaults)
-        values.update(record)
-        for name in cls._mutable_defaults:
-            if name not in record:
-                values[name] = type(values[name])(values[name])
+        values = cls.field_values(record)
         obj = None
         if cls._plain_build:
             obj = object.__new__(cls)

@@ -80,11 +80,7 @@ class Entity:
 
     # ----- instances -------------------------------------------------------------------
     def __init__(self, **fields: Any) -> None:
-        values = dict(self._defaults)
-        for name in self._mutable_defaults:
-            values[name] = copy.deepcopy(values[name])
-        values.update(fields)
-        object.__setattr__(self, "__dict__", values)
+        object.__setattr__(self, "__dict__", self.field_values(fields))
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"{type(self).__name__} is immutable: cannot set {name!r}")
@@ -174,10 +170,18 @@ class Entity:
     def from_json(cls, data: Mapping[str, Any]) -> Entity:
         """Build an instance: field defaults, then every member of `data`."""
         obj = object.__new__(cls)
+        object.__setattr__(obj, "__dict__", cls.field_values(data))
+        return obj
+
+    @classmethod
+    def field_values(cls, data: Mapping[str, Any]) -> dict[str, Any]:
+        """Field defaults overlaid with `data`; a mutable default left out is copied, never shared."""
         values = dict(cls._defaults)
         values.update(data)
-        object.__setattr__(obj, "__dict__", values)
-        return obj
+        for name in cls._mutable_defaults:
+            if name not in data:
+                values[name] = copy.deepcopy(values[name])
+        return values
 
     # ----- schema machinery -----------------------------------------------------------------
     @classmethod
