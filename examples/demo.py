@@ -92,8 +92,7 @@ async def run(server: LocalServer) -> None:
 
     step("Create a todo; it appears in exactly the lists it belongs to")
     user2 = await ctrl.suspense(TodoResource.get_list, userId=2)
-    created = await ctrl.fetch(TodoResource.get_list.push, {"userId": 1}, {"title": "Write docs", "userId": 1})
-    new = created[0] if isinstance(created, list) else created
+    new = await ctrl.fetch(TodoResource.get_list.push, {"userId": 1}, {"title": "Write docs", "userId": 1})
     ones = ctrl.cache(TodoResource.get_list, userId=1)
     twos = ctrl.cache(TodoResource.get_list, userId=2)
     say(f"created todo {new.id}; user 1 list: {titles(ones)}")
