@@ -9,9 +9,19 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import gzip
+from collections.abc import AsyncIterator
+from functools import lru_cache
 
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
+from starlette.responses import (
+    HTMLResponse,
+    JSONResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
 from starlette.routing import BaseRoute, Route
 
 ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
@@ -101,7 +111,7 @@ async def status(request: Request) -> Response:
     """Replies with status ``code``: ``{"message": "status N"}``, or no body where none is
     allowed (1xx, 204, 304)."""
     code: int = request.path_params["code"]
-    if code == 204 or code == 304 or 100 <= code < 200:
+    if code in (204, 205, 304) or 100 <= code < 200:
         return Response(status_code=code)
     return JSONResponse({"message": f"status {code}"}, status_code=code)
 
@@ -112,6 +122,61 @@ async def todo_list(request: Request) -> Response:
     return JSONResponse(
         [{"id": i, "userId": i % 10 + 1, "title": f"todo {i}", "completed": i % 2 == 0} for i in range(1, n + 1)]
     )
+
+
+async def set_cookie(request: Request) -> Response:
+    """Sets a session cookie ``session=s3cret`` for the whole host."""
+    response = JSONResponse({"ok": True})
+    response.set_cookie("session", "s3cret", path="/")
+    return response
+
+
+async def redirect(request: Request) -> Response:
+    """Any method: a redirect with status ``code`` (default 302) to the URL in ``to``."""
+    code = _int_param(request, "code", 302)
+    return RedirectResponse(request.query_params["to"], status_code=code)
+
+
+async def drip(request: Request) -> Response:
+    """A JSON reply sent one space every ``ms`` milliseconds (``chunks`` of them), then ``{}``."""
+    chunks = _int_param(request, "chunks", 10)
+    ms = _int_param(request, "ms", 100)
+
+    async def body() -> AsyncIterator[bytes]:
+        for _ in range(chunks):
+            yield b" "
+            await asyncio.sleep(ms / 1000)
+        yield b"{}"
+
+    return StreamingResponse(body(), media_type="application/json")
+
+
+@lru_cache(maxsize=8)
+def _gzipped_zeros(size: int) -> bytes:
+    return gzip.compress(b"0" * size, compresslevel=9)
+
+
+async def gzip_zeros(request: Request) -> Response:
+    """``kib`` KiB of ``0`` characters sent gzip-compressed (a small reply that decodes large)."""
+    size = max(0, _int_param(request, "kib", 1)) * 1024
+    return Response(_gzipped_zeros(size), media_type="text/plain", headers={"Content-Encoding": "gzip"})
+
+
+async def deep_json(request: Request) -> Response:
+    """Valid JSON: ``depth`` nested lists, ``[[[...]]]``."""
+    depth = max(1, _int_param(request, "depth", 100_000))
+    return Response(b"[" * depth + b"]" * depth, media_type="application/json")
+
+
+async def truncated(request: Request) -> Response:
+    """Declares 100000 bytes, sends 4 chunks of 1000, then drops the connection."""
+
+    async def body() -> AsyncIterator[bytes]:
+        for _ in range(4):
+            yield b"x" * 1000
+        raise ConnectionResetError("dropped by the test route")
+
+    return StreamingResponse(body(), media_type="application/octet-stream", headers={"Content-Length": "100000"})
 
 
 ROUTES: list[BaseRoute] = [
@@ -128,4 +193,10 @@ ROUTES: list[BaseRoute] = [
     Route("/_test/echo/{rest:path}", echo, methods=ALL_METHODS),
     Route("/_test/status/{code:int}", status, methods=ALL_METHODS),
     Route("/_test/list", todo_list, methods=["GET"]),
+    Route("/_test/set-cookie", set_cookie, methods=["GET"]),
+    Route("/_test/redirect", redirect, methods=ALL_METHODS),
+    Route("/_test/drip", drip, methods=["GET"]),
+    Route("/_test/gzip", gzip_zeros, methods=["GET"]),
+    Route("/_test/deep-json", deep_json, methods=["GET"]),
+    Route("/_test/truncated", truncated, methods=["GET"]),
 ]

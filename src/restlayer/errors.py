@@ -31,11 +31,38 @@ class NetworkError(RestLayerError):
 
     status: int
 
-    def __init__(
-        self, message: str, *, status: int, response: httpx.Response | None = None
-    ) -> None:
+    def __init__(self, message: str, *, status: int, response: httpx.Response | None = None) -> None:
         super().__init__(message, status=status)
         self.response = response
+
+
+class DecodeError(NetworkError):
+    """A reply arrived but its body cannot be read as the endpoint expects: invalid
+    or too deeply nested JSON, or undecodable bytes. The reason is in the message."""
+
+
+class EmptyBodyError(DecodeError):
+    """A reply has no body (e.g. status 205) where the endpoint's schema needs data."""
+
+
+class BodyTooLargeError(NetworkError):
+    """A reply's decoded body is larger than the endpoint's `max_body_size`; nothing is stored."""
+
+
+class DeadlineExceededError(NetworkError):
+    """A request did not complete within the endpoint's `total_timeout` (seconds)."""
+
+
+class RedirectError(NetworkError):
+    """A redirect that restlayer will not follow, e.g. a 301/302/303 answer to a
+    mutation (following it would silently turn the POST/PUT/PATCH/DELETE into a GET).
+
+    `location` is the redirect's target URL.
+    """
+
+    def __init__(self, message: str, *, status: int, location: str, response: httpx.Response | None = None) -> None:
+        super().__init__(message, status=status, response=response)
+        self.location = location
 
 
 class SchemaError(RestLayerError):
@@ -73,3 +100,8 @@ class ResetError(RestLayerError):
 
 class AbortOptimistic(RestLayerError):
     """Raised (as `snapshot.abort`) to cancel an optimistic update."""
+
+
+class PathTemplateWarning(UserWarning):
+    """A path template that is valid but almost certainly not what was meant
+    (e.g. `/todos/{id}`, a literal optional "id", where `/todos/:id` was intended)."""

@@ -211,7 +211,7 @@ class TestCallShape:
         upd = RestEndpoint(path="/todos/:id", method="PUT")
         assert upd.bind({"title": "y"}, id=1) == ({"id": 1}, {"title": "y"})
         assert upd.bind({"id": 1}, {"title": "y"}, x=1) == ({"id": 1, "x": 1}, {"title": "y"})
-        assert upd.bind(id=1) == ({"id": 1}, None)
+        assert upd.bind(None, id=1) == ({"id": 1}, None)
         assert upd.key(*upd.bind({"title": "y"}, id=1)) == "PUT /todos/1"
 
     def test_key_with_none_params(self) -> None:

@@ -2,6 +2,11 @@
 
 An httpx client's connections belong to the loop that opened them, so a client
 is never handed to another loop, and one whose loop has closed is replaced.
+
+The shared client keeps no cookies: it serves every Controller of the loop, so a
+session cookie one of them received would otherwise be sent by all the others
+(and survive `reset_entire_store()`). A cookie session needs a client of its own,
+passed as the endpoint's `client`.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ import asyncio
 import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from http.cookiejar import CookieJar, DefaultCookiePolicy
 
 import httpx
 
@@ -20,9 +26,14 @@ _clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient
 _last: tuple[asyncio.AbstractEventLoop, httpx.AsyncClient] | None = None
 
 
+def _cookieless_jar() -> CookieJar:
+    """A cookie jar that refuses every cookie a server sets."""
+    return CookieJar(policy=DefaultCookiePolicy(allowed_domains=[]))
+
+
 def _new_client() -> httpx.AsyncClient:
     """Build the shared client (a separate function so tests may see the defaults)."""
-    return httpx.AsyncClient(follow_redirects=True, timeout=DEFAULT_TIMEOUT)
+    return httpx.AsyncClient(follow_redirects=True, timeout=DEFAULT_TIMEOUT, cookies=_cookieless_jar())
 
 
 def get_client() -> httpx.AsyncClient:

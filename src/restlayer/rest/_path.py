@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
@@ -16,11 +17,13 @@ from typing import Any, TypeAlias
 from urllib.parse import quote, unquote
 
 from restlayer._text import to_text
-from restlayer.errors import ParamError
+from restlayer.errors import ParamError, PathTemplateWarning
 
 __all__ = ["PathTemplate", "compile_path", "list_path"]
 
 _MAX_COMBINATIONS = 256
+_DOTS = frozenset((".", ".."))
+_IDENTIFIER = re.compile(r"[A-Za-z_$][\w$]*")
 _SAFE = "!~*'()"  # with quote's always-safe `A-Za-z0-9_.-~`: encodeURIComponent's set
 
 
@@ -212,10 +215,11 @@ def _wildcard_text(name: str, value: Any) -> str:
     return "/".join(parts)
 
 
-def _fill(nodes: tuple[_Node, ...], params: Mapping[str, Any], out: list[str]) -> list[str]:
+def _fill(nodes: tuple[_Node, ...], params: Mapping[str, Any], out: list[str], dots: list[str]) -> list[str]:
     """Append the filled `nodes` to `out`; return the names of missing direct params.
 
     Every value is checked even where a group ends up dropped (as path-to-regexp does).
+    The names of params whose text holds `.` or `..` as a part go to `dots`.
     """
     missing: list[str] = []
     for node in nodes:
@@ -225,15 +229,46 @@ def _fill(nodes: tuple[_Node, ...], params: Mapping[str, Any], out: list[str]) -
             value = params.get(node.name)
             if value is None:
                 missing.append(node.name)
-            elif node.wildcard:
-                out.append(_wildcard_text(node.name, value))
-            else:
-                out.append(_param_text(node.name, value))
+                continue
+            text = _wildcard_text(node.name, value) if node.wildcard else _param_text(node.name, value)
+            if "." in text and _DOTS.intersection(text.split("/")):
+                dots.append(node.name)
+            out.append(text)
         else:
             inner: list[str] = []
-            if not _fill(node.children, params, inner):
+            if not _fill(node.children, params, inner, dots):
                 out.extend(inner)
     return missing
+
+
+def _has_dot_segment(path: str) -> bool:
+    """Whether the path part of `path` holds a `.` or `..` segment (which URLs collapse)."""
+    cut = min((i for i in (path.find("?"), path.find("#")) if i != -1), default=len(path))
+    return not _DOTS.isdisjoint(path[:cut].split("/"))
+
+
+def _warn_braced_names(nodes: tuple[_Node, ...], template: str) -> None:
+    """Warn about `/{id}`: valid syntax (an optional literal "id") but almost always meant as `/:id`.
+
+    Only a group that is a whole segment warns: `/book{s}` (optional plural) is fine.
+    """
+    for i, node in enumerate(nodes):
+        if not isinstance(node, _Group):
+            continue
+        before = nodes[i - 1] if i else "/"
+        after = nodes[i + 1] if i + 1 < len(nodes) else "/"
+        whole_segment = isinstance(before, str) and before.endswith("/")
+        whole_segment = whole_segment and isinstance(after, str) and after[:1] in ("/", "?", ".")
+        inner = node.children[0] if len(node.children) == 1 else None
+        if whole_segment and isinstance(inner, str) and _IDENTIFIER.fullmatch(inner):
+            name = inner
+            warnings.warn(
+                f'Path template {_quoted(template)}: "{{{name}}}" is an optional literal text "{name}", '
+                f'not a parameter; write ":{name}" for a parameter (or "{{/:{name}}}" for an optional one)',
+                PathTemplateWarning,
+                stacklevel=5,
+            )
+        _warn_braced_names(node.children, template)
 
 
 # --------------------------------------------------------------------------- regex form
@@ -326,6 +361,7 @@ class PathTemplate:
         except _ParseFailure as exc:
             raise ParamError(f"{exc} in path template {_quoted(self.template)}") from None
         names = tuple(_names(nodes, False))
+        _warn_braced_names(nodes, self.template)
         setattr_ = object.__setattr__
         setattr_(self, "_nodes", nodes)
         setattr_(self, "names", names)
@@ -338,13 +374,20 @@ class PathTemplate:
         Raises `ParamError` for missing required params and unusable values.
         """
         out: list[str] = []
+        dots: list[str] = []
         try:
-            missing = _fill(self._nodes, params, out)
+            missing = _fill(self._nodes, params, out, dots)
         except _BadValue as exc:
             raise ParamError(f"{exc}{self._context(endpoint)}") from None
         if missing:
             raise ParamError(f"Missing parameters: {', '.join(missing)}{self._context(endpoint)}")
-        return "".join(out)
+        path = "".join(out)
+        if dots and _has_dot_segment(path):
+            raise ParamError(
+                f'Parameter {", ".join(dots)}: "." and ".." cannot be a whole path segment (the URL '
+                f"would be collapsed to another resource){self._context(endpoint)}"
+            )
+        return path
 
     def match(self, path: str) -> dict[str, str | list[str]] | None:
         """Decoded params when `path` (no search part) fits the template, else `None`.
@@ -386,7 +429,9 @@ def list_path(template: str) -> str:
     """A resource's list path (BEHAVIOR 1.6): the template cut before its last param.
 
     A last param inside an optional group drops the whole (outermost) group; one
-    trailing `/` goes; an empty result is `/`.
+    trailing `/` goes, unless the template ends in `/` right after its last param
+    (`/todos/:id/` gives `/todos/`, as servers with slash-terminated paths expect);
+    an empty result is `/`.
     """
     nodes = compile_path(template)._nodes
 
@@ -402,7 +447,8 @@ def list_path(template: str) -> str:
             f"Resource path requires at least one :parameter or *wildcard (path template {_quoted(template)})"
         )
     head = template[:cut]
-    if head.endswith("/"):
+    keeps_slash = len(nodes) >= 2 and nodes[-1] == "/" and isinstance(nodes[-2], _Param)
+    if head.endswith("/") and not keeps_slash:
         escapes = len(head) - 1 - len(head[:-1].rstrip("\\"))
         head = head[: -2 if escapes % 2 else -1]
     return head or "/"

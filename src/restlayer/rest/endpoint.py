@@ -8,17 +8,27 @@ the call path stays close to a bare httpx request.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import inspect
 import json
 import re
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import Any, Final
 
 import httpx
 
 from restlayer._sentinel import Sentinel
-from restlayer.errors import NetworkError, ParamError, RestLayerError
+from restlayer.errors import (
+    BodyTooLargeError,
+    DeadlineExceededError,
+    DecodeError,
+    EmptyBodyError,
+    NetworkError,
+    ParamError,
+    RedirectError,
+    RestLayerError,
+)
 from restlayer.rest._client import get_client
 from restlayer.rest._path import compile_path
 from restlayer.rest._url import build_url
@@ -39,7 +49,7 @@ OPTIONS: Final = frozenset(
         "invalid_if_stale", "poll_frequency", "get_optimistic_response", "update",
         "name", "client", "process", "url", "search_to_string", "key", "test_key",
         "get_request_init", "get_headers", "fetch_response", "parse_response",
-        "move_path", "remove_cursor",
+        "move_path", "remove_cursor", "max_body_size", "total_timeout",
     }
 )  # fmt: skip
 
@@ -47,8 +57,16 @@ CONTENT_MODES: Final = frozenset({"json", "blob", "text", "arrayBuffer", "stream
 _TEXT_LIKE: Final = re.compile(r"\btext\b|\bxml\b|\bhtml\b|\bjavascript\b|\bcss\b|\bcsv\b|\burlencoded\b")
 _NO_BODY_METHODS: Final = ("GET", "DELETE")
 _JSON_CONTENT_TYPE: Final = {"Content-Type": "application/json"}
-_SEND_KEYS: Final = ("auth", "follow_redirects")
 _CHUNK: Final = 65536
+#: Default cap on a reply's decoded body: 100 MiB.
+DEFAULT_MAX_BODY_SIZE: Final = 100 * 1024 * 1024
+#: Redirects after which a mutation would be repeated as a GET by clients.
+_METHOD_CHANGING_REDIRECTS: Final = frozenset({301, 302, 303})
+_READ_ONLY_METHODS: Final = frozenset({"GET", "HEAD", "OPTIONS"})
+#: Headers that describe the body, kept when a redirect crosses origins.
+_BODY_HEADERS: Final = frozenset({"content-type", "content-length"})
+#: Headers that describe the raw transfer; dropped once the body is decoded.
+_TRANSFER_HEADERS: Final = frozenset({"content-encoding", "content-length", "transfer-encoding"})
 
 
 def _dumps(value: Any) -> bytes:
@@ -103,6 +121,69 @@ def _encode_content(body: Any) -> Any:
     )
 
 
+def _header_items(headers: Any) -> Iterable[tuple[Any, Any]]:
+    """(name, value) pairs of headers given as a mapping or as a list of pairs."""
+    if headers is None:
+        return ()
+    if isinstance(headers, Mapping):
+        return headers.items()
+    if isinstance(headers, httpx.Headers):
+        return headers.multi_items()
+    return headers  # type: ignore[no-any-return]
+
+
+def _check_header_text(endpoint: str, name: Any, part: Any, what: str) -> None:
+    """Refuse a header name or value that cannot be sent as it is (a local mistake)."""
+    if isinstance(part, bytes):
+        text = part.decode("latin-1")
+    elif isinstance(part, str):
+        text = part
+    else:
+        raise ParamError(f"{endpoint}: header {name!r} {what} must be str or bytes, not {type(part).__name__}")
+    if "\r" in text or "\n" in text or "\0" in text:
+        raise ParamError(f"{endpoint}: header {name!r} {what} contains a line break or NUL (CR/LF/NUL are not allowed)")
+    if isinstance(part, str) and not text.isascii():
+        raise ParamError(
+            f"{endpoint}: header {name!r} {what} is not ASCII ({text[:40]!r}); percent-encode it or send it in the body"
+        )
+
+
+def check_headers(headers: Any, endpoint: str = "request") -> None:
+    """Raise `ParamError` for header names or values holding CR, LF, NUL or non-ASCII text."""
+    for name, value in _header_items(headers):
+        _check_header_text(endpoint, name, name, "name")
+        _check_header_text(endpoint, name, value, "value")
+
+
+def _same_origin(a: httpx.URL, b: httpx.URL) -> bool:
+    """Same scheme, host and port (an implicit default port equals the explicit one)."""
+    return a.scheme == b.scheme and a.host == b.host and _port(a) == _port(b)
+
+
+def _port(url: httpx.URL) -> int | None:
+    return url.port or {"http": 80, "https": 443}.get(url.scheme)
+
+
+def _with_content(response: httpx.Response, body: bytes) -> httpx.Response:
+    """A read copy of a streamed `response` holding its decoded `body`."""
+    headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() not in _TRANSFER_HEADERS]
+    return httpx.Response(
+        response.status_code,
+        headers=headers,
+        content=body,
+        request=response.request,
+        extensions=response.extensions,
+        history=response.history,
+        default_encoding=response.default_encoding,
+    )
+
+
+def _transport_error(url: Any, exc: BaseException, response: httpx.Response | None = None) -> NetworkError:
+    """A transport failure (connect, read, reset, bad encoding) as a status-500 NetworkError."""
+    reason = str(exc) or type(exc).__name__
+    return NetworkError(f"{url}: {reason}", status=500, response=response)
+
+
 class ByteStream:
     """The body of a `content="stream"` reply: `async for chunk in stream` yields bytes.
 
@@ -124,6 +205,9 @@ class ByteStream:
             self._chunks = self.response.aiter_bytes()
         try:
             return await self._chunks.__anext__()
+        except httpx.HTTPError as exc:
+            await self.response.aclose()
+            raise _transport_error(self.response.url, exc, self.response) from exc
         except BaseException:
             await self.response.aclose()
             raise
@@ -187,6 +271,11 @@ class RestEndpoint:
     client: httpx.AsyncClient | None = None
     move_path: str | None = None
     remove_cursor: Callable[..., Any] | None = None
+    #: Largest decoded reply body accepted, in bytes (`None`: no limit).
+    max_body_size: int | None = DEFAULT_MAX_BODY_SIZE
+    #: Seconds the whole request may take, redirects and body included (`None`: no
+    #: limit; httpx's `timeout` still bounds each connect, read and write).
+    total_timeout: float | None = None
 
     def __init__(self, **options: Any) -> None:
         cls = type(self)
@@ -235,8 +324,12 @@ class RestEndpoint:
         if not kwargs:
             return args
         if self._has_body and len(args) < 2:
-            body = args[0] if args else None
-            return ({**kwargs}, body)
+            if not args:
+                raise ParamError(
+                    f"{self.name}: {self.method} takes a body, but only keyword arguments were given "
+                    f"({', '.join(kwargs)}); pass the body positionally: ep(body, **params)"
+                )
+            return ({**kwargs}, args[0])
         first = args[0] if args else None
         return ({**(first or {}), **kwargs}, *args[1:])
 
@@ -304,24 +397,118 @@ class RestEndpoint:
         return headers
 
     async def fetch_response(self, url: str, init: Mapping[str, Any]) -> httpx.Response:
-        """Send the request; a non-2xx reply or a transport failure raises NetworkError."""
+        """Send the request; a non-2xx reply or a transport failure raises NetworkError.
+
+        Redirects are followed by hand: a 301/302/303 answer to a mutation raises
+        `RedirectError`, and the endpoint's own headers never go to another origin.
+        Unless `content="stream"`, the body is read here, within `max_body_size`.
+        """
         client = self.client or get_client()
         kwargs = dict(init)
         method = kwargs.pop("method", self.method)
-        send = {k: kwargs.pop(k) for k in _SEND_KEYS if k in kwargs}
+        follow = kwargs.pop("follow_redirects", client.follow_redirects)
+        auth = kwargs.pop("auth", httpx.USE_CLIENT_DEFAULT)
+        own = kwargs.get("headers")
+        check_headers(own, self.name)
         try:
             request = client.build_request(method, url, **kwargs)
-            response = await client.send(request, stream=self._stream, **send)
-        except (httpx.RequestError, httpx.InvalidURL) as exc:
-            reason = str(exc) or type(exc).__name__
-            raise NetworkError(f"{url}: {reason}", status=500) from exc
-        if not response.is_success:
+        except httpx.InvalidURL as exc:
+            raise _transport_error(url, exc) from exc
+        own_names = {str(name).lower() for name, _ in _header_items(own)} - _BODY_HEADERS
+        sending = self._send(client, request, follow, auth, own_names)
+        deadline = self.total_timeout
+        if deadline is None:
+            return await sending
+        try:
+            return await asyncio.wait_for(sending, deadline)
+        except asyncio.TimeoutError as exc:
+            raise DeadlineExceededError(
+                f"{url}: no complete reply within total_timeout={deadline}s", status=500
+            ) from exc
+
+    async def _send(
+        self, client: httpx.AsyncClient, request: httpx.Request, follow: bool, auth: Any, own_names: set[str]
+    ) -> httpx.Response:
+        """Send `request`, following redirects when `follow`; the checked, read reply."""
+        response = await self._send_once(client, request, auth)
+        try:
+            for _ in range(client.max_redirects):
+                next_request = response.next_request
+                if not follow or next_request is None:
+                    break
+                await response.aclose()
+                self._check_redirect(response, next_request)
+                if not _same_origin(request.url, next_request.url):
+                    for name in own_names:
+                        next_request.headers.pop(name, None)
+                    own_names = set()
+                request = next_request
+                response = await self._send_once(client, request, None)
+            else:
+                if follow and response.next_request is not None:
+                    raise NetworkError(
+                        f"{request.url}: more than {client.max_redirects} redirects", status=500, response=response
+                    )
+            if not response.is_success:
+                response = await self._read_body(response)
+                status = response.status_code
+                reason = response.reason_phrase or f"Status not 'ok': {status}"
+                raise NetworkError(f"{response.url}: {reason}", status=status, response=response)
             if self._stream:
-                await response.aread()
-            status = response.status_code
-            reason = response.reason_phrase or f"Status not 'ok': {status}"
-            raise NetworkError(f"{response.url}: {reason}", status=status, response=response)
-        return response
+                return response
+            return await self._read_body(response)
+        except BaseException:
+            await response.aclose()
+            raise
+
+    async def _send_once(self, client: httpx.AsyncClient, request: httpx.Request, auth: Any) -> httpx.Response:
+        """One hop: the reply with its headers, body not read yet."""
+        try:
+            return await client.send(request, stream=True, follow_redirects=False, auth=auth)
+        except httpx.RequestError as exc:
+            raise _transport_error(request.url, exc) from exc
+        except httpx.StreamConsumed as exc:
+            raise ParamError(
+                f"{self.name}: {request.method} {request.url}: the request body was a one-shot stream "
+                "and cannot be sent again after a redirect; send bytes or call the final URL"
+            ) from exc
+
+    def _check_redirect(self, response: httpx.Response, next_request: httpx.Request) -> None:
+        """Refuse a redirect that would repeat a mutation as a GET."""
+        status = response.status_code
+        method = response.request.method.upper()
+        if status in _METHOD_CHANGING_REDIRECTS and method not in _READ_ONLY_METHODS:
+            location = str(next_request.url)
+            raise RedirectError(
+                f"{response.request.url}: the server answered {method} with a {status} redirect to "
+                f"{location}; following it would send a GET instead and drop the body. Call the "
+                "target URL directly (e.g. fix a missing trailing slash in the path).",
+                status=status,
+                location=location,
+                response=response,
+            )
+
+    async def _read_body(self, response: httpx.Response) -> httpx.Response:
+        """Read the decoded body, at most `max_body_size` bytes; the reply with its content."""
+        cap = self.max_body_size
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            async for chunk in response.aiter_bytes():
+                size += len(chunk)
+                if cap is not None and size > cap:
+                    raise BodyTooLargeError(
+                        f"{response.url}: reply body exceeds max_body_size={cap} bytes (decoded); "
+                        "raise max_body_size or use content='stream'",
+                        status=400,
+                        response=response,
+                    )
+                chunks.append(chunk)
+        except httpx.HTTPError as exc:
+            raise _transport_error(response.url, exc, response) from exc
+        finally:
+            await response.aclose()
+        return _with_content(response, b"".join(chunks))
 
     async def parse_response(self, response: httpx.Response) -> Any:
         """The reply's value: by `content` when set, else by Content-Type (BEHAVIOR 3.1)."""
@@ -330,6 +517,13 @@ class RestEndpoint:
                 await response.aclose()
             return None
         content = self.content
+        if not self._stream and self._schema_set and not self._raw_ok and not response.content:
+            raise EmptyBodyError(
+                f"{response.url}: empty reply body (status {response.status_code}) where schema "
+                f"{_schema_name(self.schema)} needs data",
+                status=400,
+                response=response,
+            )
         if content is not None:
             return await self._parse_content(response, content)
         content_type = response.headers.get("content-type")
@@ -371,11 +565,15 @@ class RestEndpoint:
         return response.content
 
     def _parse_json(self, response: httpx.Response) -> Any:
-        """Parsed JSON body; a body that is not JSON is a status-400 NetworkError."""
+        """Parsed JSON body; a body that is not JSON (or nests too deeply) is a status-400 DecodeError."""
         try:
             return json.loads(response.content)
         except ValueError as exc:
-            raise NetworkError(f"{response.url}: invalid JSON response: {exc}", status=400, response=response) from exc
+            raise DecodeError(f"{response.url}: invalid JSON response: {exc}", status=400, response=response) from exc
+        except RecursionError as exc:
+            raise DecodeError(
+                f"{response.url}: JSON response nests too deeply to decode", status=400, response=response
+            ) from exc
 
     def _text_error(self, content_type: str | None, text: str) -> str:
         """Message for a text reply to an endpoint that expects data for its schema."""

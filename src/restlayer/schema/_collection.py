@@ -32,13 +32,16 @@ def _parse_key(pk: str) -> Mapping[str, Any]:
 
 
 def serialize_key(values: Mapping[str, Any] | None) -> str:
-    """Collection pk text: numbers and bools as text, `None` left out, keys sorted, compact JSON."""
+    """Collection pk text: numbers and bools as text, `None` left out, keys sorted, compact JSON.
+
+    Other values JSON cannot hold (dates, UUIDs, Decimals...) appear as the text the URL shows.
+    """
     clean = {}
     for k, v in (values or {}).items():
         if v is None:
             continue
         clean[k] = to_text(v) if isinstance(v, (int, float)) else v
-    return json.dumps(clean, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return json.dumps(clean, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=to_text)
 
 
 def _default_args_key(*args: Any) -> Mapping[str, Any]:

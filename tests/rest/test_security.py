@@ -1,0 +1,189 @@
+"""Security rules of the REST layer, checked against real servers on 127.0.0.1:
+no cookie shared between Controllers, no endpoint header sent to another origin on a
+redirect, no mutation turned into a GET by a redirect, no path param that escapes its
+segment, no header value that smuggles a line break."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+
+from examples.todo_api import LocalServer
+from restlayer.core import Controller
+from restlayer.errors import NetworkError, ParamError, RedirectError
+from restlayer.rest import RestEndpoint
+
+pytestmark = pytest.mark.usefixtures("shared_client_closed")
+
+
+@pytest.fixture
+async def controllers() -> AsyncIterator[tuple[Controller, Controller]]:
+    a, b = Controller(), Controller()
+    yield a, b
+    a.close()
+    b.close()
+
+
+def _endpoints(api: LocalServer, **options: Any) -> tuple[RestEndpoint, RestEndpoint]:
+    set_cookie = RestEndpoint(path="/_test/set-cookie", url_prefix=api.url, **options)
+    echo = RestEndpoint(path="/_test/echo", url_prefix=api.url, **options)
+    return set_cookie, echo
+
+
+# -- cookies -------------------------------------------------------------------------------
+
+
+async def test_cookie_received_by_one_controller_is_not_sent_by_another(
+    api: LocalServer, controllers: tuple[Controller, Controller]
+) -> None:
+    a, b = controllers
+    set_cookie, echo = _endpoints(api)
+    await a.fetch(set_cookie)
+    seen_by_b = await b.fetch(echo)
+    assert "cookie" not in seen_by_b["headers"]
+
+
+async def test_reset_entire_store_forgets_cookies(api: LocalServer, controllers: tuple[Controller, Controller]) -> None:
+    a, _ = controllers
+    set_cookie, echo = _endpoints(api)
+    await a.fetch(set_cookie)
+    a.reset_entire_store()
+    seen = await a.fetch(echo)
+    assert "cookie" not in seen["headers"]
+
+
+async def test_one_client_passed_on_purpose_shares_its_cookies(
+    api: LocalServer, controllers: tuple[Controller, Controller]
+) -> None:
+    a, b = controllers
+    async with httpx.AsyncClient() as own:
+        set_cookie, echo = _endpoints(api, client=own)
+        await a.fetch(set_cookie)
+        seen_by_b = await b.fetch(echo)
+    assert seen_by_b["headers"]["cookie"] == "session=s3cret"
+
+
+# -- redirects -------------------------------------------------------------------------------
+
+
+def _credential_endpoint(api: LocalServer, method: str = "GET") -> RestEndpoint:
+    return RestEndpoint(
+        path="/_test/redirect",
+        url_prefix=api.url,
+        method=method,
+        request_init={"headers": {"X-Token": "from-request-init"}},
+        get_headers=lambda headers: {**headers, "X-Api-Key": "k-123", "Cookie": "sid=abc"},
+    )
+
+
+async def test_endpoint_headers_are_not_sent_to_another_origin_on_redirect(
+    api: LocalServer, other_api: LocalServer
+) -> None:
+    ep = _credential_endpoint(api)
+    seen = await ep({"to": f"{other_api.url}/_test/echo"})
+    assert seen["path"] == "/_test/echo"
+    assert other_api.requests[-1].path == "/_test/echo"
+    for name in ("x-api-key", "x-token", "cookie"):
+        assert name not in seen["headers"], name
+
+
+async def test_endpoint_headers_follow_a_same_origin_redirect(api: LocalServer) -> None:
+    ep = _credential_endpoint(api)
+    seen = await ep({"to": f"{api.url}/_test/echo"})
+    assert seen["headers"]["x-api-key"] == "k-123"
+    assert seen["headers"]["x-token"] == "from-request-init"
+
+
+@pytest.mark.parametrize("code", [301, 302, 303])
+@pytest.mark.parametrize("method", ["POST", "PUT", "PATCH", "DELETE"])
+async def test_mutation_redirect_that_would_become_a_get_raises(api: LocalServer, code: int, method: str) -> None:
+    ep = RestEndpoint(path="/_test/redirect", url_prefix=api.url, method=method, schema=None)
+    target = f"{api.url}/_test/echo"
+    args: tuple[Any, ...] = ({"to": target, "code": code}, {"title": "x"})
+    if method == "DELETE":
+        args = args[:1]
+    ctrl = Controller()
+    try:
+        with pytest.raises(RedirectError) as info:
+            await ctrl.fetch(ep, *args)
+        assert ctrl.get_response(ep, *args).data is None
+    finally:
+        ctrl.close()
+    assert info.value.status == code
+    assert info.value.location == target
+    assert str(code) in str(info.value) and target in str(info.value)
+    assert isinstance(info.value, NetworkError)
+    assert [r.path for r in api.requests] == ["/_test/redirect"]  # the target was never called
+
+
+@pytest.mark.parametrize("code", [307, 308])
+async def test_mutation_redirect_keeping_method_and_body_is_followed(api: LocalServer, code: int) -> None:
+    ep = RestEndpoint(path="/_test/redirect", url_prefix=api.url, method="POST")
+    seen = await ep({"to": f"{api.url}/_test/echo", "code": code}, {"title": "x"})
+    assert (seen["method"], seen["path"], seen["body"]) == ("POST", "/_test/echo", '{"title":"x"}')
+
+
+async def test_get_redirects_are_still_followed(api: LocalServer) -> None:
+    ep = RestEndpoint(path="/_test/redirect", url_prefix=api.url)
+    seen = await ep({"to": f"{api.url}/_test/echo", "code": 301})
+    assert (seen["method"], seen["path"]) == ("GET", "/_test/echo")
+
+
+# -- path params -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", [".", ".."])
+def test_dot_segment_param_is_refused(value: str) -> None:
+    ep = RestEndpoint(path="/users/:id/posts")
+    with pytest.raises(ParamError, match="whole path segment"):
+        ep.url({"id": value})
+    with pytest.raises(ParamError, match="whole path segment"):
+        ep.key({"id": value})
+
+
+def test_dot_segment_in_wildcard_is_refused() -> None:
+    ep = RestEndpoint(path="/files/*path")
+    with pytest.raises(ParamError, match="whole path segment"):
+        ep.url({"path": ["..", "..", "etc", "passwd"]})
+
+
+async def test_dot_segment_param_sends_no_request(api: LocalServer) -> None:
+    ep = RestEndpoint(path="/_test/echo/:id/posts", url_prefix=api.url)
+    with pytest.raises(ParamError):
+        await ep({"id": ".."})
+    assert api.requests == []
+
+
+@pytest.mark.parametrize("value", ["...", "a..b", ".hidden", "v1.2"])
+async def test_dotted_values_that_are_no_dot_segment_reach_their_own_path(api: LocalServer, value: str) -> None:
+    ep = RestEndpoint(path="/_test/echo/:id/posts", url_prefix=api.url)
+    seen = await ep({"id": value})
+    assert seen["path"] == f"/_test/echo/{value}/posts"
+    assert ep.key({"id": value}) == f"GET {api.url}/_test/echo/{value}/posts"
+
+
+# -- header values ----------------------------------------------------------------------------
+
+
+async def test_line_break_in_header_value_is_a_param_error_not_a_stored_server_error(api: LocalServer) -> None:
+    ep = RestEndpoint(path="/_test/echo", url_prefix=api.url, get_headers=lambda h: {**h, "X-Bad": "a\r\nInjected: 1"})
+    ctrl = Controller()
+    try:
+        ctrl.set_response(ep, {"cached": True})
+        with pytest.raises(ParamError, match="line break"):
+            await ctrl.fetch(ep)
+        error = ctrl.get_error(ep)
+        assert not (isinstance(error, NetworkError) and error.status == 500)
+    finally:
+        ctrl.close()
+    assert api.requests == []
+
+
+async def test_non_ascii_header_value_is_a_clear_param_error(api: LocalServer) -> None:
+    ep = RestEndpoint(path="/_test/echo", url_prefix=api.url, get_headers=lambda h: {**h, "X-Name": "Jörg"})
+    with pytest.raises(ParamError, match="not ASCII"):
+        await ep()
+    assert api.requests == []
