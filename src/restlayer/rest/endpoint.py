@@ -165,9 +165,9 @@ def _port(url: httpx.URL) -> int | None:
 
 
 def _with_content(response: httpx.Response, body: bytes) -> httpx.Response:
-    """A read copy of a streamed `response` holding its decoded `body`."""
+    """A read copy of a streamed, closed `response` holding its decoded `body`."""
     headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() not in _TRANSFER_HEADERS]
-    return httpx.Response(
+    copy = httpx.Response(
         response.status_code,
         headers=headers,
         content=body,
@@ -176,6 +176,11 @@ def _with_content(response: httpx.Response, body: bytes) -> httpx.Response:
         history=response.history,
         default_encoding=response.default_encoding,
     )
+    try:
+        copy.elapsed = response.elapsed
+    except RuntimeError:  # a reply a transport built already read: httpx never timed it
+        pass
+    return copy
 
 
 def _transport_error(url: Any, exc: BaseException, response: httpx.Response | None = None) -> NetworkError:
