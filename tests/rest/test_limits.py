@@ -112,6 +112,13 @@ async def test_truncated_stream_raises_a_network_error(api: LocalServer) -> None
     assert isinstance(info.value, RestLayerError) and info.value.status == 500
 
 
+async def test_iterating_a_closed_stream_raises_a_restlayer_error(api: LocalServer) -> None:
+    stream = await RestEndpoint(path="/_test/text", url_prefix=api.url, content="stream")()
+    await stream.aclose()
+    with pytest.raises(RestLayerError, match="closed"):
+        await stream.__anext__()
+
+
 async def test_truncated_body_raises_a_network_error(api: LocalServer) -> None:
     with pytest.raises(NetworkError):
         await RestEndpoint(path="/_test/truncated", url_prefix=api.url, content="blob")()

@@ -9,6 +9,7 @@ the call path stays close to a bare httpx request.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import inspect
 import json
@@ -127,8 +128,6 @@ def _header_items(headers: Any) -> Iterable[tuple[Any, Any]]:
         return ()
     if isinstance(headers, Mapping):
         return headers.items()
-    if isinstance(headers, httpx.Headers):
-        return headers.multi_items()
     return headers  # type: ignore[no-any-return]
 
 
@@ -148,7 +147,7 @@ def _check_header_text(endpoint: str, name: Any, part: Any, what: str) -> None:
         )
 
 
-def check_headers(headers: Any, endpoint: str = "request") -> None:
+def _check_headers(headers: Any, endpoint: str = "request") -> None:
     """Raise `ParamError` for header names or values holding CR, LF, NUL or non-ASCII text."""
     for name, value in _header_items(headers):
         _check_header_text(endpoint, name, name, "name")
@@ -176,10 +175,8 @@ def _with_content(response: httpx.Response, body: bytes) -> httpx.Response:
         history=response.history,
         default_encoding=response.default_encoding,
     )
-    try:
+    with contextlib.suppress(RuntimeError):  # a reply a transport built already read is never timed
         copy.elapsed = response.elapsed
-    except RuntimeError:  # a reply a transport built already read: httpx never timed it
-        pass
     return copy
 
 
@@ -213,6 +210,8 @@ class ByteStream:
         except httpx.HTTPError as exc:
             await self.response.aclose()
             raise _transport_error(self.response.url, exc, self.response) from exc
+        except httpx.StreamError as exc:  # iterated again after the end or after aclose()
+            raise RestLayerError(f"{self.response.url}: {exc}") from exc
         except BaseException:
             await self.response.aclose()
             raise
@@ -414,7 +413,7 @@ class RestEndpoint:
         follow = kwargs.pop("follow_redirects", client.follow_redirects)
         auth = kwargs.pop("auth", httpx.USE_CLIENT_DEFAULT)
         own = kwargs.get("headers")
-        check_headers(own, self.name)
+        _check_headers(own, self.name)
         try:
             request = client.build_request(method, url, **kwargs)
         except httpx.InvalidURL as exc:
