@@ -485,8 +485,8 @@ class RestEndpoint:
             location = str(next_request.url)
             raise RedirectError(
                 f"{response.request.url}: the server answered {method} with a {status} redirect to "
-                f"{location}; following it would send a GET instead and drop the body. Call the "
-                "target URL directly (e.g. fix a missing trailing slash in the path).",
+                f"{location}; clients may repeat it there as a GET without the body, so it is not "
+                "followed. Call the target URL directly (e.g. add the missing trailing slash).",
                 status=status,
                 location=location,
                 response=response,
