@@ -74,7 +74,7 @@ def _credential_endpoint(api: LocalServer, method: str = "GET") -> RestEndpoint:
         path="/_test/redirect",
         url_prefix=api.url,
         method=method,
-        request_init={"headers": {"X-Token": "from-request-init"}},
+        request_init={"headers": {"X-Token": "from-request-init"}, "auth": ("user", "pass")},
         get_headers=lambda headers: {**headers, "X-Api-Key": "k-123", "Cookie": "sid=abc"},
     )
 
@@ -86,7 +86,7 @@ async def test_endpoint_headers_are_not_sent_to_another_origin_on_redirect(
     seen = await ep({"to": f"{other_api.url}/_test/echo"})
     assert seen["path"] == "/_test/echo"
     assert other_api.requests[-1].path == "/_test/echo"
-    for name in ("x-api-key", "x-token", "cookie"):
+    for name in ("x-api-key", "x-token", "cookie", "authorization"):
         assert name not in seen["headers"], name
 
 
@@ -95,6 +95,7 @@ async def test_endpoint_headers_follow_a_same_origin_redirect(api: LocalServer) 
     seen = await ep({"to": f"{api.url}/_test/echo"})
     assert seen["headers"]["x-api-key"] == "k-123"
     assert seen["headers"]["x-token"] == "from-request-init"
+    assert seen["headers"]["authorization"].startswith("Basic ")
 
 
 @pytest.mark.parametrize("code", [301, 302, 303])
