@@ -179,6 +179,21 @@ async def truncated(request: Request) -> Response:
     return StreamingResponse(body(), media_type="application/octet-stream", headers={"Content-Length": "100000"})
 
 
+async def empty_object(request: Request) -> Response:
+    """Any method: ``{}``, as json-server answers a DELETE."""
+    return JSONResponse({})
+
+
+async def todo_map(request: Request) -> Response:
+    """Two todos in a JSON *object* keyed by id, where a client may expect a list."""
+    return JSONResponse(
+        {
+            "1": {"id": 1, "userId": 1, "title": "one", "completed": False},
+            "2": {"id": 2, "userId": 1, "title": "two", "completed": True},
+        }
+    )
+
+
 ROUTES: list[BaseRoute] = [
     Route("/_test/html404", html404, methods=["GET"]),
     Route("/_test/500", error500, methods=ALL_METHODS),
@@ -199,4 +214,6 @@ ROUTES: list[BaseRoute] = [
     Route("/_test/gzip", gzip_zeros, methods=["GET"]),
     Route("/_test/deep-json", deep_json, methods=["GET"]),
     Route("/_test/truncated", truncated, methods=["GET"]),
+    Route("/_test/empty-object/{rest:path}", empty_object, methods=ALL_METHODS),
+    Route("/_test/todo-map", todo_map, methods=["GET"]),
 ]

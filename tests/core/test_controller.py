@@ -10,16 +10,15 @@ import pytest
 from restlayer._pmap import PMap
 from restlayer.core import Controller, ExpiryStatus, Response
 from restlayer.errors import NetworkError, ResetError
-from restlayer.rest import RestEndpoint
-from restlayer.schema import All, Query
+from restlayer.rest import RestEndpoint, resource
+from restlayer.schema import All, Entity, Query
 from tests.core._models import Clock, Todo, User, gets
 
 
-async def test_fetch_stores_and_returns_own_instances(ctrl: Controller, res: Any, api: Any) -> None:
+async def test_fetch_returns_the_stored_read_itself(ctrl: Controller, res: Any, api: Any) -> None:
     todo = await ctrl.fetch(res.Todo.get, id=1)
     assert todo == Todo(id=1, userId=1, title="delectus aut autem", completed=False)
-    stored = ctrl.get(Todo, {"id": 1})
-    assert stored == todo and stored is not todo
+    assert todo is ctrl.cache(res.Todo.get, id=1) is ctrl.get(Todo, {"id": 1})
     assert ctrl.get_state()["endpoints"][res.Todo.get.key({"id": 1})] == "1"
     assert len(gets(api, "/todos/1")) == 1
 
@@ -122,7 +121,7 @@ async def test_get_response_never_fetched_and_schemaless(ctrl: Controller, res: 
 async def test_delete_invalidates_entity_and_list(ctrl: Controller, res: Any) -> None:
     await ctrl.fetch(res.PlainTodo.get_list)
     deleted = await ctrl.fetch(res.PlainTodo.delete, {"id": 1})
-    assert deleted == Todo(id=1)
+    assert deleted == {"id": 1}  # the 204 reply: the URL params name the deleted entity
     assert ctrl.get_response(res.PlainTodo.get, {"id": 1})[:2] == (None, ExpiryStatus.INVALID)
     data, status, _ = ctrl.get_response(res.PlainTodo.get_list)
     assert [t.id for t in data] == [2, 3, 4, 5, 6] and status == ExpiryStatus.VALID
@@ -242,3 +241,64 @@ async def test_manager_sees_actions_and_exception_is_logged(res: Any, caplog: An
     assert seen == ["fetch", "set_response"]
     assert ctrl.get(Todo, "1").id == 1 and "manager broke" in caplog.text
     ctrl.close()
+
+
+# ----- what fetch returns: the stored, processed read (issue 9.5, 10.18) -----------------------------
+
+
+class Renamed(Entity):
+    """Stores a user's `name` as `title`: a `process` that renames a field."""
+
+    id: int = 0
+    title: str = ""
+
+    @classmethod
+    def process(cls, input: Any, parent: Any, key: str | None, args: tuple[Any, ...]) -> Any:
+        data = dict(input)
+        data["title"] = data.pop("name", "")
+        return data
+
+
+async def test_fetch_returns_processed_entity_same_as_cache(ctrl: Controller, api: Any) -> None:
+    ep = RestEndpoint(path="/users/:id", url_prefix=api.url, schema=Renamed)
+    fetched = await ctrl.fetch(ep, id=1)
+    assert fetched.title == "Leanne Graham" and "name" not in fetched.__dict__
+    assert fetched is ctrl.cache(ep, id=1)
+
+
+async def test_fetch_of_a_list_is_the_memoized_list(ctrl: Controller, res: Any) -> None:
+    fetched = await ctrl.fetch(res.PlainTodo.get_list, userId=1)
+    assert [t.id for t in fetched] == [1, 2, 3]
+    assert fetched is ctrl.cache(res.PlainTodo.get_list, userId=1)
+    assert fetched[0] is ctrl.get(Todo, {"id": 1})
+
+
+async def test_fetch_without_schema_returns_the_process_value(ctrl: Controller, api: Any) -> None:
+    ep = RestEndpoint(path="/todos/:id", url_prefix=api.url, process=lambda value, *args: {"got": value["title"]})
+    fetched = await ctrl.fetch(ep, id=2)
+    assert fetched == {"got": "quis ut nam facilis"}
+    assert fetched is ctrl.cache(ep, id=2)
+
+
+async def test_fetch_of_a_single_create_returns_the_created_item(ctrl: Controller, res: Any) -> None:
+    await ctrl.fetch(res.PlainTodo.get_list, userId=1)
+    created = await ctrl.fetch(res.PlainTodo.get_list.push, {"userId": 1}, {"title": "new", "userId": 1})
+    assert isinstance(created, Todo) and created.title == "new"
+    assert created is ctrl.cache(res.PlainTodo.get_list.push, {"userId": 1}, {"title": "new", "userId": 1})
+    assert ctrl.cache(res.PlainTodo.get_list, userId=1)[-1] is created
+
+
+async def test_delete_answered_with_empty_object_returns_params_not_defaults(ctrl: Controller, api: Any) -> None:
+    todos = resource(path="/_test/empty-object/todos/:id", schema=Todo, url_prefix=api.url)
+    ctrl.set(Todo, {"id": 3, "title": "doomed"})
+    deleted = await ctrl.fetch(todos.delete, id=3)  # json-server answers a DELETE with {}
+    assert deleted == {"id": 3}
+    assert ctrl.get(Todo, {"id": 3}) is None
+
+
+async def test_object_where_list_expected_fetch_and_store_agree(ctrl: Controller, api: Any) -> None:
+    ep = RestEndpoint(path="/_test/todo-map", url_prefix=api.url, schema=[Todo])
+    fetched = await ctrl.fetch(ep)
+    assert [t.title for t in fetched] == ["one", "two"]  # an object's values, as the original reads it
+    assert fetched is ctrl.cache(ep)
+    assert sorted(ctrl.get_state().entities["Todo"]) == ["1", "2"]

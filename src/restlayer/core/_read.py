@@ -40,6 +40,30 @@ def has_entities(schema: Any) -> bool:
     return known
 
 
+_deletes: dict[Any, bool] = {}
+
+
+def deletes(schema: Any) -> bool:
+    """Whether `schema` marks entities deleted (holds an `Invalidate`, at the top or in a container)."""
+    node = compile_schema(schema)
+    known = _deletes.get(node)
+    if known is None:
+        if len(_deletes) > 4096:
+            _deletes.clear()
+        known = _deletes[node] = _has_invalidate(node)
+    return known
+
+
+def _has_invalidate(node: Any) -> bool:
+    if isinstance(node, Invalidate):
+        return True
+    if isinstance(node, (Query, Array, Values)):
+        return _has_invalidate(node.node)
+    if isinstance(node, Object):
+        return any(_has_invalidate(child) for child in node.nodes.values())
+    return False
+
+
 def _walk(node: Any) -> bool:
     if node is None:
         return False

@@ -14,14 +14,13 @@ import weakref
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
-from restlayer._pmap import EMPTY
 from restlayer.core import _actions as act
 from restlayer.core._optimistic import apply_optimistic
 from restlayer.core._read import (
     INF,
     Refs,
+    deletes,
     empty_form,
-    has_entities,
     needs_fetch,
     read_error,
     read_response,
@@ -36,7 +35,7 @@ from restlayer.core.manager import Manager, build_chain
 from restlayer.core.network import NetworkManager
 from restlayer.core.subscriptions import SubscriptionManager
 from restlayer.errors import RestLayerError
-from restlayer.schema import MemoCache, denormalize
+from restlayer.schema import MemoCache
 
 Clock = Callable[[], float]
 
@@ -220,19 +219,22 @@ class Controller:
         self.dispatch(act.SetResponse(fetch.endpoint, fetch.args, fetch.key, None, fetch.fetched_at, now, now,
                                       fetch=fetch, aborted=True))
 
-    def _own_result(self, endpoint: Any, args: tuple[Any, ...], value: Any) -> Any:
-        """A fetch's return: the response denormalized on its own (not the store's objects)."""
-        if value is None or not has_entities(endpoint.schema):
-            return value
-        return denormalize(endpoint.schema, value, EMPTY, args)
+    def _fetched(self, endpoint: Any, args: tuple[Any, ...], value: Any) -> Any:
+        """A fetch's return: the store's read of the result (what `cache` gives now, same object).
+
+        A deleting endpoint (its schema holds `Invalidate`) reads as nothing, so it
+        returns its processed reply (the data naming what was deleted) instead.
+        """
+        response, refs = self._read(endpoint, args)
+        if self.gc_policy is not None:
+            self.gc_policy.touch(endpoint.key(*args), refs)
+        return value if deletes(endpoint.schema) else response.data
 
     async def fetch(self, endpoint: Any, *args: Any, **kwargs: Any) -> Any:
-        """Send the request (GETs of one key share it), store the result, return it denormalized."""
+        """Send the request (GETs of one key share it), store the result, return the stored read of it."""
         bound = endpoint.bind(*args, **kwargs)
         value = await self._fetch(endpoint, bound)
-        if self.gc_policy is not None:
-            self._touch(endpoint, bound)
-        return self._own_result(endpoint, bound, value)
+        return self._fetched(endpoint, bound, value)
 
     async def fetch_if_stale(self, endpoint: Any, *args: Any, **kwargs: Any) -> Any:
         """The stored data while usable and unexpired, else `fetch`."""
@@ -241,7 +243,7 @@ class Controller:
         if response.expiry_status != ExpiryStatus.INVALID and self.now() <= response.expires_at:
             return response.data
         value = await self._fetch(endpoint, bound)
-        return self._own_result(endpoint, bound, value)
+        return self._fetched(endpoint, bound, value)
 
     # ----- writes ---------------------------------------------------------------------------------
     def set_response(self, endpoint: Any, *args: Any, **kwargs: Any) -> None:

@@ -13,6 +13,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from restlayer._text import to_text
+from restlayer.errors import SchemaError
 from restlayer.schema._base import INVALID, Schema, compile_schema, schema_name
 from restlayer.schema._containers import Array, Object, Values
 
@@ -50,8 +51,7 @@ def _default_args_key(*args: Any) -> Mapping[str, Any]:
 
 
 def _non_filter_predicate(option: Any) -> Callable[[str], bool]:
-    if option is None:
-        return lambda name: name.startswith("order")
+    """The `non_filter_argument_keys` option (names, a regex or a callable) as a predicate on names."""
     if isinstance(option, re.Pattern):
         return lambda name: option.search(name) is not None
     if callable(option):
@@ -102,6 +102,8 @@ class Collection(Schema):
     `args_key(*args)` (default: the first argument) or, inside an entity,
     `nest_key(parent, key)` build the key; `non_filter_argument_keys` names
     arguments that do not decide membership (default: names starting `order`).
+    A subclass may instead override the methods `non_filter_argument_keys(name)`
+    and `create_collection_filter(*args)`; options given here win over both.
     """
 
     def __init__(
@@ -124,9 +126,12 @@ class Collection(Schema):
         self.key = f"[{item_key}]" if self.is_array else f"{{{item_key}}}"
         self.args_key = args_key or _default_args_key
         self.nest_key = nest_key
-        self.non_filter_argument_keys = non_filter_argument_keys
-        self._non_filter = _non_filter_predicate(non_filter_argument_keys)
-        self.create_collection_filter: FilterFactory = create_collection_filter or self.default_filter
+        # Options replace the methods of this instance only, so a subclass's overrides
+        # of these methods stay in force when the options are left out.
+        if non_filter_argument_keys is not None:
+            setattr(self, "non_filter_argument_keys", _non_filter_predicate(non_filter_argument_keys))  # noqa: B010
+        if create_collection_filter is not None:
+            setattr(self, "create_collection_filter", create_collection_filter)  # noqa: B010
         add = push_merge if self.is_array else values_merge
         removal = remove_merge if self.is_array else values_remove_merge
         self.push: Schema = _Adder(self, push_merge, creating=True)
@@ -151,7 +156,15 @@ class Collection(Schema):
         """Next-page schema: this same list (keyed by `remove_cursor(*args)`), unique items appended."""
         return _Paginator(self, remove_cursor)
 
-    # ----- keys and filters -----------------------------------------------------------
+    # ----- keys and filters (override these methods in a subclass, or pass the options) ----
+    def non_filter_argument_keys(self, name: str) -> bool:
+        """Whether argument `name` leaves list membership alone; default: names starting `order`."""
+        return name.startswith("order")
+
+    def create_collection_filter(self, *args: Any) -> KeyFilter:
+        """The test a stored list's key must pass to receive a create with these arguments."""
+        return self.default_filter(*args)
+
     def pk(self, value: Any, parent: Any, key: str | None, args: tuple[Any, ...]) -> str:
         """The stored list's key text for these arguments (or parent, when nested)."""
         if self.nest_key is not None and key is not None and isinstance(parent, Mapping):
@@ -162,7 +175,7 @@ class Collection(Schema):
         """Accept a stored list when each of its key values equals the first or second argument's."""
         first = args[0] if args and isinstance(args[0], Mapping) else {}
         second = args[1] if len(args) > 1 and isinstance(args[1], Mapping) else {}
-        non_filter = self._non_filter
+        non_filter = self.non_filter_argument_keys
 
         def accept(key_values: Mapping[str, Any]) -> bool:
             for name, want in key_values.items():
@@ -242,7 +255,8 @@ class _Adder(Schema):
 
     def normalize_value(self, value: Any, parent: Any, key: str | None, ctx: Normalizer) -> Any:
         coll = self.collection
-        if coll.is_array and not isinstance(value, (list, tuple)):
+        single = coll.is_array and not isinstance(value, (list, tuple))
+        if single:
             value = [value]
         was_creating = ctx.creating
         ctx.creating = self.creating or was_creating
@@ -256,10 +270,15 @@ class _Adder(Schema):
                 current = ctx.get(self.key, list_key)
                 if current is not None and current is not INVALID:
                     ctx.replace(self.key, list_key, self.merge(current, normalized))
-        return normalized
+        return _result_shape(normalized, single)
 
     def denormalize_value(self, value: Any, unvisit: Unvisit) -> Any:
         return _denormalize_items(self.collection, value, unvisit)
+
+
+def _result_shape(normalized: list[Any], single: bool) -> Any:
+    """The stored result of a create/remove/move: one ref for a single-object reply, else the list."""
+    return normalized[0] if single and normalized else normalized
 
 
 def _denormalize_items(collection: Collection, value: Any, unvisit: Unvisit) -> Any:
@@ -310,37 +329,49 @@ class _Mover(Schema):
 
     def normalize_value(self, value: Any, parent: Any, key: str | None, ctx: Normalizer) -> Any:
         coll = self.collection
-        if not coll.is_array:
-            raise TypeError("move is supported for list collections only")
-        entity = coll.node.node
-        items = list(value) if isinstance(value, (list, tuple)) else [value]
-        before = []
-        for item in items:
-            processed = entity.process(item, parent, key, ctx.args)
-            pk = entity.compute_pk(processed, parent, key, ctx.args)
-            stored = ctx.get(entity.key, pk) if pk else None
-            before.append((processed, stored if isinstance(stored, Mapping) else None))
-        normalized = coll.node.normalize_value(items, parent, key, ctx)
+        single = not (coll.is_array and isinstance(value, (list, tuple)))
+        items = [value] if single else list(value)
+        before = [self._before(item, parent, key, ctx) for item in items]
+        if coll.is_array:
+            normalized = coll.node.normalize_value(items, parent, key, ctx)
+            refs: list[Any] = [[ref] for ref in normalized]
+        else:  # a Values collection: the moved entity goes under its pk
+            pk = before[0][2]
+            if pk is None:
+                raise SchemaError("Missing usable primary key", schema=repr(self))
+            normalized = coll.node.normalize_value({pk: value}, parent, key, ctx)
+            refs = [normalized]
+        for ref, (processed, stored, _) in zip(refs, before, strict=False):
+            self._move(ref, processed, stored, ctx)
+        return _result_shape(normalized, single) if coll.is_array else normalized
+
+    def _before(self, item: Any, parent: Any, key: str | None, ctx: Normalizer) -> tuple[Any, Any, str | None]:
+        """An item's processed reply, its stored record (if any) and its pk, read before it is stored."""
+        entity = self.collection.node.node
+        processed = entity.process(item, parent, key, ctx.args)
+        pk = entity.compute_pk(processed, parent, key, ctx.args)
+        stored = ctx.get(entity.key, pk) if pk else None
+        return processed, stored if isinstance(stored, Mapping) else None, pk
+
+    def _move(self, ref: Any, processed: Mapping[str, Any], stored: Mapping[str, Any] | None, ctx: Normalizer) -> None:
+        """Take `ref` out of the stored collections it leaves and into those it joins."""
+        coll = self.collection
         args = ctx.args
         first = args[0] if args and isinstance(args[0], Mapping) else {}
         last = args[-1] if args and isinstance(args[-1], Mapping) else {}
-        list_keys = ctx.keys_of(self.key)
-        for ref, (processed, stored) in zip(normalized, before, strict=False):
-            new_values = {**last, **processed}
-            merged = {**stored, **new_values} if stored else new_values
-            leave = coll.create_collection_filter({**first, **stored}, stored) if stored else None
-            join = coll.create_collection_filter({**first, **new_values}, merged)
-            for list_key in list_keys:
-                key_values = _parse_key(list_key)
-                out = leave(key_values) if leave else False
-                into = join(key_values)
-                if out == into:
-                    continue
-                current = ctx.get(self.key, list_key)
-                if isinstance(current, list):
-                    merge = self.remove if out else self.add
-                    ctx.replace(self.key, list_key, merge(current, [ref]))
-        return normalized
+        new_values = {**last, **processed}
+        merged = {**stored, **new_values} if stored else new_values
+        leave = coll.create_collection_filter({**first, **stored}, stored) if stored else None
+        join = coll.create_collection_filter({**first, **new_values}, merged)
+        for list_key in ctx.keys_of(self.key):
+            key_values = _parse_key(list_key)
+            out = leave(key_values) if leave else False
+            if out == join(key_values):
+                continue
+            current = ctx.get(self.key, list_key)
+            if isinstance(current, (list, Mapping)):
+                merge = self.remove if out else self.add
+                ctx.replace(self.key, list_key, merge(current, ref))
 
     def denormalize_value(self, value: Any, unvisit: Unvisit) -> Any:
         return _denormalize_items(self.collection, value, unvisit)
