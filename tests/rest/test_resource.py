@@ -386,3 +386,24 @@ def test_optimistic_partial_reads_store() -> None:
 def test_not_optimistic_by_default(todos: Resource) -> None:
     for ep in (todos.update, todos.partial_update, todos.delete, todos.get_list.push):
         assert ep.get_optimistic_response is None
+
+
+class SortDoesNotFilter(Collection):
+    """`sort` reorders lists but does not filter them: named by overriding the method."""
+
+    def non_filter_argument_keys(self, name: str) -> bool:
+        return name == "sort"
+
+
+async def test_collection_class_method_override_decides_where_creates_land(api: Any) -> None:
+    from restlayer.core import Controller
+
+    todos = resource(path="/todos/:id", schema=Todo, url_prefix=api.url, collection_class=SortDoesNotFilter)
+    assert isinstance(todos.get_list.schema, SortDoesNotFilter)
+    ctrl = Controller()
+    try:
+        await ctrl.fetch(todos.get_list, userId=1, sort="title")
+        created = await ctrl.fetch(todos.get_list.push, {"userId": 1}, {"title": "sorted in", "userId": 1})
+        assert ctrl.cache(todos.get_list, userId=1, sort="title")[-1] is created
+    finally:
+        ctrl.close()

@@ -353,3 +353,83 @@ def test_collection_in_object_memo_query() -> None:
     assert r.result == {"results": K_U1, "next": "c"}
     assert MemoCache().query(TODOS, [{"userId": 1}], r) == [Todo(id=1)]
     assert r.entities["[Todo]"][K_U1] is not INVALID
+
+
+# ----- subclass overrides and Values moves (issue 9.6, 9.7) ---------------------------------------
+class SortDoesNotFilter(Collection):
+    """A subclass naming its non-filtering argument by a method, as the original allows."""
+
+    def non_filter_argument_keys(self, name: str) -> bool:
+        return name == "sort"
+
+
+class OnlyUnfilteredLists(Collection):
+    """A subclass whose creates reach only the unfiltered list."""
+
+    def create_collection_filter(self, *args: Any) -> Callable[[Mapping[str, Any]], bool]:
+        return lambda key: key == {}
+
+
+def test_subclass_non_filter_argument_keys_method_is_honoured() -> None:
+    coll = SortDoesNotFilter([Todo])
+    state = normalize(coll, [], args=[{"userId": 1, "sort": "a"}])
+    state = normalize(coll, [], args=[{"userId": 1, "orderBy": "a"}], state=state)
+    r = normalize(coll.push, {"id": 3}, args=[{"userId": 1}], state=state)
+    assert r.entities["[Todo]"]['{"sort":"a","userId":"1"}'] == ["3"]
+    assert r.entities["[Todo]"]['{"orderBy":"a","userId":"1"}'] == []
+
+
+def test_subclass_create_collection_filter_method_is_honoured() -> None:
+    coll = OnlyUnfilteredLists([Todo])
+    r = normalize(coll.push, {"id": 3, "userId": 1}, args=[{"userId": 1}], state=prepared(coll))
+    assert lists(r)[K_ALL] == ["1", "2", "3"]
+    assert lists(r)[K_U1] == ["1"]
+
+
+def test_options_still_win_over_subclass_methods() -> None:
+    coll = SortDoesNotFilter([Todo], non_filter_argument_keys=["page"])
+    assert coll.non_filter_argument_keys("page") and not coll.non_filter_argument_keys("sort")
+    assert not SortDoesNotFilter([Todo]).non_filter_argument_keys("page")
+
+
+def values_lists() -> Any:
+    """Values collections for {userId 1} holding todo 1 and {userId 2} holding todo 2."""
+    coll = Collection(Values(Todo))
+    state = normalize(coll, {"1": {"id": 1, "userId": 1}}, args=[{"userId": 1}], meta=meta(1000))
+    return normalize(coll, {"2": {"id": 2, "userId": 2}}, args=[{"userId": 2}], state=state, meta=meta(1000))
+
+
+VALUES = Collection(Values(Todo))
+
+
+def test_values_move_between_collections() -> None:
+    r = normalize(VALUES.move, {"id": 1, "userId": 2}, args=[{"id": 1}, {"userId": 2}],
+                  state=values_lists(), meta=meta(2000))
+    assert lists(r, "{Todo}") == {K_U1: {}, K_U2: {"2": "2", "1": "1"}}
+    assert r.entities["Todo"]["1"]["userId"] == 2
+    assert denormalize(VALUES.move, r.result, r.entities) == {"1": Todo(id=1, userId=2)}
+
+
+def test_values_move_with_custom_merge() -> None:
+    first = VALUES.move_with(lambda existing, incoming: {**incoming, **existing})
+    r = normalize(first, {"id": 1, "userId": 2}, args=[{"id": 1}, {"userId": 2}], state=values_lists())
+    assert list(lists(r, "{Todo}")[K_U2]) == ["1", "2"]
+    assert lists(r, "{Todo}")[K_U1] == {}
+
+
+def test_values_move_that_stays_changes_no_collection() -> None:
+    state = values_lists()
+    r = normalize(VALUES.move, {"id": 1, "userId": 1, "title": "t"}, args=[{"id": 1}, {"userId": 1}],
+                  state=state, meta=meta(2000))
+    assert lists(r, "{Todo}") == lists(state, "{Todo}")
+    assert r.entities["Todo"]["1"]["title"] == "t"
+
+
+def test_values_move_of_entity_not_yet_stored_only_joins() -> None:
+    r = normalize(VALUES.move, {"id": 5, "userId": 2}, args=[{"id": 5}, {"userId": 2}], state=values_lists())
+    assert lists(r, "{Todo}") == {K_U1: {"1": "1"}, K_U2: {"2": "2", "5": "5"}}
+
+
+def test_values_move_without_pk_raises() -> None:
+    with pytest.raises(SchemaError, match="Missing usable primary key"):
+        normalize(VALUES.move, {"userId": 2}, args=[{}, {"userId": 2}], state=values_lists())
