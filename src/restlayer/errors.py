@@ -85,6 +85,18 @@ class SchemaError(RestLayerError):
         return f"{self.message} (schema {self.schema or '?'}, at {where})"
 
 
+class ProcessingError(SchemaError):
+    """A reply could not be stored: it does not fit the endpoint's schema (status 400).
+
+    The controller raises it to the fetch's callers and records it as the
+    endpoint's error; the store's data is left exactly as it was. `__cause__`
+    holds the underlying failure.
+    """
+
+    def __str__(self) -> str:
+        return self.message
+
+
 class ParamError(RestLayerError, TypeError, ValueError):
     """Call arguments do not fit an endpoint: a missing or malformed parameter."""
 

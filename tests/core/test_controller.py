@@ -9,9 +9,9 @@ import pytest
 
 from restlayer._pmap import PMap
 from restlayer.core import Controller, ExpiryStatus, Response
-from restlayer.errors import NetworkError, ResetError
+from restlayer.errors import NetworkError, ProcessingError, ResetError, SchemaError
 from restlayer.rest import RestEndpoint, resource
-from restlayer.schema import All, Entity, Query
+from restlayer.schema import All, Collection, Entity, Query, normalize
 from tests.core._models import Clock, Todo, User, gets
 
 
@@ -302,3 +302,27 @@ async def test_object_where_list_expected_fetch_and_store_agree(ctrl: Controller
     assert [t.title for t in fetched] == ["one", "two"]  # an object's values, as the original reads it
     assert fetched is ctrl.cache(ep)
     assert sorted(ctrl.get_state().entities["Todo"]) == ["1", "2"]
+
+
+# ----- a create's reply must name the created item (issue 9.21) --------------------------------------
+
+
+async def test_create_reply_without_pk_is_refused_and_stores_nothing(ctrl: Controller, res: Any, api: Any) -> None:
+    echo = resource(path="/_test/echo/todos/:id", schema=Todo, url_prefix=api.url)  # replies without an id
+    await ctrl.fetch(res.PlainTodo.get_list, userId=1)  # the list a create would join
+    before = ctrl.get_state()
+    with pytest.raises(SchemaError, match="Missing usable primary key for Todo") as info:
+        await ctrl.fetch(echo.get_list.push, {"userId": 1}, {"title": "lost", "userId": 1})
+    assert isinstance(info.value, ProcessingError) and info.value.status == 400
+    after = ctrl.get_state()
+    assert after.entities is before.entities and after.endpoints is before.endpoints
+    assert after.indexes is before.indexes and after.entities_meta is before.entities_meta
+    assert [t.id for t in ctrl.cache(res.PlainTodo.get_list, userId=1)] == [1, 2, 3]
+    assert ctrl.get_error(echo.get_list.push, {"userId": 1}, {"title": "lost"}) is info.value
+
+
+def test_normalize_keeps_the_placeholder_for_optimistic_guesses() -> None:
+    result = normalize(Collection([Todo]).push, {"title": "draft"}, args=[{}])
+    assert result.result.startswith("MISS-")
+    with pytest.raises(SchemaError, match="Missing usable primary key"):
+        normalize(Collection([Todo]).push, {"title": "draft"}, args=[{}], placeholders=False)

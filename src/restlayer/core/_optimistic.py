@@ -59,7 +59,7 @@ def apply_optimistic(controller: Controller, state: State) -> State:
             entry.endpoint, entry.args, entry.key, value, entry.fetched_at, entry.fetched_at, expires
         )
         try:
-            view = normalize_response(view, action)
+            view = normalize_response(view, action, guess=True)
         except Exception:
             log.exception("optimistic response of %s could not be normalized", entry.key)
     return view

@@ -14,16 +14,10 @@ from typing import Any
 from restlayer._pmap import EMPTY, PMap
 from restlayer.core import _actions as act
 from restlayer.core._state import EMPTY_STATE, State
-from restlayer.errors import RestLayerError
+from restlayer.errors import ProcessingError, SchemaError
 from restlayer.schema import normalize
 
 log = logging.getLogger("restlayer")
-
-
-class ProcessingError(RestLayerError):
-    """A response could not be normalized into the store (wrong shape, no pk, invalid)."""
-
-    status = 400
 
 
 def reduce(state: State, action: act.Action) -> State:
@@ -76,16 +70,21 @@ def _set_response(state: State, action: act.SetResponse) -> tuple[State, BaseExc
     try:
         return normalize_response(state, action).evolve(optimistic=optimistic), None
     except Exception as exc:  # normalization of untrusted data: any failure is a 400
-        error = ProcessingError(f"Error processing {action.key}: {exc}")
+        where = (exc.schema, exc.path) if isinstance(exc, SchemaError) else ("", ())
+        error = ProcessingError(f"Error processing {action.key}: {exc}", schema=where[0], path=where[1])
         error.__cause__ = exc
         policy = _policy(action.endpoint, error)
         return _error(state, action, error, policy, optimistic), error
 
 
-def normalize_response(state: State, action: act.SetResponse) -> State:
-    """`state` with the response normalized in (entities, endpoints, meta); may raise."""
+def normalize_response(state: State, action: act.SetResponse, *, guess: bool = False) -> State:
+    """`state` with the response normalized in (entities, endpoints, meta); may raise.
+
+    Only an optimistic `guess` may give a created item a placeholder pk; a reply
+    (from the server or `set_response`) without a usable pk raises SchemaError.
+    """
     meta = {"fetched_at": action.fetched_at, "date": action.date, "expires_at": action.expires_at}
-    result = normalize(action.endpoint.schema, action.response, action.args, state, meta)
+    result = normalize(action.endpoint.schema, action.response, action.args, state, meta, placeholders=guess)
     endpoints = state.endpoints.set(action.key, result.result)
     endpoints = _run_updates(endpoints, action, result.result)
     previous = state.meta.get(action.key)

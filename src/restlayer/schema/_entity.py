@@ -230,6 +230,11 @@ class Entity:
         if pk is None:
             if not ctx.creating:
                 raise SchemaError(f"Missing usable primary key for {cls.key}", schema=cls.key)
+            if not ctx.placeholders:
+                raise SchemaError(
+                    f"Missing usable primary key for {cls.key}: the reply to a create must name the created item",
+                    schema=cls.key,
+                )
             pk = f"MISS-{uuid.uuid4().hex[:12]}"
         message = cls.validate(processed)
         if message:

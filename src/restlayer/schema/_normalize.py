@@ -43,10 +43,12 @@ class Normalizer:
         "pending",
         "pending_indexes",
         "pending_meta",
+        "placeholders",
     )
 
-    def __init__(self, args: tuple[Any, ...], meta: Mapping[str, Any], state: Any) -> None:
+    def __init__(self, args: tuple[Any, ...], meta: Mapping[str, Any], state: Any, placeholders: bool = True) -> None:
         self.args = args
+        self.placeholders = placeholders  # whether a create's item without a pk gets a "MISS-..." one
         self.meta = meta
         self.entities, self.indexes, self.entities_meta = _tables_of(state)
         self.pending: dict[str, dict[str, Any]] = {}
@@ -214,12 +216,19 @@ def normalize(
     args: tuple[Any, ...] | list[Any] = (),
     state: Any = None,
     meta: Mapping[str, Any] | None = None,
+    *,
+    placeholders: bool = True,
 ) -> NormalizedResult:
-    """Normalize `input` by `schema` into new tables merged over `state` (never modified)."""
+    """Normalize `input` by `schema` into new tables merged over `state` (never modified).
+
+    Under a create schema (`push`, `unshift`, `assign`, `add_with`) an item without a
+    usable pk is stored under a `"MISS-..."` placeholder, which an optimistic guess
+    needs; `placeholders=False` makes it a SchemaError instead (a server's reply).
+    """
     from restlayer.schema._invalidate import Invalidate
 
     node = compile_schema(schema)
-    ctx = Normalizer(tuple(args), default_meta(meta), state)
+    ctx = Normalizer(tuple(args), default_meta(meta), state, placeholders)
     if node is None:
         return ctx.commit(input)
     if not isinstance(node, Invalidate) and (input is None or isinstance(input, (str, int, float))):
