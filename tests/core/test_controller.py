@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from restlayer._pmap import PMap
-from restlayer.core import Controller, ExpiryStatus, Response
+from restlayer.core import Controller, ExpiryStatus, NetworkManager, Response
 from restlayer.errors import NetworkError, ProcessingError, ResetError, SchemaError
 from restlayer.rest import RestEndpoint, resource
 from restlayer.schema import All, Collection, Entity, Query, normalize
@@ -326,3 +326,43 @@ def test_normalize_keeps_the_placeholder_for_optimistic_guesses() -> None:
     assert result.result.startswith("MISS-")
     with pytest.raises(SchemaError, match="Missing usable primary key"):
         normalize(Collection([Todo]).push, {"title": "draft"}, args=[{}], placeholders=False)
+
+
+# ----- set with an updater; suspense across a reset (issue 9.12, 9.9) --------------------------------
+
+
+def test_set_updater_not_called_when_nothing_is_stored(ctrl: Controller) -> None:
+    calls: list[Any] = []
+
+    def rename(current: Any) -> Any:
+        calls.append(current)
+        return {**current.to_dict(), "title": "renamed"}
+
+    ctrl.set(Todo, {"id": 9}, rename)
+    assert calls == [] and ctrl.get_state().entities == {}
+    ctrl.set(Todo, {"id": 9, "title": "first"})
+    ctrl.set(Todo, {"id": 9}, rename)
+    assert [c.title for c in calls] == ["first"] and ctrl.get(Todo, {"id": 9}).title == "renamed"
+
+
+def _network(ctrl: Controller) -> NetworkManager:
+    return next(m for m in ctrl.managers if isinstance(m, NetworkManager))
+
+
+async def test_suspense_whose_fetch_a_reset_dropped_refetches(ctrl: Controller, res: Any, api: Any) -> None:
+    task = asyncio.ensure_future(ctrl.suspense(res.Todo.get, id=1))
+    await asyncio.sleep(0)  # one step: the suspense has sent its request and awaits it
+    assert _network(ctrl).in_flight(res.Todo.get.key({"id": 1}))
+    ctrl.reset_entire_store()
+    todo = await asyncio.wait_for(task, 10)
+    assert todo is not None and todo.title == "delectus aut autem"
+    assert todo is ctrl.cache(res.Todo.get, id=1)
+    assert len(gets(api, "/todos/1")) == 2
+
+
+async def test_fetch_whose_request_a_reset_dropped_raises(ctrl: Controller, res: Any) -> None:
+    task = asyncio.ensure_future(ctrl.fetch(res.Todo.get, id=1))
+    await asyncio.sleep(0)
+    ctrl.reset_entire_store()
+    with pytest.raises(ResetError):
+        await asyncio.wait_for(task, 10)

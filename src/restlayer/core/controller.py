@@ -34,7 +34,7 @@ from restlayer.core.gc import GCPolicy
 from restlayer.core.manager import Manager, build_chain
 from restlayer.core.network import NetworkManager
 from restlayer.core.subscriptions import SubscriptionManager
-from restlayer.errors import RestLayerError
+from restlayer.errors import ResetError, RestLayerError
 from restlayer.schema import MemoCache
 
 Clock = Callable[[], float]
@@ -268,13 +268,20 @@ class Controller:
                                       endpoint.error_policy(error)))
 
     def set(self, schema: Any, *args: Any, **kwargs: Any) -> None:
-        """Write `value` (last positional; a callable gets the current value) into the entity tables."""
+        """Write `value` (last positional) into the entity tables.
+
+        A callable value is an updater: it gets the current value and returns the
+        new one; when nothing is stored for these arguments it is not called.
+        """
         if not args:
             raise TypeError("set(schema, *args, value): the value is missing")
         *rest, value = args
         query_args = _query_args(tuple(rest), kwargs)
         if callable(value) and not isinstance(value, type):
-            value = value(self.memo.query(schema, query_args, self._current()))
+            current = self.memo.query(schema, query_args, self._current())
+            if current is None:
+                return
+            value = value(current)
         now = self.now()
         self.dispatch(act.Set(schema, query_args, value, now, now + DATA_EXPIRY))
 
@@ -339,14 +346,27 @@ class Controller:
             if response.expiry_status == ExpiryStatus.VALID:
                 self._start(endpoint, args)
             else:
-                with contextlib.suppress(Exception):
-                    await self._fetch(endpoint, args)
-                response = self._read(endpoint, args)[0]
+                response = await self._fetch_for_read(endpoint, args)
         self._touch(endpoint, args)
         error = read_error(endpoint, args, self._current())
         if error is not None:
             raise error
         return response.data
+
+    async def _fetch_for_read(self, endpoint: Any, args: tuple[Any, ...]) -> Response:
+        """Fetch, then read the stored outcome (a stored error is raised by the caller).
+
+        A fetch dropped by `reset_entire_store()` is sent again, as the original
+        suspends again: the reader wants the data, not the reset.
+        """
+        while True:
+            try:
+                await self._fetch(endpoint, args)
+            except ResetError:
+                continue
+            except Exception:  # stored for the key; the caller reads and raises it
+                pass
+            return self._read(endpoint, args)[0]
 
     def dle(self, endpoint: Any, *args: Any, **kwargs: Any) -> DLE:
         """`DLE(data, loading, error)` right now; starts a fetch when one is needed, never waits."""
