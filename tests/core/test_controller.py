@@ -366,3 +366,45 @@ async def test_fetch_whose_request_a_reset_dropped_raises(ctrl: Controller, res:
     ctrl.reset_entire_store()
     with pytest.raises(ResetError):
         await asyncio.wait_for(task, 10)
+
+
+# ----- a deleted entity stays deleted for replies to earlier requests (issue 9.15) -------------------
+
+
+def held_patch(api: Any, arrived: asyncio.Event, gate: asyncio.Event) -> RestEndpoint:
+    """PATCH /todos/:id whose reply, once fully received, is held until `gate` opens."""
+
+    class Held(RestEndpoint):
+        async def parse_response(self, response: Any) -> Any:
+            value = await super().parse_response(response)
+            arrived.set()
+            await gate.wait()
+            return value
+
+    return Held(path="/todos/:id", url_prefix=api.url, schema=Todo, method="PATCH")
+
+
+async def test_slow_patch_overtaken_by_delete_does_not_revive(
+    cctrl: Controller, res: Any, api: Any, clock: Clock
+) -> None:
+    await cctrl.fetch(res.PlainTodo.get, id=3)
+    arrived, gate = asyncio.Event(), asyncio.Event()
+    patch = asyncio.ensure_future(cctrl.fetch(held_patch(api, arrived, gate), {"id": 3}, {"title": "patched"}))
+    await asyncio.wait_for(arrived.wait(), 10)  # the server applied the PATCH; its reply is held
+    clock.advance(10)
+    await cctrl.fetch(res.PlainTodo.delete, id=3)  # started later, completes first
+    gate.set()
+    assert await asyncio.wait_for(patch, 10) is None  # the reply lands: todo 3 reads as deleted
+    assert cctrl.get(Todo, {"id": 3}) is None
+    assert cctrl.get_response(res.PlainTodo.get, id=3).expiry_status == ExpiryStatus.INVALID
+
+
+async def test_reply_to_request_started_after_delete_brings_entity_back(
+    cctrl: Controller, res: Any, api: Any, clock: Clock
+) -> None:
+    await cctrl.fetch(res.PlainTodo.delete, id=3)
+    api.reset()  # the server has todo 3 again
+    clock.advance(10)
+    todo = await cctrl.fetch(res.PlainTodo.get, id=3)
+    assert todo is not None and todo.title == "fugiat veniam minus"
+    assert cctrl.get(Todo, {"id": 3}) is todo

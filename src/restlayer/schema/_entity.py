@@ -148,8 +148,10 @@ class Entity:
         """The record to store when `existing` is already in the store."""
         if not cls.should_update(existing_meta, incoming_meta, existing, incoming):
             return existing
-        if not isinstance(existing, Mapping):  # the deletion marker: any data replaces it
-            return incoming
+        if not isinstance(existing, Mapping):  # the deletion marker, stamped with the delete's start
+            # Only a request started after the delete may bring the entity back: a slower
+            # reply to an earlier request (a PATCH the DELETE overtook) describes the past.
+            return existing if incoming_meta["fetched_at"] < existing_meta["fetched_at"] else incoming
         if cls.should_reorder(existing_meta, incoming_meta, existing, incoming):
             return cls.merge(incoming, existing)
         return cls.merge(existing, incoming)
