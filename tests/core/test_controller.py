@@ -408,3 +408,31 @@ async def test_reply_to_request_started_after_delete_brings_entity_back(
     todo = await cctrl.fetch(res.PlainTodo.get, id=3)
     assert todo is not None and todo.title == "fugiat veniam minus"
     assert cctrl.get(Todo, {"id": 3}) is todo
+
+
+# ----- one stored list, one object, however it is read (issue 9.8) -----------------------------------
+
+
+class Owner(Entity):
+    """A user whose `todos` member is the same stored list as `get_list(userId=<id>)`."""
+
+    id: int = 0
+    username: str = ""
+    todos: list[Todo] = []
+    schema = {"todos": Collection([Todo], nest_key=lambda parent, key: {"userId": parent["id"]})}
+
+
+async def test_nested_and_top_level_reads_of_one_collection_are_one_list(ctrl: Controller, res: Any, api: Any) -> None:
+    owners = resource(path="/users/:id", schema=Owner, url_prefix=api.url)
+    user = await ctrl.fetch(owners.get, id=1, expand="todos")
+    listed = ctrl.cache(res.PlainTodo.get_list, userId=1)
+    assert [t.id for t in listed] == [1, 2, 3]
+    assert user.todos is listed
+    await ctrl.fetch(res.PlainTodo.get_list, userId=1)  # refetched: a new stored list
+    user = ctrl.cache(owners.get, id=1, expand="todos")
+    listed = ctrl.cache(res.PlainTodo.get_list, userId=1)
+    assert user.todos is listed
+    await ctrl.fetch(res.PlainTodo.partial_update, {"id": 2}, {"title": "changed"})
+    listed = ctrl.get(res.PlainTodo.get_list.schema, {"userId": 1})
+    assert listed[1].title == "changed"
+    assert ctrl.cache(owners.get, id=1, expand="todos").todos is listed

@@ -230,11 +230,13 @@ def test_should_update_false_keeps_fields_but_takes_meta() -> None:
     assert r.entities_meta["Todo"]["1"] == m
 
 
-def test_deleted_marker_replaced_even_by_older_data() -> None:
+def test_deleted_marker_replaced_only_by_data_fetched_after_it() -> None:
     store = normalize(PriceLevel, {"id": "a", "amount": 0}, meta=meta(5000))
     assert store.entities["PriceLevel"]["a"] is INVALID
-    r = normalize(PriceLevel, {"id": "a", "amount": 3}, state=store, meta=meta(100))
-    assert r.entities["PriceLevel"]["a"] == {"id": "a", "amount": 3}
+    older = normalize(PriceLevel, {"id": "a", "amount": 3}, state=store, meta=meta(100))
+    assert older.entities["PriceLevel"]["a"] is INVALID
+    newer = normalize(PriceLevel, {"id": "a", "amount": 3}, state=store, meta=meta(6000))
+    assert newer.entities["PriceLevel"]["a"] == {"id": "a", "amount": 3}
 
 
 # ----- 4.5 meta and indexes -------------------------------------------------------------------

@@ -48,9 +48,17 @@ def test_invalidate_union() -> None:
     assert r.entities["Group"]["4"] is INVALID
 
 
-def test_later_response_replaces_marker_even_older() -> None:
+def test_reply_to_request_started_before_delete_keeps_marker() -> None:
     store = normalize(Invalidate(User), {"id": "1"}, meta=meta(5000))
     r = normalize(User, {"id": "1", "username": "back"}, state=store, meta=meta(10))
+    assert r.entities["User"]["1"] is INVALID
+    assert r.entities_meta["User"]["1"]["fetched_at"] == 5000  # still stamped with the delete's start
+    assert denormalize(User, "1", r.entities) is None
+
+
+def test_reply_to_request_started_after_delete_replaces_marker() -> None:
+    store = normalize(Invalidate(User), {"id": "1"}, meta=meta(5000))
+    r = normalize(User, {"id": "1", "username": "back"}, state=store, meta=meta(5000))
     assert r.entities["User"]["1"] == {"id": "1", "username": "back"}
     assert denormalize(User, "1", r.entities) == User(id="1", username="back")
 

@@ -217,10 +217,7 @@ class Collection(Schema):
     def denormalize_value(self, value: Any, unvisit: Unvisit) -> Any:
         if not isinstance(value, str):
             return self.node.denormalize_value(value, unvisit)
-        stored = unvisit.read(self.key, value)
-        if stored is None or stored is INVALID:
-            return stored
-        return self.node.denormalize_value(stored, unvisit)
+        return unvisit.collection(self, value)
 
     def query_key(self, args: tuple[Any, ...], unvisit: Unvisit) -> Any:
         pk = serialize_key(self.args_key(*args))

@@ -78,6 +78,35 @@ class Unvisit:
         self.cache[(key, pk)] = (record, value, mine)
         return value
 
+    def collection(self, coll: Any, pk: str) -> Any:
+        """The list (or dict) stored for Collection `coll` under `pk` (None missing).
+
+        Cached like entity instances, by the stored list and its item schema, so one
+        stored list read at the top level and as a nested member is one object while
+        nothing it holds changed.
+        """
+        key = coll.key
+        table = self.entities.get(key)
+        record = None if table is None else table.get(pk)
+        if record is None or record is INVALID:
+            self.deps.append((key, pk, table, record))
+            return record
+        item = coll.node.node
+        hit = self.cache.get((key, pk))
+        if (
+            hit is not None and hit[0] is record and len(hit) == 4 and hit[3] is item
+            and (not self.checking or deps_valid(self.entities, hit[2], 1))
+        ):
+            self.deps.extend(hit[2])
+            return hit[1]
+        outer = self.deps
+        self.deps = mine = [(key, pk, table, record)]
+        value = coll.node.denormalize_value(record, self)
+        self.deps = outer
+        outer.extend(mine)
+        self.cache[(key, pk)] = (record, value, mine, item)
+        return value
+
     def build(self, cls: Any, pk: str | None, record: Mapping[str, Any]) -> Any:
         """Make the instance: defaults, stored members, nested schemas denormalized."""
         if cls._checks_valid and cls.validate(record):
