@@ -10,7 +10,7 @@ import pytest
 from restlayer.core import Controller
 from restlayer.errors import NetworkError
 from restlayer.rest import RestEndpoint
-from tests.core._models import Todo, gets
+from tests.core._models import Todo, User, gets
 
 
 async def test_partial_update_shows_then_server_value(ctrl: Controller, res: Any, api: Any) -> None:
@@ -88,3 +88,24 @@ async def test_push_without_id_then_reply(ctrl: Controller, res: Any) -> None:
     data = ctrl.get_response(res.Todo.get_list).data
     assert data[-1].title == "new one" and data[-1].id == 7 and len(data) == 7
     assert not any(pk.startswith("MISS") for pk in ctrl.get_state()["entities"]["Todo"])
+
+
+async def test_failing_optimistic_guess_is_reported_by_get_error_until_settled(
+    ctrl: Controller, res: Any, caplog: Any
+) -> None:
+    def bad_guess(snapshot: Any, params: Any, body: Any) -> Any:
+        raise ValueError("no guess for this body")
+
+    ep = res.Todo.partial_update.extend(get_optimistic_response=bad_guess)
+    await ctrl.fetch(res.Todo.get, id=1)
+    task = asyncio.ensure_future(ctrl.fetch(ep, {"id": 1}, {"title": "sent"}))
+    await asyncio.sleep(0)  # started: pending, its guess failed
+    error = ctrl.get_error(ep, {"id": 1}, {"title": "sent"})
+    assert isinstance(error, ValueError) and str(error) == "no guess for this body"
+    assert ctrl.get(Todo, {"id": 1}).title == "delectus aut autem"  # the guess is a no-op
+    ctrl.set(User, {"id": 5, "username": "other"})  # another change recomputes the overlay
+    assert isinstance(ctrl.get_error(ep, {"id": 1}, {"title": "sent"}), ValueError)
+    logged = [r for r in caplog.records if "get_optimistic_response" in r.getMessage()]
+    assert len(logged) == 1 and logged[0].exc_info is not None
+    assert (await task).title == "sent"
+    assert ctrl.get_error(ep, {"id": 1}, {"title": "sent"}) is None

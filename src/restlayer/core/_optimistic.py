@@ -7,6 +7,7 @@ settled fetch (its entry removed) is replaced or rolled back in one step.
 from __future__ import annotations
 
 import logging
+import weakref
 from typing import TYPE_CHECKING, Any
 
 from restlayer.core import _actions as act
@@ -48,10 +49,18 @@ class Snapshot:
 
 
 def apply_optimistic(controller: Controller, state: State) -> State:
-    """`state` with every pending optimistic response applied in start order."""
+    """`state` with every pending optimistic response applied in start order.
+
+    An entry whose `get_optimistic_response` fails is skipped and its error is
+    shown as the key's error (`get_error`) until the fetch settles.
+    """
     view = state
     for entry in state.optimistic:
-        value = _expected(controller, view, entry)
+        try:
+            value = _expected(controller, view, entry)
+        except Exception as exc:
+            view = _with_error(view, entry, exc)
+            continue
         if value is _SKIP:
             continue
         expires = entry.fetched_at + entry.data_expiry_length
@@ -66,15 +75,24 @@ def apply_optimistic(controller: Controller, state: State) -> State:
 
 
 _SKIP: Any = object()
+_logged: weakref.WeakSet[act.Fetch] = weakref.WeakSet()
 
 
 def _expected(controller: Controller, view: State, entry: act.Fetch) -> Any:
-    """The endpoint's expected response, or `_SKIP` when it aborts or fails."""
+    """The endpoint's expected response, or `_SKIP` when it aborts; other failures raise (logged once)."""
     snapshot = Snapshot(controller, view, entry.fetched_at)
     try:
         return entry.endpoint.get_optimistic_response(snapshot, *entry.args)
     except AbortOptimistic:
         return _SKIP
     except Exception:
-        log.exception("get_optimistic_response of %s failed", entry.key)
-        return _SKIP
+        if entry not in _logged:  # the overlay is recomputed on every change: log a failure once
+            _logged.add(entry)
+            log.exception("get_optimistic_response of %s failed", entry.key)
+        raise
+
+
+def _with_error(view: State, entry: act.Fetch, error: BaseException) -> State:
+    """`view` with `error` shown as the error of the entry's key (a hard error: always visible)."""
+    key_meta = {**(view.meta.get(entry.key) or {}), "error": error, "error_policy": None}
+    return view.evolve(meta=view.meta.set(entry.key, key_meta))
