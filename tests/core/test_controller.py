@@ -436,3 +436,12 @@ async def test_nested_and_top_level_reads_of_one_collection_are_one_list(ctrl: C
     listed = ctrl.get(res.PlainTodo.get_list.schema, {"userId": 1})
     assert listed[1].title == "changed"
     assert ctrl.cache(owners.get, id=1, expand="todos").todos is listed
+
+
+async def test_page_object_where_list_expected_is_refused_storing_nothing(ctrl: Controller, api: Any) -> None:
+    ep = RestEndpoint(path="/_test/echo", url_prefix=api.url, schema=[Todo])  # an object of strings and a dict
+    before = ctrl.get_state()
+    with pytest.raises(SchemaError, match="found an object whose values are not all records"):
+        await ctrl.fetch(ep)
+    after = ctrl.get_state()
+    assert after.entities is before.entities and after.endpoints is before.endpoints

@@ -17,7 +17,14 @@ def _items(value: Any, owner: Schema) -> list[Any]:
     if isinstance(value, (list, tuple)):
         return list(value)
     if isinstance(value, Mapping):
-        return list(value.values())  # like the original: a dict's values
+        # Like the original, an object of records (keyed by id) is read as its values; any other
+        # object (a page such as {"results": [...], "count": 3}) is not a list and is refused.
+        items = list(value.values())
+        if all(item is None or isinstance(item, Mapping) for item in items):
+            return items
+        raise SchemaError(
+            "Expected a list, found an object whose values are not all records", schema=schema_name(owner)
+        )
     raise SchemaError(f"Expected a list, found {type(value).__name__}", schema=schema_name(owner))
 
 
