@@ -82,6 +82,7 @@ class Controller:
         self.managers = _with_defaults(managers)
         self.gc_policy = gc_policy
         self._state: State = EMPTY_STATE
+        self._resets = 0  # how many resets were committed (a fetch dropped by one is retried by readers)
         self._view: State | None = EMPTY_STATE
         self._failures: weakref.WeakKeyDictionary[act.SetResponse, BaseException] = weakref.WeakKeyDictionary()
         self._watchers = Watchers(self)
@@ -106,6 +107,7 @@ class Controller:
         self._state = state
         self._view = None
         if isinstance(action, act.Reset):
+            self._resets += 1
             self.memo.clear()
         if len(self._watchers):
             self._watchers.notify()
@@ -360,10 +362,13 @@ class Controller:
         suspends again: the reader wants the data, not the reset.
         """
         while True:
+            resets = self._resets
             try:
                 await self._fetch(endpoint, args)
             except ResetError:
-                continue
+                if self._resets != resets:  # really dropped by a reset: ask again
+                    continue
+                raise
             except Exception:  # stored for the key; the caller reads and raises it
                 pass
             return self._read(endpoint, args)[0]
