@@ -448,8 +448,8 @@ async def test_page_object_where_list_expected_is_refused_storing_nothing(ctrl: 
 
 
 async def test_suspense_refetches_after_each_reset_even_at_one_instant(cctrl: Controller, res: Any, api: Any) -> None:
-    cctrl.reset_entire_store()  # the clock never moves: every reset has the same date
     for _ in range(2):
+        cctrl.reset_entire_store()  # the clock never moves: every reset has the same date
         task = asyncio.ensure_future(cctrl.suspense(res.Todo.get, id=2))
         await asyncio.sleep(0)
         assert _network(cctrl).in_flight(res.Todo.get.key({"id": 2}))
