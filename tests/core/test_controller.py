@@ -456,3 +456,12 @@ async def test_suspense_refetches_after_each_reset_even_at_one_instant(cctrl: Co
         cctrl.reset_entire_store()
         assert (await asyncio.wait_for(task, 10)).title == "quis ut nam facilis"
     assert len(gets(api, "/todos/2")) == 4
+
+
+async def test_fetch_of_a_move_returns_the_moved_item_now_in_its_new_list(ctrl: Controller, res: Any) -> None:
+    await ctrl.fetch(res.PlainTodo.get_list, userId=1)
+    await ctrl.fetch(res.PlainTodo.get_list, userId=2)
+    moved = await ctrl.fetch(res.PlainTodo.get_list.move, {"id": 3}, {"userId": 2})
+    assert isinstance(moved, Todo) and moved.userId == 2
+    assert [t.id for t in ctrl.cache(res.PlainTodo.get_list, userId=1)] == [1, 2]
+    assert ctrl.cache(res.PlainTodo.get_list, userId=2)[-1] is moved
