@@ -433,3 +433,12 @@ def test_values_move_of_entity_not_yet_stored_only_joins() -> None:
 def test_values_move_without_pk_raises() -> None:
     with pytest.raises(SchemaError, match="Missing usable primary key"):
         normalize(VALUES.move, {"userId": 2}, args=[{}, {"userId": 2}], state=values_lists())
+
+
+@pytest.mark.parametrize("coll", [TODOS, VALUES], ids=["list", "values"])
+def test_move_of_non_objects_raises_schema_error(coll: Collection) -> None:
+    with pytest.raises(SchemaError, match="A move takes objects, found int"):
+        normalize(coll.move, 5, args=[{}, {"userId": 2}])
+    with pytest.raises(SchemaError, match="found str") as info:
+        normalize(TODOS.move, [{"id": 1}, "x"], args=[{}, {"userId": 2}])
+    assert info.value.path == (1,)

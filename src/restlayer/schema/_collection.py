@@ -328,7 +328,12 @@ class _Mover(Schema):
         coll = self.collection
         single = not (coll.is_array and isinstance(value, (list, tuple)))
         items = [value] if single else list(value)
-        before = [self._before(item, parent, key, ctx) for item in items]
+        before = []
+        for index, item in enumerate(items):
+            if not isinstance(item, Mapping):
+                raise SchemaError(f"A move takes objects, found {type(item).__name__}",
+                                  schema=repr(self), path=(index,) if item is not value else ())
+            before.append(self._before(item, parent, key, ctx))
         if coll.is_array:
             normalized = coll.node.normalize_value(items, parent, key, ctx)
             refs: list[Any] = [[ref] for ref in normalized]
