@@ -435,10 +435,9 @@ def test_values_move_without_pk_raises() -> None:
         normalize(VALUES.move, {"userId": 2}, args=[{}, {"userId": 2}], state=values_lists())
 
 
-@pytest.mark.parametrize("coll", [TODOS, VALUES], ids=["list", "values"])
-def test_move_of_non_objects_raises_schema_error(coll: Collection) -> None:
-    with pytest.raises(SchemaError, match="A move takes objects, found int"):
-        normalize(coll.move, 5, args=[{}, {"userId": 2}])
-    with pytest.raises(SchemaError, match="found str") as info:
+def test_move_of_non_objects_raises_schema_error() -> None:
+    with pytest.raises(SchemaError, match="A move takes objects, found str") as info:
         normalize(TODOS.move, [{"id": 1}, "x"], args=[{}, {"userId": 2}])
     assert info.value.path == (1,)
+    with pytest.raises(SchemaError, match="A move takes objects, found list"):
+        normalize(VALUES.move, [{"id": 1}], args=[{}, {"userId": 2}])
