@@ -2,8 +2,9 @@
 
 The command is read from the README itself (its first bash block), so the test
 breaks when the README and the project drift apart. It builds a new `.venv`
-from the lock file, which takes a while on a cold cache: run it with the rest
-of the suite, not in a tight loop.
+from the lock file, which takes a while on a cold cache, so it carries the
+`readme` marker: a plain `pytest` deselects it and `python3 dev.py test` runs
+it once, last (`pytest -m readme` runs it alone).
 """
 
 from __future__ import annotations
@@ -30,10 +31,16 @@ def readme_commands() -> list[list[str]]:
 
 def tracked_copy(dest: Path) -> None:
     """Copy what git tracks (plus new files not ignored): what a fresh clone would hold."""
-    listed = subprocess.run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
-        cwd=ROOT, capture_output=True, check=True,
-    ).stdout.decode().split("\0")
+    listed = (
+        subprocess.run(
+            ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+            cwd=ROOT,
+            capture_output=True,
+            check=True,
+        )
+        .stdout.decode()
+        .split("\0")
+    )
     for name in filter(None, listed):
         source = ROOT / name
         if source.is_file():
@@ -47,6 +54,7 @@ def test_readme_commands_are_the_project_entry_points() -> None:
     assert "python3 dev.py test" in (ROOT / ".ci" / "run").read_text()
 
 
+@pytest.mark.readme
 @pytest.mark.skipif(shutil.which("python3") is None or shutil.which("git") is None, reason="needs python3 and git")
 def test_first_command_in_a_fresh_copy(tmp_path: Path) -> None:
     tracked_copy(tmp_path)
