@@ -56,3 +56,19 @@ def test_project_metadata_has_classifiers_and_urls() -> None:
     assert "Typing :: Typed" in classifiers
     urls = dict(entry.split(", ", 1) for entry in meta.get_all("Project-URL") or [])
     assert {"Homepage", "Documentation", "Source", "Changelog"} <= set(urls)
+
+
+#: Design notes users never see; code, tests and docs must not point at them.
+_PRIVATE_SPECS = re.compile(r"\b(?:BEHAVIOR|SEED|API)\.md\b|\b(?:BEHAVIOR|SEED) \d")
+
+
+def test_no_file_points_at_the_private_design_notes() -> None:
+    offenders = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for folder in ("src", "tests", "docs", "examples")
+        for path in sorted((ROOT / folder).rglob("*"))
+        if path.suffix in {".py", ".md"}
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if _PRIVATE_SPECS.search(line)
+    ]
+    assert offenders == []

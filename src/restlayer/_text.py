@@ -1,4 +1,4 @@
-"""Turning parameter values into URL and key text (BEHAVIOR.md section 0)."""
+"""Turning parameter values into URL and key text."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""suspense, dle, cache, watch, live (BEHAVIOR 8.4, 7 last bullet)."""
+"""suspense, dle, cache, watch, live."""
 
 from __future__ import annotations
 

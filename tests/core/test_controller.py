@@ -1,4 +1,4 @@
-"""Controller methods against the example API: fetch, reads, writes, invalidation, reset (BEHAVIOR 8)."""
+"""Controller methods against the example API: fetch, reads, writes, invalidation, reset."""
 
 from __future__ import annotations
 

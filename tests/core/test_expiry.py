@@ -1,4 +1,4 @@
-"""Expiry: statuses, ExpiryStatus ordering, invalid_if_stale and poll-free expiry arithmetic (BEHAVIOR 8.2-8.3)."""
+"""Expiry: statuses, ExpiryStatus ordering, invalid_if_stale and poll-free expiry arithmetic."""
 
 from __future__ import annotations
 

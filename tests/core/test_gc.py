@@ -1,4 +1,4 @@
-"""GCPolicy: reference counts, queued items, expiry-based sweep (BEHAVIOR 8.11)."""
+"""GCPolicy: reference counts, queued items, expiry-based sweep."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""NetworkManager: deduplication per key, side effects never shared, per-caller cancellation (BEHAVIOR 8.6)."""
+"""NetworkManager: deduplication per key, side effects never shared, per-caller cancellation."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Optimistic updates: applied on every read, replaced by the reply, rolled back on error (BEHAVIOR 8.7)."""
+"""Optimistic updates: applied on every read, replaced by the reply, rolled back on error."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Polling: per-key schedule at the minimum subscribed frequency (BEHAVIOR 8.9)."""
+"""Polling: per-key schedule at the minimum subscribed frequency."""
 
 from __future__ import annotations
 

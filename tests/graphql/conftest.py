@@ -40,7 +40,7 @@ def gql(api: LocalServer) -> GQLEndpoint:
 
 @pytest.fixture
 def get_user(gql: GQLEndpoint) -> GQLEndpoint:
-    """BEHAVIOR 9's `get_user`: a function query with a `{"user": User}` schema."""
+    """`get_user`: a function query with a `{"user": User}` schema."""
     return gql.query(lambda v: USER_QUERY, {"user": User})
 
 

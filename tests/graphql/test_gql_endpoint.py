@@ -1,4 +1,4 @@
-"""GQLEndpoint against the example server's POST /graphql (BEHAVIOR 9).
+"""GQLEndpoint against the example server's POST /graphql.
 
 Request assertions read what the server received (`api.requests`), not a mock.
 """
@@ -20,7 +20,7 @@ from restlayer.schema import normalize
 from tests.graphql.conftest import TODO_QUERY, USER_QUERY, last
 from tests.graphql.schemas import Todo, User
 
-# -- BEHAVIOR 9 checks ----------------------------------------------------------------
+# -- query, mutation, keys and caching ---------------------------------------------
 
 
 def test_key_is_query_and_compact_variables_in_given_order() -> None:
@@ -272,7 +272,7 @@ async def test_mutation_changes_server_data(api: LocalServer, update_todo: GQLEn
 
 
 class AuthGQL(GQLEndpoint):
-    """A GraphQL endpoint adding a bearer token, as SEED 5 suggests."""
+    """A GraphQL endpoint adding a bearer token."""
 
     token = "s3cret"
 

@@ -1,4 +1,4 @@
-"""Hybrid resources: GraphQL members mixed into a REST resource with `extend` (SEED 4.9)."""
+"""Hybrid resources: GraphQL members mixed into a REST resource with `extend`."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """RestEndpoint without a network: URLs, keys, call shapes, request init, parsing.
 
-BEHAVIOR.md 1.3-1.5, 2 and 3 "Checks"; requests against a real server are in
-test_http.py.
+Requests against a real server are in test_http.py.
 """
 
 from __future__ import annotations

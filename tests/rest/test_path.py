@@ -1,4 +1,4 @@
-"""Path templates: parsing, filling, matching and list paths (BEHAVIOR.md 1.1, 1.2, 1.5, 1.6)."""
+"""Path templates: parsing, filling, matching and list paths."""
 
 from __future__ import annotations
 

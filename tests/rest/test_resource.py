@@ -1,5 +1,5 @@
 """resource(): members, paths, methods, names, extend, optimistic responses, and the
-schemas its members carry (BEHAVIOR 1.6, 2.2, 2.3, 5.4, 6; SEED 4.5, 4.7, 4.8)."""
+schemas its members carry."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""url() building and the default search_to_string (BEHAVIOR.md 1.3, 1.4)."""
+"""url() building and the default search_to_string."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Entity classes shared by the schema tests (the shapes BEHAVIOR.md's checks use)."""
+"""Entity classes shared by the schema tests."""
 
 from __future__ import annotations
 

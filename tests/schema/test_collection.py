@@ -1,4 +1,4 @@
-"""Collection: keys, push/unshift/assign/remove/move, add_with, move_with, pagination (BEHAVIOR.md 5)."""
+"""Collection: keys, push/unshift/assign/remove/move, add_with, move_with, pagination."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Array, Object (and their dict/list shorthands) and Values (BEHAVIOR.md 6)."""
+"""Array, Object (and their dict/list shorthands) and Values."""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ def test_object_missing_member_left_out() -> None:
 
 
 def test_object_denormalize_member_missing_is_none_deleted_is_invalid() -> None:
-    """BEHAVIOR 6.4: member of a dict schema: missing -> None, deleted -> whole dict invalid."""
+    """Member of a dict schema: missing -> None, deleted -> whole dict invalid."""
     entities = {"Todo": {"1": {"id": 1}, "2": INVALID}}
     schema = {"t": Todo, "n": None}
     assert denormalize(schema, {"t": "1", "n": 3}, entities) == {"t": Todo(id=1), "n": 3}

@@ -1,4 +1,4 @@
-"""denormalize(): missing vs deleted (BEHAVIOR.md 6.4), instances, from_json, cycles."""
+"""denormalize(): missing vs deleted, instances, from_json, cycles."""
 
 from __future__ import annotations
 

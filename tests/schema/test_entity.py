@@ -1,4 +1,4 @@
-"""Entity: pk, process, nesting, re-normalization, meta, indexes, validate (BEHAVIOR.md 4)."""
+"""Entity: pk, process, nesting, re-normalization, meta, indexes, validate."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Invalidate (BEHAVIOR.md 6)."""
+"""Invalidate."""
 
 from __future__ import annotations
 

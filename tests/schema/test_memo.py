@@ -1,4 +1,4 @@
-"""MemoCache and referential stability (BEHAVIOR.md 7)."""
+"""MemoCache and referential stability."""
 
 from __future__ import annotations
 

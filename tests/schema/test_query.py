@@ -1,4 +1,4 @@
-"""Query and All, and MemoCache.query on Entity/Collection/dict schemas (BEHAVIOR.md 6)."""
+"""Query and All, and MemoCache.query on Entity/Collection/dict schemas."""
 
 from __future__ import annotations
 
@@ -132,7 +132,7 @@ def test_query_state_forms() -> None:
 
 
 def test_query_cached_per_schema_object() -> None:
-    """BEHAVIOR 7: the same All(Todo) object over an unchanged store gives the same list."""
+    """Referential stability: the same All(Todo) object over an unchanged store gives the same list."""
     r = users_store()
     memo = MemoCache()
     q = All(User)

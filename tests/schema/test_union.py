@@ -1,4 +1,4 @@
-"""Union (BEHAVIOR.md 6)."""
+"""Union."""
 
 from __future__ import annotations
 

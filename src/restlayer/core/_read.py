@@ -1,4 +1,4 @@
-"""Reading an endpoint's result from a state: data, expiry status, expiry time, error (BEHAVIOR 8.3-8.4)."""
+"""Reading an endpoint's result from a state: data, expiry status, expiry time, error."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`Controller`: the one normalized store every call reads and writes (API.md section 5).
+"""`Controller`: the one normalized store every call reads and writes.
 
 Reads are synchronous and answered from the store through one shared
 `MemoCache`; only what does I/O is a coroutine. Every change is an action that
@@ -194,7 +194,7 @@ class Controller:
         self.dispatch(self._new_fetch(endpoint, args, background=True, **options))
 
     def _poll(self, endpoint: Any, args: tuple[Any, ...], frequency: float) -> None:
-        """One polling fetch: short expiry, soft errors (BEHAVIOR 8.9)."""
+        """One polling fetch: short expiry, soft errors."""
         self._start(
             endpoint, args, data_expiry_length=frequency / 2, error_expiry_length=frequency / 10,
             error_policy=lambda error: "soft",

@@ -1,4 +1,4 @@
-"""`GCPolicy`: reference-counted garbage collection of the store (BEHAVIOR 8.11).
+"""`GCPolicy`: reference-counted garbage collection of the store.
 
 Readers hold a reference on their endpoint key and on every entity their
 result read. When a count drops to zero the item is queued; a periodic sweep

@@ -1,4 +1,4 @@
-"""`SubscriptionManager`: polls subscribed endpoints at the smallest subscribed frequency (BEHAVIOR 8.9).
+"""`SubscriptionManager`: polls subscribed endpoints at the smallest subscribed frequency.
 
 `Poll` holds the scheduling logic as plain arithmetic on clock times (ms) so it
 is testable without timers; the manager only turns due times into

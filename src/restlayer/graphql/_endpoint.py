@@ -2,7 +2,7 @@
 
 `GQLEndpoint(url)` holds the transport options (headers, client, request_init);
 `.query(text, schema)` and `.mutation(text, schema)` derive the endpoints that are
-actually called, fetched and cached (BEHAVIOR 9).
+actually called, fetched and cached.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Path templates in path-to-regexp 8 syntax: parse once, then fill, match and derive list paths.
 
-BEHAVIOR.md 1.1-1.2, 1.5-1.6 and SEED.md 4.1.  A template is parsed into a small
-tree (text, params, wildcards, optional groups); `fill` walks the tree to build a
-URL path, `match` uses a regex built lazily from it (only `test_key` needs it).
+A template is parsed into a small tree (text, params, wildcards, optional
+groups); `fill` walks the tree to build a URL path, `match` uses a regex built
+lazily from it (only `test_key` needs it).
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ class _ParseFailure(Exception):
     """Internal: a syntax error, re-raised as `ParamError` naming the template."""
 
 
-_FORBIDDEN = frozenset("})([]!")  # `?` and `+` are plain text (SEED 4.1 rule 1)
+_FORBIDDEN = frozenset("})([]!")  # `?` and `+` are plain text, not modifiers
 
 
 class _Parser:
@@ -369,7 +369,7 @@ class PathTemplate:
         setattr_(self, "name_set", frozenset(names))
 
     def fill(self, params: Mapping[str, Any], *, endpoint: str | None = None) -> str:
-        """The URL path for `params` (BEHAVIOR 1.2): values encoded, absent groups dropped.
+        """The URL path for `params`: values encoded, absent groups dropped.
 
         Raises `ParamError` for missing required params and unusable values.
         """
@@ -426,7 +426,7 @@ def compile_path(template: str) -> PathTemplate:
 
 
 def list_path(template: str) -> str:
-    """A resource's list path (BEHAVIOR 1.6): the template cut before its last param.
+    """A resource's list path: the template cut before its last param.
 
     A last param inside an optional group drops the whole (outermost) group; one
     trailing `/` goes, unless the template ends in `/` right after its last param

@@ -1,6 +1,6 @@
 """URL building: the filled path template plus the remaining params as a search string.
 
-BEHAVIOR.md 1.3 (`build_url`) and 1.4 (`search_to_string`, the default encoder).
+`build_url` joins them; `search_to_string` is the default encoder.
 """
 
 from __future__ import annotations

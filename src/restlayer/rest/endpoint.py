@@ -338,7 +338,7 @@ class RestEndpoint:
         return ({**(first or {}), **kwargs}, *args[1:])
 
     def _params(self, args: tuple[Any, ...]) -> Any:
-        """The URL params among call arguments (BEHAVIOR 2.1)."""
+        """The URL params among call arguments."""
         if self._has_body and len(args) < 2:
             return {}
         return (args[0] if args else None) or {}
@@ -515,7 +515,7 @@ class RestEndpoint:
         return _with_content(response, b"".join(chunks))
 
     async def parse_response(self, response: httpx.Response) -> Any:
-        """The reply's value: by `content` when set, else by Content-Type (BEHAVIOR 3.1)."""
+        """The reply's value: by `content` when set, else by Content-Type."""
         if response.status_code == 204:
             if self._stream:
                 await response.aclose()

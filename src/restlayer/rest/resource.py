@@ -180,7 +180,7 @@ def resource(
 
         collection_class = Collection
     if options.get("body", 0) is None:
-        del options["body"]  # only types the body argument (SEED 2.1); must not remove it
+        del options["body"]  # `body` only types the body argument; must not remove it
     label = _schema_label(schema)
     short_path = list_path(path)
     mutate = dict(options)

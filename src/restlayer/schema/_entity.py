@@ -33,7 +33,7 @@ def _is_classvar(annotation: Any) -> bool:
 
 
 class Entity:
-    """A normalized record type; see API.md section 2.
+    """A normalized record type: typed fields with defaults, a primary key, nested schemas.
 
     Override `pk`, `process`, `merge`, `merge_with_store`,
     `merge_meta_with_store`, `should_update`, `should_reorder`, `validate` or
