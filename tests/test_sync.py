@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import threading
 import warnings
 from typing import Any
@@ -89,3 +90,42 @@ def test_close_joins_the_thread_without_warnings(api: Any) -> None:
         ctrl.close()
         ctrl.close()  # idempotent
     assert len(loop_threads()) == before
+
+
+# -- the facade cannot drift from the async Controller ------------------------------------------
+
+#: Members only one side has, on purpose: the async context manager vs the blocking one,
+#: and the sync facade's handle on the async controller underneath.
+_ASYNC_ONLY = {"__aenter__", "__aexit__"}
+_SYNC_ONLY = {"controller", "__enter__", "__exit__"}
+
+
+def _public_methods(cls: type) -> dict[str, inspect.Signature]:
+    return {
+        name: inspect.signature(member)
+        for name, member in vars(cls).items()
+        if (not name.startswith("_") or name in _ASYNC_ONLY | _SYNC_ONLY) and callable(member)
+    }
+
+
+def test_sync_controller_has_every_async_method_with_the_same_parameters() -> None:
+    from restlayer import Controller as AsyncController
+
+    async_methods = {n: s for n, s in _public_methods(AsyncController).items() if n not in _ASYNC_ONLY}
+    sync_methods = {n: s for n, s in _public_methods(Controller).items() if n not in _SYNC_ONLY}
+    assert sorted(async_methods) == sorted(sync_methods)
+    for name, signature in async_methods.items():
+        expected = [(p.name, p.kind) for p in signature.parameters.values()]
+        assert [(p.name, p.kind) for p in sync_methods[name].parameters.values()] == expected, name
+
+
+def test_set_response_set_error_and_set_accept_keyword_arguments() -> None:
+    todos = resource(path="/todos/:id", schema=Todo, url_prefix="http://127.0.0.1:9")
+    with Controller() as ctrl:
+        ctrl.set_response(todos.get, {"id": 5, "title": "stored"}, id=5)
+        assert ctrl.cache(todos.get, id=5).title == "stored"
+        ctrl.set(Todo, {"id": 5, "title": "set"}, id=5)
+        assert ctrl.cache(todos.get, id=5).title == "set"
+        error = NetworkError("gone", status=410)
+        ctrl.set_error(todos.get, error, id=6)
+        assert ctrl.get_error(todos.get, id=6) is error

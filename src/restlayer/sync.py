@@ -170,17 +170,21 @@ class Controller:
         """Stored data or None; never fetches."""
         return self._thread.call(self._async.cache, endpoint, *args, **kwargs)
 
-    def set_response(self, endpoint: Any, *args: Any) -> None:
-        """Store `args[-1]` as the response of `endpoint(*args[:-1])`."""
-        self._thread.call(self._async.set_response, endpoint, *args)
+    def set_response(self, endpoint: Any, *args: Any, **kwargs: Any) -> None:
+        """Store `args[-1]` as the response of `endpoint(*args[:-1], **kwargs)`."""
+        self._thread.call(self._async.set_response, endpoint, *args, **kwargs)
 
-    def set_error(self, endpoint: Any, *args: Any) -> None:
-        """Store `args[-1]` as the error of `endpoint(*args[:-1])`."""
-        self._thread.call(self._async.set_error, endpoint, *args)
+    def set_error(self, endpoint: Any, *args: Any, **kwargs: Any) -> None:
+        """Store `args[-1]` as the error of `endpoint(*args[:-1], **kwargs)`."""
+        self._thread.call(self._async.set_error, endpoint, *args, **kwargs)
 
-    def set(self, schema: Any, *args: Any) -> None:
-        """Write `args[-1]` into the store through `schema`."""
-        self._thread.call(self._async.set, schema, *args)
+    def set(self, schema: Any, *args: Any, **kwargs: Any) -> None:
+        """Write `args[-1]` into the store through `schema` (keywords join the first argument)."""
+        self._thread.call(self._async.set, schema, *args, **kwargs)
+
+    def dispatch(self, action: Any) -> None:
+        """Send an action through the managers to the store (on the loop thread)."""
+        self._thread.call(self._async.dispatch, action)
 
     def invalidate(self, endpoint: Any, *args: Any, **kwargs: Any) -> None:
         """Drop the stored result of one call: readers refetch."""
