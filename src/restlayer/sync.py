@@ -162,6 +162,10 @@ class Controller:
         """The stored error for the call, if it should be shown."""
         return self._thread.call(self._async.get_error, endpoint, *args, **kwargs)
 
+    def last_error(self, endpoint: Any, *args: Any, **kwargs: Any) -> BaseException | None:
+        """The error of the call's latest fetch, even a soft one `get_error` hides."""
+        return self._thread.call(self._async.last_error, endpoint, *args, **kwargs)
+
     def dle(self, endpoint: Any, *args: Any, **kwargs: Any) -> DLE:
         """`DLE(data, loading, error)`; starts a fetch when needed but never waits."""
         return self._thread.call(self._async.dle, endpoint, *args, **kwargs)

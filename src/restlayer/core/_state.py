@@ -7,11 +7,13 @@ state handed out earlier never changes. Read by attribute or by key
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
 from restlayer._pmap import EMPTY, PMap
+from restlayer._sentinel import Sentinel
 
 if TYPE_CHECKING:
     from restlayer.core._actions import Fetch
@@ -56,6 +58,34 @@ class State(Mapping[str, Any]):
         """A new state with some tables replaced (the others shared)."""
         return replace(self, **changes)
 
+    def to_dict(self) -> dict[str, Any]:
+        """The store as plain JSON-able data, e.g. `json.dumps(ctrl.get_state().to_dict())` to inspect it.
+
+        Tables become dicts, a deleted entity the string `"INVALID"`, a stored error
+        `{"error": class name, "message": ..., "status": ...}`, and each pending
+        optimistic update its key.
+        """
+        plain = {name: _plain(getattr(self, name)) for name in _FIELDS if name != "optimistic"}
+        plain["optimistic"] = [fetch.key for fetch in self.optimistic]
+        return plain
+
 
 _FIELDS: tuple[str, ...] = tuple(f.name for f in fields(State))
+
+
+def _plain(value: Any) -> Any:
+    """`value` as JSON-able data: mappings, sequences, scalars; anything else as its text."""
+    if value is None or isinstance(value, (str, bool, int)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_plain(v) for v in value]
+    if isinstance(value, BaseException):
+        return {"error": type(value).__name__, "message": str(value), "status": getattr(value, "status", None)}
+    if isinstance(value, Sentinel):
+        return repr(value)
+    return str(value)
 EMPTY_STATE = State()

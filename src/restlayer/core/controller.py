@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 import weakref
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -38,6 +39,7 @@ from restlayer.errors import ResetError, RestLayerError
 from restlayer.schema import MemoCache
 
 Clock = Callable[[], float]
+_log = logging.getLogger("restlayer")
 
 
 def _wall_clock() -> float:
@@ -169,6 +171,18 @@ class Controller:
         """The stored error, unless its policy is soft and data is still stored."""
         return self._error(endpoint, self._bind(endpoint, args, kwargs), self._current())
 
+    def last_error(self, endpoint: Any, *args: Any, **kwargs: Any) -> BaseException | None:
+        """The error of the call's latest fetch, even one `get_error` hides (a soft failure, e.g. of a poll).
+
+        While a soft failure keeps the old data showing, this tells that the data
+        could not be refreshed; a later successful fetch clears it.
+        """
+        bound = self._bind(endpoint, args, kwargs)
+        if bound is None:
+            return None
+        meta = self._current().meta.get(endpoint.key(*bound))
+        return None if meta is None else meta.get("error")
+
     # ----- fetching -----------------------------------------------------------------------------
     def _new_fetch(self, endpoint: Any, args: tuple[Any, ...], **options: Any) -> act.Fetch:
         data = options.pop("data_expiry_length", endpoint.data_expiry_length)
@@ -213,7 +227,19 @@ class Controller:
                 ep, fetch.args, fetch.key, error, fetch.fetched_at, date, expires, True, policy, fetch
             )
         self.dispatch(action)
-        return self._failures.pop(action, None)
+        failure = self._failures.pop(action, None)
+        if _log.isEnabledFor(logging.DEBUG):
+            self._log_outcome(fetch, error, action.error_policy, failure)
+        return failure
+
+    def _log_outcome(self, fetch: act.Fetch, error: BaseException | None, policy: str | None,
+                     failure: BaseException | None) -> None:
+        """One DEBUG line per committed fetch: stored (with its entity count) or failed."""
+        if error is None and failure is None:
+            refs = refs_of(read_response(self.memo, fetch.endpoint, fetch.args, self._current())[1])
+            _log.debug("stored %s (%d entities)", fetch.key, len(refs))
+        elif policy == "soft":
+            _log.debug("fetch %s failed under the soft policy, stored data kept: %s", fetch.key, error)
 
     def _abort_fetch(self, fetch: act.Fetch) -> None:
         """A cancelled request: only its optimistic entry goes."""
@@ -243,6 +269,7 @@ class Controller:
         bound = endpoint.bind(*args, **kwargs)
         response = self._read(endpoint, bound)[0]
         if response.expiry_status != ExpiryStatus.INVALID and self.now() <= response.expires_at:
+            _log.debug("read %s served from the store", endpoint.key(*bound))
             return response.data
         value = await self._fetch(endpoint, bound)
         return self._fetched(endpoint, bound, value)
@@ -349,6 +376,8 @@ class Controller:
                 self._start(endpoint, args)
             else:
                 response = await self._fetch_for_read(endpoint, args)
+        elif _log.isEnabledFor(logging.DEBUG):
+            _log.debug("read %s served from the store", endpoint.key(*args))
         self._touch(endpoint, args)
         error = read_error(endpoint, args, self._current())
         if error is not None:

@@ -9,6 +9,7 @@ request: its callers get `ResetError` and its late reply is never stored.
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import TYPE_CHECKING, Any
 
 from restlayer.core import _actions as act
@@ -17,6 +18,8 @@ from restlayer.errors import ResetError
 
 if TYPE_CHECKING:
     from restlayer.core.controller import Controller
+
+_log = logging.getLogger("restlayer")
 
 
 class _Flight:
@@ -73,6 +76,8 @@ class NetworkManager(Manager):
                 self._by_key[action.key] = flight
             self._flights.add(flight)
             flight.task = asyncio.get_running_loop().create_task(self._run(controller, action, flight))
+        else:
+            _log.debug("fetch %s joined the request in flight", action.key)
         if action.background:
             flight.pinned = True
         future = action.future

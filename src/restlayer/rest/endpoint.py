@@ -13,6 +13,7 @@ import contextlib
 import functools
 import inspect
 import json
+import logging
 import re
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import Any, Final
@@ -36,6 +37,8 @@ from restlayer.rest._url import build_url
 from restlayer.rest._url import search_to_string as _default_search_to_string
 
 __all__ = ["OPTIONS", "ByteStream", "RestEndpoint"]
+
+_log = logging.getLogger("restlayer")
 
 
 #: Marker for an option left out (`body` tells it from an explicit `None`).
@@ -467,6 +470,7 @@ class RestEndpoint:
 
     async def _send_once(self, client: httpx.AsyncClient, request: httpx.Request, auth: Any) -> httpx.Response:
         """One hop: the reply with its headers, body not read yet."""
+        _log.debug("request %s %s", request.method, request.url)
         try:
             return await client.send(request, stream=True, follow_redirects=False, auth=auth)
         except httpx.RequestError as exc:
