@@ -31,7 +31,7 @@ from restlayer.errors import (
     RestLayerError,
     SchemaError,
 )
-from restlayer.rest import Resource, RestEndpoint, aclose, client_session, resource
+from restlayer.rest import Resource, RestEndpoint, aclose, client_session, configure_client, resource
 from restlayer.schema import (
     INVALID,
     All,
@@ -88,6 +88,7 @@ __all__ = [
     "Values",
     "aclose",
     "client_session",
+    "configure_client",
     "denormalize",
     "normalize",
     "resource",

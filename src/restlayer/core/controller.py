@@ -133,6 +133,16 @@ class Controller:
         if self.gc_policy is not None:
             self.gc_policy.cleanup()
 
+    async def __aenter__(self) -> Controller:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        """Leaving `async with Controller() as ctrl:` closes it and this loop's shared HTTP client."""
+        from restlayer.rest import aclose
+
+        self.close()
+        await aclose()
+
     # ----- arguments ------------------------------------------------------------------------
     @staticmethod
     def _bind(endpoint: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...] | None:

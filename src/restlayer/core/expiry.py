@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from enum import IntEnum
 from typing import Any, NamedTuple
 
+from restlayer._time import to_ms
 from restlayer.errors import RestLayerError
 
 #: Lifetimes (ms) used when an endpoint leaves `data_expiry_length` / `error_expiry_length` unset.
@@ -12,8 +14,9 @@ DATA_EXPIRY = 60_000
 ERROR_EXPIRY = 1_000
 
 
-def expiry_length(value: float | None, default: float, name: str) -> float:
-    """An expiry length in ms: `default` when unset; a negative length is an error naming the option."""
+def expiry_length(value: float | timedelta | None, default: float, name: str) -> float:
+    """An expiry length in ms (a timedelta converted): `default` when unset; a negative length is an error."""
+    value = to_ms(value, name)
     if value is None:
         return default
     if value < 0:

@@ -1,7 +1,7 @@
 """The REST layer: `RestEndpoint`, `resource()` and the shared httpx client."""
 
 from restlayer.errors import NetworkError
-from restlayer.rest._client import aclose, client_session, get_client
+from restlayer.rest._client import aclose, client_session, configure_client, get_client
 from restlayer.rest.endpoint import ByteStream, RestEndpoint
 from restlayer.rest.resource import Resource, resource
 
@@ -12,6 +12,7 @@ __all__ = [
     "RestEndpoint",
     "aclose",
     "client_session",
+    "configure_client",
     "get_client",
     "resource",
 ]

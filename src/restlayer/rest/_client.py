@@ -7,23 +7,54 @@ The shared client keeps no cookies: it serves every Controller of the loop, so a
 session cookie one of them received would otherwise be sent by all the others
 (and survive `reset_entire_store()`). A cookie session needs a client of its own,
 passed as the endpoint's `client`.
+
+`configure_client` sets what the shared clients are built with.
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from http.cookiejar import CookieJar, DefaultCookiePolicy
+from typing import Any
 
 import httpx
 
+from restlayer.errors import ParamError
+
 #: Defaults of the shared client: follow redirects like `fetch` does.
 DEFAULT_TIMEOUT = httpx.Timeout(30.0)
+DEFAULTS: dict[str, Any] = {"follow_redirects": True, "timeout": DEFAULT_TIMEOUT}
+
+_CLIENT_OPTIONS = frozenset(inspect.signature(httpx.AsyncClient.__init__).parameters) - {"self"}
 
 _clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = weakref.WeakKeyDictionary()
 _last: tuple[asyncio.AbstractEventLoop, httpx.AsyncClient] | None = None
+_options: dict[str, Any] = dict(DEFAULTS)
+_factory: Callable[[], httpx.AsyncClient] | None = None
+
+
+def configure_client(factory: Callable[[], httpx.AsyncClient] | None = None, **options: Any) -> None:
+    """Set how the shared clients are built: `httpx.AsyncClient` keywords, or a `factory` returning a client.
+
+    Keywords (`timeout`, `limits`, `proxy`, `transport`, `auth`, `headers`,
+    `follow_redirects`, `verify`, ...) are laid over the defaults (redirects
+    followed, 30 s timeout); with no arguments the defaults come back. Clients
+    already open keep their settings until `aclose()`; new ones use these.
+    """
+    global _factory, _options
+    unknown = sorted(set(options) - _CLIENT_OPTIONS)
+    if unknown:
+        raise ParamError(f"configure_client: {', '.join(unknown)} not an httpx.AsyncClient option")
+    if factory is not None and options:
+        raise ParamError("configure_client: give either a factory or httpx.AsyncClient options, not both")
+    if factory is not None and not callable(factory):
+        raise ParamError(f"configure_client: factory must be callable, not {factory!r}")
+    _factory = factory
+    _options = {**DEFAULTS, **options}
 
 
 def _cookieless_jar() -> CookieJar:
@@ -32,8 +63,13 @@ def _cookieless_jar() -> CookieJar:
 
 
 def _new_client() -> httpx.AsyncClient:
-    """Build the shared client (a separate function so tests may see the defaults)."""
-    return httpx.AsyncClient(follow_redirects=True, timeout=DEFAULT_TIMEOUT, cookies=_cookieless_jar())
+    """Build a shared client from the configured factory or options."""
+    if _factory is not None:
+        client = _factory()
+        if not isinstance(client, httpx.AsyncClient):
+            raise ParamError(f"configure_client: the factory returned {client!r}, not an httpx.AsyncClient")
+        return client
+    return httpx.AsyncClient(**{"cookies": _cookieless_jar(), **_options})
 
 
 def get_client() -> httpx.AsyncClient:

@@ -21,6 +21,7 @@ from typing import Any, Final
 import httpx
 
 from restlayer._sentinel import Sentinel
+from restlayer._time import normalize_time_options
 from restlayer.errors import (
     BodyTooLargeError,
     DeadlineExceededError,
@@ -305,6 +306,7 @@ class RestEndpoint:
         process_overridden = "process" in options or cls.process is not RestEndpoint.process
         self._raw_ok = not self._schema_set or process_overridden
         self._parts = _RequestParts(self.request_init)
+        normalize_time_options(self)
 
     def _derive_method(self, options: Mapping[str, Any]) -> None:
         """side_effect from the method unless given; method from side_effect unless given."""

@@ -1,0 +1,166 @@
+"""Lifecycle: `async with Controller()`, several `asyncio.run` calls, the global client configuration, time options."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+import restlayer
+from restlayer import Controller, Entity, ParamError, RestEndpoint, configure_client, resource
+from restlayer.rest import get_client
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class Todo(Entity):
+    id: int = 0
+    userId: int = 0
+    title: str = ""
+    completed: bool = False
+
+
+@pytest.fixture
+def default_client_config() -> Iterator[None]:
+    """Whatever a test configures, the next one starts from the defaults."""
+    configure_client()
+    yield
+    configure_client()
+
+
+def _readme_example() -> str:
+    text = (ROOT / "README.md").read_text()
+    block = re.search(r"## In fifteen lines\s+```python\n(.*?)```", text, re.S)
+    assert block, "README lost its fifteen-line example"
+    return block.group(1)
+
+
+def test_readme_example_leaves_no_resource_warning(api: Any) -> None:
+    source = _readme_example().replace("http://127.0.0.1:8000", api.url)
+    script = source + "\nimport asyncio\nasyncio.run(main())\nprint('done')\n"
+    ran = subprocess.run(
+        [sys.executable, "-X", "dev", "-W", "error::ResourceWarning", "-c", script],
+        capture_output=True, text=True, timeout=120, cwd=ROOT,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout == "done\n"
+    # -X dev also reports callbacks slower than 100 ms ("Executing <Task ...> took 0.2 seconds"):
+    # a diagnostic of a loaded machine (the first TLS context load), not a warning about the code.
+    reported = [line for line in ran.stderr.splitlines() if not line.startswith("Executing <")]
+    assert reported == []
+
+
+async def test_async_with_closes_polling_and_the_loop_client(api: Any) -> None:
+    todos = resource(path="/todos/:id", schema=Todo, url_prefix=api.url)
+    polled = todos.get.extend(poll_frequency=timedelta(seconds=60))
+    async with Controller() as ctrl:
+        await ctrl.subscribe(polled, id=1)
+        client = get_client()
+        assert (await ctrl.fetch(todos.get, id=1)).id == 1
+    assert client.is_closed
+    assert get_client() is not client  # a later request opens a new client
+
+
+def test_module_level_resource_works_across_several_asyncio_runs(api: Any) -> None:
+    todos = resource(path="/todos/:id", schema=Todo, url_prefix=api.url)
+
+    async def title(pk: int) -> str:
+        async with Controller() as ctrl:
+            todo = await ctrl.fetch(todos.get, id=pk)
+            return str(todo.title)
+
+    first = asyncio.run(title(1))
+    second = asyncio.run(title(2))
+    third = asyncio.run(title(1))
+    assert first == third and first != second
+    assert len(api.requests.matching("GET")) == 3
+
+
+async def test_configured_options_reach_new_shared_clients(api: Any, default_client_config: None) -> None:
+    await restlayer.aclose()
+    configure_client(headers={"X-Env": "staging"}, timeout=httpx.Timeout(5.0))
+    echo = RestEndpoint(path="/_test/echo", url_prefix=api.url)
+    async with Controller() as ctrl:
+        seen = await ctrl.fetch(echo)
+        assert get_client().timeout.read == 5.0
+        assert get_client().follow_redirects is True  # defaults stay unless overridden
+    assert seen["headers"]["x-env"] == "staging"
+
+
+async def test_configured_factory_builds_the_client(api: Any, default_client_config: None) -> None:
+    await restlayer.aclose()
+    built: list[httpx.AsyncClient] = []
+
+    def factory() -> httpx.AsyncClient:
+        built.append(httpx.AsyncClient(headers={"X-Built": "yes"}))
+        return built[-1]
+
+    configure_client(factory)
+    echo = RestEndpoint(path="/_test/echo", url_prefix=api.url)
+    async with Controller() as ctrl:
+        seen = await ctrl.fetch(echo)
+    assert seen["headers"]["x-built"] == "yes" and len(built) == 1 and built[0].is_closed
+
+
+def test_configure_client_rejects_what_httpx_would_not_take(default_client_config: None) -> None:
+    with pytest.raises(ParamError, match="retries"):
+        configure_client(retries=3)
+    with pytest.raises(ParamError, match="either"):
+        configure_client(lambda: httpx.AsyncClient(), timeout=1.0)
+
+
+async def test_own_client_passed_to_a_resource_is_used_and_left_open(api: Any) -> None:
+    async with httpx.AsyncClient(headers={"X-Mine": "1"}, follow_redirects=True) as mine:
+        echo = RestEndpoint(path="/_test/echo", url_prefix=api.url, client=mine)
+        async with Controller() as ctrl:
+            seen = await ctrl.fetch(echo)
+        assert seen["headers"]["x-mine"] == "1"
+        assert not mine.is_closed  # restlayer never closes a client it did not create
+
+
+def test_time_options_accept_timedelta() -> None:
+    endpoint = RestEndpoint(
+        path="/todos/:id",
+        data_expiry_length=timedelta(minutes=2),
+        error_expiry_length=timedelta(seconds=1.5),
+        poll_frequency=timedelta(seconds=5),
+    )
+    assert (endpoint.data_expiry_length, endpoint.error_expiry_length, endpoint.poll_frequency) == (
+        120_000,
+        1_500,
+        5_000,
+    )
+    assert endpoint.extend(poll_frequency=timedelta(seconds=1)).poll_frequency == 1_000
+
+    class Slow(RestEndpoint):
+        data_expiry_length = timedelta(hours=1)
+
+    assert Slow(path="/x").data_expiry_length == 3_600_000
+    with pytest.raises(ParamError, match="poll_frequency"):
+        RestEndpoint(path="/x", poll_frequency="5s")
+
+
+async def test_fetch_time_overrides_accept_timedelta(api: Any) -> None:
+    todos = resource(path="/todos/:id", schema=Todo, url_prefix=api.url, data_expiry_length=timedelta(seconds=30))
+    async with Controller(clock=lambda: 1_000.0) as ctrl:
+        await ctrl.fetch(todos.get, id=1)
+        assert ctrl.get_response(todos.get, id=1).expires_at == 31_000.0
+
+
+def test_poll_frequency_that_looks_like_seconds_logs_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="restlayer"):
+        RestEndpoint(path="/x", poll_frequency=5)
+        RestEndpoint(path="/y", poll_frequency=100)
+        RestEndpoint(path="/z", poll_frequency=timedelta(seconds=5))
+    warned = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warned) == 1
+    assert "poll_frequency=5 " in warned[0].getMessage() and "200 times a second" in warned[0].getMessage()
