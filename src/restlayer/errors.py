@@ -1,7 +1,29 @@
-"""The error hierarchy: every failure the library raises is a `RestLayerError`."""
+"""The error hierarchy: every failure the library raises is a `RestLayerError`.
+
+    RestLayerError                 anything restlayer raises (`.status` when meaningful)
+    ├── NetworkError               a request failed (`.status`, `.response`)
+    │   ├── TransportError         no reply: connection refused, timeout, TLS... (status 500)
+    │   │   └── DeadlineExceededError  no complete reply within `total_timeout`
+    │   ├── StatusError            the server replied with a non-2xx status (status = that status)
+    │   ├── RedirectError          a redirect restlayer will not follow (`.location`)
+    │   ├── DecodeError            a reply arrived but its body cannot be read as expected (400)
+    │   │   └── EmptyBodyError     no body where the schema needs data
+    │   ├── BodyTooLargeError      the body exceeds `max_body_size`
+    │   └── GQLNetworkError        a GraphQL reply with an `errors` list (`.errors`, `.data`; 400)
+    ├── SchemaError                data does not fit its schema (normalize, set)
+    │   └── ProcessingError        a fetched reply does not fit the endpoint's schema; nothing stored (400)
+    ├── ParamError                 call arguments or options do not fit (also a TypeError/ValueError)
+    ├── ClientLoopError            the httpx client belongs to another or a closed event loop
+    ├── ResetError                 a fetch was dropped by `reset_entire_store()`
+    └── AbortOptimistic            raised to cancel an optimistic update
+
+Catch `NetworkError` for "the request did not give usable data" and a subclass
+to tell why; `status` works on all of them.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -36,6 +58,30 @@ class NetworkError(RestLayerError):
         self.response = response
 
 
+class TransportError(NetworkError):
+    """No reply arrived: the connection failed, timed out or broke. `status` is 500, `response` None."""
+
+
+class DeadlineExceededError(TransportError):
+    """A request did not complete within the endpoint's `total_timeout` (seconds)."""
+
+
+class StatusError(NetworkError):
+    """The server answered with a non-2xx status; the message names method, URL, status and the reply's start."""
+
+
+class RedirectError(NetworkError):
+    """A redirect that restlayer will not follow, e.g. a 301/302/303 answer to a
+    mutation (following it would silently turn the POST/PUT/PATCH/DELETE into a GET).
+
+    `location` is the redirect's target URL.
+    """
+
+    def __init__(self, message: str, *, status: int, location: str, response: httpx.Response | None = None) -> None:
+        super().__init__(message, status=status, response=response)
+        self.location = location
+
+
 class DecodeError(NetworkError):
     """A reply arrived but its body cannot be read as the endpoint expects: invalid
     or too deeply nested JSON, or undecodable bytes. The reason is in the message."""
@@ -49,20 +95,41 @@ class BodyTooLargeError(NetworkError):
     """A reply's decoded body is larger than the endpoint's `max_body_size`; nothing is stored."""
 
 
-class DeadlineExceededError(NetworkError):
-    """A request did not complete within the endpoint's `total_timeout` (seconds)."""
+def _first_message(errors: Sequence[Any]) -> str:
+    """The message of the first error (what the JS original puts in `message`)."""
+    if not errors:
+        return "GraphQL request failed"
+    first = errors[0]
+    if isinstance(first, dict):
+        message = first.get("message")
+        if message is not None:
+            return str(message)
+    return str(first)
 
 
-class RedirectError(NetworkError):
-    """A redirect that restlayer will not follow, e.g. a 301/302/303 answer to a
-    mutation (following it would silently turn the POST/PUT/PATCH/DELETE into a GET).
+class GQLNetworkError(NetworkError):
+    """A GraphQL failure: `.errors` is the server's list, `.data` any partial data.
 
-    `location` is the redirect's target URL.
+    `.status` is 400 (as in the JS original), so the default error policy is hard.
     """
 
-    def __init__(self, message: str, *, status: int, location: str, response: httpx.Response | None = None) -> None:
-        super().__init__(message, status=status, response=response)
-        self.location = location
+    def __init__(
+        self,
+        errors: Sequence[Any],
+        *,
+        data: Any = None,
+        status: int = 400,
+        response: httpx.Response | None = None,
+    ) -> None:
+        super().__init__(_first_message(errors), status=status, response=response)
+        self.errors: list[Any] = list(errors)
+        self.data: Any = data
+
+
+class ClientLoopError(RestLayerError):
+    """The httpx client in use is bound to an event loop that is closed or not the running one."""
+
+
 
 
 class SchemaError(RestLayerError):

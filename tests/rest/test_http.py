@@ -179,7 +179,7 @@ async def test_html_404_page(api: LocalServer) -> None:
         await ep()
     err = info.value
     assert err.status == 404 and isinstance(err.response, httpx.Response)
-    assert str(err) == f"{api.url}/_test/html404: Not Found"
+    assert str(err) == f"GET {api.url}/_test/html404 -> 404 Not Found: 404 Not Found Not Found"
     assert "<!doctype html>" in err.response.text
     assert ep.error_policy(err) is None
 
@@ -195,7 +195,7 @@ async def test_server_errors_are_soft(api: LocalServer, path: str, status: int) 
 
 
 async def test_status_route_reason_and_204(api: LocalServer) -> None:
-    with pytest.raises(NetworkError, match=r"/_test/status/418: I'm a Teapot") as info:
+    with pytest.raises(NetworkError, match=r"^GET http://.*/_test/status/418 -> 418 I'm a Teapot: status 418$") as info:
         await RestEndpoint(path="/_test/status/:code", url_prefix=api.url)({"code": 418})
     assert info.value.status == 418
     ep = RestEndpoint(path="/_test/status/:code", url_prefix=api.url, schema=Todo)

@@ -24,6 +24,7 @@ from restlayer._sentinel import Sentinel
 from restlayer._time import normalize_time_options
 from restlayer.errors import (
     BodyTooLargeError,
+    ClientLoopError,
     DeadlineExceededError,
     DecodeError,
     EmptyBodyError,
@@ -31,6 +32,8 @@ from restlayer.errors import (
     ParamError,
     RedirectError,
     RestLayerError,
+    StatusError,
+    TransportError,
 )
 from restlayer.rest._client import get_client
 from restlayer.rest._path import compile_path
@@ -184,10 +187,13 @@ def _with_content(response: httpx.Response, body: bytes) -> httpx.Response:
     return copy
 
 
-def _transport_error(url: Any, exc: BaseException, response: httpx.Response | None = None) -> NetworkError:
-    """A transport failure (connect, read, reset, bad encoding) as a status-500 NetworkError."""
+def _transport_error(
+    url: Any, exc: BaseException, response: httpx.Response | None = None, *, method: str | None = None
+) -> TransportError:
+    """A transport failure (connect, read, reset, bad encoding) as a status-500 TransportError."""
     reason = str(exc) or type(exc).__name__
-    return NetworkError(f"{url}: {reason}", status=500, response=response)
+    where = f"{method} {url}" if method else str(url)
+    return TransportError(f"{where}: {reason}", status=500, response=response)
 
 
 class ByteStream:
@@ -422,7 +428,7 @@ class RestEndpoint:
         try:
             request = client.build_request(method, url, **kwargs)
         except httpx.InvalidURL as exc:
-            raise _transport_error(url, exc) from exc
+            raise _transport_error(url, exc, method=method) from exc
         own_names = {str(name).lower() for name, _ in _header_items(own)} - _BODY_HEADERS
         sending = self._send(client, request, follow, auth, own_names)
         deadline = self.total_timeout
@@ -460,9 +466,7 @@ class RestEndpoint:
                     )
             if not response.is_success:
                 response = await self._read_body(response)
-                status = response.status_code
-                reason = response.reason_phrase or f"Status not 'ok': {status}"
-                raise NetworkError(f"{response.url}: {reason}", status=status, response=response)
+                raise StatusError(status_message(response), status=response.status_code, response=response)
             if self._stream:
                 return response
             return await self._read_body(response)
@@ -476,7 +480,11 @@ class RestEndpoint:
         try:
             return await client.send(request, stream=True, follow_redirects=False, auth=auth)
         except httpx.RequestError as exc:
-            raise _transport_error(request.url, exc) from exc
+            raise _transport_error(request.url, exc, method=request.method) from exc
+        except RuntimeError as exc:  # e.g. "Event loop is closed": a client used on a second loop
+            if "loop" not in str(exc).lower():
+                raise
+            raise ClientLoopError(_loop_advice(self.name, exc)) from exc
         except httpx.StreamConsumed as exc:
             raise ParamError(
                 f"{self.name}: {request.method} {request.url}: the request body was a one-shot stream "
@@ -546,14 +554,14 @@ class RestEndpoint:
         if self._raw_ok:
             return response.content if binary else response.text
         if binary:
-            raise NetworkError(
+            raise DecodeError(
                 f'Unexpected binary content-type "{content_type}" for schema '
                 f"{_schema_name(self.schema)}. Binary responses cannot be normalized. "
                 "Use schema=None or set content='blob'.",
                 status=400,
                 response=response,
             )
-        raise NetworkError(self._text_error(content_type, response.text), status=404, response=response)
+        raise DecodeError(self._text_error(content_type, response.text), status=404, response=response)
 
     async def _parse_content(self, response: httpx.Response, content: str) -> Any:
         """Parse by an explicit `content` mode."""
@@ -562,7 +570,7 @@ class RestEndpoint:
         if self._schema_set:
             if self._stream:
                 await response.aclose()
-            raise NetworkError(
+            raise DecodeError(
                 f"content '{content}' is incompatible with schema. Binary/text responses "
                 "cannot be normalized. Use schema=None.",
                 status=400,
@@ -710,6 +718,57 @@ class RestEndpoint:
                 return outer(*inner(*args))
 
         return self.extend(schema=schema, remove_cursor=remove_cursor, name=self.name + ".get_page")
+
+
+#: How much of an error reply's body a StatusError message quotes.
+_DETAIL_CHARS: Final = 500
+
+
+def status_message(response: httpx.Response) -> str:
+    """`GET http://.../todos/1 -> 422 Unprocessable Entity: <detail>`: what a non-2xx reply said.
+
+    The detail is a JSON body's `detail`/`message`/`error` member when there is one,
+    else the start of the body; at most about 500 characters.
+    """
+    request = response.request
+    reason = response.reason_phrase or "error"
+    head = f"{request.method} {request.url} -> {response.status_code} {reason}"
+    detail = _reply_detail(response)
+    return f"{head}: {detail}" if detail else head
+
+
+def _reply_detail(response: httpx.Response) -> str:
+    """The most telling part of an error reply's body, shortened."""
+    try:
+        text = response.text.strip()
+    except (UnicodeDecodeError, LookupError):  # an undecodable or mislabeled body
+        return ""
+    content_type = response.headers.get("content-type", "")
+    if "html" in content_type:
+        text = re.sub(r"<[^>]*>", " ", text)  # an error page: its words, not its markup
+    elif "json" in content_type:
+        try:
+            body = json.loads(text)
+        except ValueError:
+            body = None
+        if isinstance(body, dict):
+            for member in ("detail", "message", "error", "title"):
+                if body.get(member) not in (None, ""):
+                    found = body[member]
+                    text = found if isinstance(found, str) else json.dumps(found, ensure_ascii=False)
+                    break
+    text = " ".join(text.split())
+    return text if len(text) <= _DETAIL_CHARS else text[: _DETAIL_CHARS - 3] + "..."
+
+
+def _loop_advice(name: str, exc: BaseException) -> str:
+    """What to do when the client in use is bound to a closed or other event loop."""
+    return (
+        f"{name}: the httpx client belongs to an event loop that is closed or not the running one ({exc}). "
+        "An httpx.AsyncClient works only on the loop it was first used on: create it inside the running "
+        "loop (e.g. `async with httpx.AsyncClient() as client:` in the coroutine passed to asyncio.run), "
+        "or leave `client` unset so restlayer keeps one client per loop."
+    )
 
 
 def _field_remover(field: str) -> Callable[..., list[Any]]:
