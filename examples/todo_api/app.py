@@ -19,6 +19,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from examples.todo_api import extras
 from examples.todo_api.db import RESOURCES, Record, Resource, TodoDB
 from examples.todo_api.graphql_api import REJECT_TITLE, run_graphql
 from examples.todo_api.recording import RecordedRequest, RecordingMiddleware, RequestLog
@@ -211,9 +212,10 @@ def _list_response(request: Request, res: Resource, base_filters: dict[str, Any]
     offset = ((page or 1) - 1) * limit if limit is not None else 0
     rows = db.find(res.name, filters, order_by=order, limit=limit, offset=offset)
     total = db.count(res.name, filters)
+    links = extras.link_header(request, page or 1, limit, total) if limit is not None else {}
     return JSONResponse(
         [_expand(db, res, r, expand) for r in rows],
-        headers={"X-Total-Count": str(total)},
+        headers={"X-Total-Count": str(total), **links},
     )
 
 
@@ -355,6 +357,7 @@ def create_app(
     for res in RESOURCES.values():
         routes.extend(_resource_routes(res))
     routes.append(Route("/graphql", graphql_endpoint, methods=["POST"], name="graphql"))
+    routes.extend(extras.ROUTES)
     app = Starlette(
         routes=routes,
         middleware=[Middleware(RecordingMiddleware, log=log)],

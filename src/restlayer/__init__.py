@@ -35,6 +35,7 @@ from restlayer.errors import (
     StatusError,
     TransportError,
 )
+from restlayer.pagination import paginate
 from restlayer.rest import Resource, RestEndpoint, aclose, client_session, configure_client, resource
 from restlayer.schema import (
     INVALID,
@@ -99,6 +100,7 @@ __all__ = [
     "configure_client",
     "denormalize",
     "normalize",
+    "paginate",
     "resource",
     "to_plain",
 ]

@@ -39,5 +39,8 @@ def normalize_time_options(endpoint: Any) -> None:
         _log.warning(
             "%s: poll_frequency=%s is in milliseconds, so this polls %d times a second; "
             "use e.g. timedelta(seconds=%s) for seconds",
-            getattr(endpoint, "name", endpoint), frequency, round(1000 / frequency) if frequency > 0 else 0, frequency,
+            getattr(endpoint, "name", endpoint),
+            frequency,
+            round(1000 / frequency) if frequency > 0 else 0,
+            frequency,
         )

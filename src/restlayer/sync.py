@@ -12,13 +12,15 @@ from __future__ import annotations
 import asyncio
 import threading
 import weakref
-from collections.abc import Awaitable, Callable, Coroutine, Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from restlayer.core import DLE, Response
 from restlayer.core import Controller as AsyncController
 from restlayer.errors import RestLayerError
+from restlayer.pagination import NextPage
+from restlayer.pagination import paginate as _paginate
 
 T = TypeVar("T")
 
@@ -219,3 +221,24 @@ class Controller:
                 self._thread.call(stop)
 
         return unsubscribe
+
+
+def paginate(
+    ctrl: Controller,
+    endpoint: Any,
+    params: Mapping[str, Any] | None = None,
+    *,
+    next_page: NextPage,
+    max_pages: int = 1000,
+) -> Iterator[Any]:
+    """The blocking `restlayer.pagination.paginate`: `for page in paginate(ctrl, ep, params, next_page=...)`."""
+    pages = _paginate(ctrl.controller, endpoint, params, next_page=next_page, max_pages=max_pages)
+    try:
+        while True:
+            try:
+                yield ctrl._run(pages.__anext__)
+            except StopAsyncIteration:
+                return
+    finally:
+        if not ctrl._thread.loop.is_closed():
+            ctrl._run(pages.aclose)

@@ -1,0 +1,143 @@
+"""Iterate an API's pages until the last one: `async for page in paginate(ctrl, endpoint, params, next_page=...)`.
+
+Every page is fetched through the controller, so its entities land in the store
+like any other fetch. `next_page` reads where the following page is and returns
+its params, or None on the last page; three readers cover the usual APIs:
+
+- `cursor_in_body("next", param="page")`: the body names the next page number
+  or cursor (`{"results": [...], "next": 3}`);
+- `next_url_in_body("next")`: the body holds the next page's URL
+  (`{"results": [...], "next": "https://.../items?page=3"}`);
+- `link_header()`: the reply's `Link: <...>; rel="next"` header (RFC 8288).
+
+The blocking form is `restlayer.sync.paginate`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qsl, urljoin, urlsplit
+
+import httpx
+
+from restlayer.errors import ParamError, RestLayerError
+
+__all__ = ["Page", "cursor_in_body", "link_header", "next_url_in_body", "paginate", "params_from_url"]
+
+
+@dataclass(frozen=True)
+class Page:
+    """What a `next_page` reader sees of one page: its data, the params that fetched it, the raw reply."""
+
+    data: Any
+    params: Mapping[str, Any]
+    response: httpx.Response | None
+    endpoint: Any
+
+
+NextPage = Callable[[Page], "Mapping[str, Any] | None"]
+
+
+def _member(data: Any, field: str) -> Any:
+    """`data[field]` for a dict, `data.field` for an object; None when absent."""
+    if isinstance(data, Mapping):
+        return data.get(field)
+    return getattr(data, field, None)
+
+
+def cursor_in_body(field: str = "next", *, param: str = "cursor") -> NextPage:
+    """The body's `field` (a page number or an opaque cursor) becomes the next request's `param`."""
+
+    def next_page(page: Page) -> Mapping[str, Any] | None:
+        cursor = _member(page.data, field)
+        if cursor is None or cursor == "":
+            return None
+        return {**page.params, param: cursor}
+
+    return next_page
+
+
+def next_url_in_body(field: str = "next") -> NextPage:
+    """The body's `field` is the next page's URL (absolute, or relative to the page's URL)."""
+
+    def next_page(page: Page) -> Mapping[str, Any] | None:
+        url = _member(page.data, field)
+        if not url:
+            return None
+        return params_from_url(page.endpoint, page.params, str(url))
+
+    return next_page
+
+
+def link_header(rel: str = "next") -> NextPage:
+    """The URL of the reply's `Link` header entry with relation `rel` (RFC 8288)."""
+
+    def next_page(page: Page) -> Mapping[str, Any] | None:
+        if page.response is None:
+            raise RestLayerError(
+                f"{page.endpoint.name}: this page was shared with a concurrent fetch of the same URL, "
+                "so its Link header is not available; paginate without fetching those pages elsewhere at once"
+            )
+        link = page.response.links.get(rel)
+        if not link or not link.get("url"):
+            return None
+        return params_from_url(page.endpoint, page.params, link["url"])
+
+    return next_page
+
+
+def params_from_url(endpoint: Any, params: Mapping[str, Any], url: str) -> dict[str, Any]:
+    """The params that make `endpoint` request `url`: path params kept, the query taken from `url`.
+
+    A URL the endpoint cannot produce (another host or path) is a ParamError naming both.
+    """
+    current = urlsplit(endpoint.url(params))
+    target = urlsplit(urljoin(endpoint.url(params), url))
+    in_query = {key for key, _ in parse_qsl(current.query, keep_blank_values=True)}
+    candidate = {k: v for k, v in params.items() if k not in in_query}
+    candidate.update(parse_qsl(target.query, keep_blank_values=True))
+    built = urlsplit(endpoint.url(candidate))
+    same = (built.scheme, built.netloc, built.path) == (target.scheme, target.netloc, target.path)
+    if not same or sorted(parse_qsl(built.query)) != sorted(parse_qsl(target.query)):
+        raise ParamError(f"{endpoint.name}: the next page {url!r} is not a URL this endpoint requests")
+    return candidate
+
+
+async def paginate(
+    ctrl: Any,
+    endpoint: Any,
+    params: Mapping[str, Any] | None = None,
+    *,
+    next_page: NextPage,
+    max_pages: int = 1000,
+) -> AsyncGenerator[Any, None]:
+    """Fetch page after page through `ctrl`, yielding each page's data, until `next_page` returns None.
+
+    `max_pages` bounds the walk; params seen before (a server repeating a cursor) end it with an error.
+    """
+    replies: list[httpx.Response] = []
+    original = endpoint.fetch_response
+
+    async def capture(url: str, init: Mapping[str, Any]) -> httpx.Response:
+        response: httpx.Response = await original(url, init)
+        replies.append(response)
+        return response
+
+    paged = endpoint.extend(fetch_response=capture)
+    current: Mapping[str, Any] | None = dict(params or {})
+    seen: set[str] = set()
+    for _ in range(max_pages):
+        if current is None:
+            return
+        key = paged.key(current)
+        if key in seen:
+            raise RestLayerError(f"{endpoint.name}: the server sent page {key} twice; stopping")
+        seen.add(key)
+        replies.clear()
+        data = await ctrl.fetch(paged, current)
+        yield data
+        current = next_page(Page(data, current, replies[-1] if replies else None, endpoint))
+    if current is not None:
+        raise RestLayerError(f"{endpoint.name}: more than max_pages={max_pages} pages; raise max_pages to go on")

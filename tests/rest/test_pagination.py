@@ -1,0 +1,103 @@
+"""paginate(): every page until the last, for the three styles the example API serves, async and blocking."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from restlayer import Controller, Entity, ParamError, RestEndpoint, RestLayerError, paginate, resource
+from restlayer import sync as blocking
+from restlayer.pagination import Page, cursor_in_body, link_header, next_url_in_body, params_from_url
+
+
+class Todo(Entity):
+    id: int = 0
+    userId: int = 0
+    title: str = ""
+    completed: bool = False
+
+
+TOTAL_TODOS = 6  # the example API's seed data (users 1 and 2 have three each)
+
+
+def _page_endpoint(api: Any, path: str) -> RestEndpoint:
+    return RestEndpoint(path=path, url_prefix=api.url, schema={"results": [Todo]})
+
+
+async def test_page_number_in_the_body(api: Any) -> None:
+    endpoint = _page_endpoint(api, "/pages/todos")
+    async with Controller() as ctrl:
+        pages = [
+            p async for p in paginate(ctrl, endpoint, {"limit": 4}, next_page=cursor_in_body("next", param="page"))
+        ]
+        assert [len(p["results"]) for p in pages] == [4, 2]
+        assert [p["page"] for p in pages] == [1, 2] and pages[-1]["next"] is None
+        assert all(isinstance(t, Todo) for t in pages[1]["results"])
+        assert ctrl.get(Todo, {"id": 6}).id == 6  # every page landed in the store
+    assert len(api.requests.matching("GET", "/pages/todos")) == 2
+
+
+async def test_next_url_in_the_body(api: Any) -> None:
+    endpoint = _page_endpoint(api, "/pages/todos-by-url")
+    async with Controller() as ctrl:
+        pages = [p async for p in paginate(ctrl, endpoint, {"limit": 2}, next_page=next_url_in_body())]
+    assert [t.id for page in pages for t in page["results"]] == list(range(1, TOTAL_TODOS + 1))
+    assert pages[0]["next"] == f"{api.url}/pages/todos-by-url?page=2&limit=2" and pages[-1]["next"] is None
+
+
+async def test_link_header(api: Any) -> None:
+    todos = resource(path="/todos/:id", schema=Todo, url_prefix=api.url)
+    async with Controller() as ctrl:
+        pages = [p async for p in paginate(ctrl, todos.get_list, {"userId": 2, "limit": 2}, next_page=link_header())]
+    assert [[t.id for t in p] for p in pages] == [[4, 5], [6]]
+    queries = [r.query for r in api.requests.matching("GET", "/todos")]
+    assert queries[0] == "limit=2&userId=2" and "page=2" in queries[-1]
+
+
+def test_blocking_form(api: Any) -> None:
+    endpoint = _page_endpoint(api, "/pages/todos")
+    with blocking.Controller() as ctrl:
+        pages = list(blocking.paginate(ctrl, endpoint, {"limit": 2}, next_page=cursor_in_body(param="page")))
+    assert [len(p["results"]) for p in pages] == [2, 2, 2]
+
+
+def test_blocking_form_stops_cleanly_when_the_caller_breaks(api: Any) -> None:
+    endpoint = _page_endpoint(api, "/pages/todos")
+    with blocking.Controller() as ctrl:
+        for page in blocking.paginate(ctrl, endpoint, {"limit": 1}, next_page=cursor_in_body(param="page")):
+            assert page["page"] == 1
+            break
+    assert len(api.requests.matching("GET", "/pages/todos")) == 1
+
+
+async def test_a_server_repeating_a_cursor_ends_with_an_error(api: Any) -> None:
+    endpoint = RestEndpoint(path="/pages/todos", url_prefix=api.url)
+    stuck = cursor_in_body("page", param="page")  # the current page number: never advances
+    async with Controller() as ctrl:
+        with pytest.raises(RestLayerError, match="twice"):
+            async for _ in paginate(ctrl, endpoint, {"page": 2}, next_page=stuck):
+                pass
+
+
+async def test_max_pages_bounds_the_walk(api: Any) -> None:
+    endpoint = RestEndpoint(path="/pages/todos", url_prefix=api.url)
+    async with Controller() as ctrl:
+        with pytest.raises(RestLayerError, match="max_pages=3"):
+            async for _ in paginate(ctrl, endpoint, {"limit": 1}, next_page=cursor_in_body(param="page"), max_pages=3):
+                pass
+
+
+def test_params_from_url_keeps_path_params_and_refuses_foreign_urls() -> None:
+    endpoint = RestEndpoint(path="/users/:id/todos", url_prefix="http://127.0.0.1:9")
+    params = {"id": 7, "page": 1}
+    assert params_from_url(endpoint, params, "/users/7/todos?page=2") == {"id": 7, "page": "2"}
+    assert params_from_url(endpoint, params, "http://127.0.0.1:9/users/7/todos?page=3&limit=5") == {
+        "id": 7,
+        "page": "3",
+        "limit": "5",
+    }
+    with pytest.raises(ParamError, match="not a URL this endpoint requests"):
+        params_from_url(endpoint, params, "http://elsewhere.test/users/7/todos?page=2")
+    last = Page({"next": None}, params, None, endpoint)
+    assert next_url_in_body()(last) is None and cursor_in_body()(last) is None
