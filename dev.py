@@ -64,6 +64,7 @@ FORMATTED = (
     "tests/rest/test_error_messages.py",
     "tests/rest/test_pagination.py",
     "tests/test_dev_tools.py",
+    "tests/test_docs_routes.py",
     "tests/test_lifecycle.py",
     "tests/test_readme.py",
 )

@@ -1,4 +1,4 @@
-"""Every route the docs call exists in the plain example API (`python -m examples.todo_api`), test routes not mounted."""
+"""Every route the docs call exists in the plain example API (`python -m examples.todo_api`, no test routes)."""
 
 from __future__ import annotations
 
