@@ -13,9 +13,10 @@ from starlette.routing import Match
 from examples.todo_api import LocalServer
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
+_PYTHON_BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
 _PATH_OPTION = re.compile(r"""\bpath=["'](/[^"']*)["']""")
 #: Templates the docs only build URLs from (`ep.url(...)`), never request.
-_URL_ONLY = {"/files/x"}
+_URL_ONLY = {"/files/x", "/users/1/posts"}
 
 
 def _concrete(template: str) -> str:
@@ -26,8 +27,9 @@ def _concrete(template: str) -> str:
 
 
 def documented_paths() -> list[str]:
-    """The `path=` templates the pages' code uses, made concrete."""
-    found = {_concrete(m) for page in DOCS.rglob("*.md") for m in _PATH_OPTION.findall(page.read_text())}
+    """The `path=` templates the pages' ```python blocks use, made concrete."""
+    code = [block for page in DOCS.rglob("*.md") for block in _PYTHON_BLOCK.findall(page.read_text())]
+    found = {_concrete(m) for block in code for m in _PATH_OPTION.findall(block)}
     return sorted(found - _URL_ONLY)
 
 

@@ -4,6 +4,9 @@
 - ``/file``: a 1x1 PNG with ``Content-Disposition: attachment``;
 - ``/text``: ``text/plain`` ``hello``;
 - ``/status/{code}``: replies with that status (``{"message": "status N"}``);
+- ``/redirect?to=URL&code=N`` (any method): a redirect (default 302) to ``to``;
+- ``/set-cookie``: sets a session cookie ``session=s3cret``;
+- ``/list?n=N``: ``n`` (default 100) todo-like dicts, a large reply made to order;
 - ``/pages/todos``: todos a page at a time, the next page number in the body
   (``{"results": [...], "page": 1, "next": 2}``);
 - ``/pages/todos-by-url``: the same with the next page's URL in the body
@@ -18,7 +21,7 @@ import base64
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
 __all__ = ["ROUTES", "link_header"]
@@ -62,6 +65,37 @@ async def status(request: Request) -> Response:
     if code in (204, 304) or 100 <= code < 200:
         return Response(status_code=code)
     return JSONResponse({"message": f"status {code}"}, status_code=code)
+
+
+def _int_param(request: Request, name: str, default: int) -> int:
+    """An integer query parameter; ``default`` when absent or malformed."""
+    try:
+        return int(request.query_params.get(name, default))
+    except ValueError:
+        return default
+
+
+async def redirect(request: Request) -> Response:
+    """A redirect with status ``code`` (default 302) to the URL in ``to``."""
+    target = request.query_params.get("to")
+    if not target:
+        return JSONResponse({"message": "to is required"}, status_code=400)
+    return RedirectResponse(target, status_code=_int_param(request, "code", 302))
+
+
+async def set_cookie(request: Request) -> Response:
+    """Sets a session cookie ``session=s3cret`` for the whole host."""
+    response = JSONResponse({"ok": True})
+    response.set_cookie("session", "s3cret", path="/")
+    return response
+
+
+async def todo_list(request: Request) -> Response:
+    """``n`` (default 100, at most 100000) todo-like dicts: a reply as large as asked."""
+    n = max(0, min(100_000, _int_param(request, "n", 100)))
+    return JSONResponse(
+        [{"id": i, "userId": i % 10 + 1, "title": f"todo {i}", "completed": i % 2 == 0} for i in range(1, n + 1)]
+    )
 
 
 def _page_args(request: Request) -> tuple[int, int]:
@@ -111,6 +145,9 @@ ROUTES: list[BaseRoute] = [
     Route("/file", file, methods=["GET"]),
     Route("/text", text, methods=["GET"]),
     Route("/status/{code:int}", status, methods=_ALL_METHODS),
+    Route("/redirect", redirect, methods=_ALL_METHODS),
+    Route("/set-cookie", set_cookie, methods=["GET", "POST"]),
+    Route("/list", todo_list, methods=["GET"]),
     Route("/pages/todos", todos_page_number, methods=["GET"]),
     Route("/pages/todos-by-url", todos_next_url, methods=["GET"]),
 ]
