@@ -164,3 +164,15 @@ def test_poll_frequency_that_looks_like_seconds_logs_a_warning(caplog: pytest.Lo
     warned = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warned) == 1
     assert "poll_frequency=5 " in warned[0].getMessage() and "200 times a second" in warned[0].getMessage()
+
+
+def test_configure_client_rejects_a_factory_that_is_not_one(default_client_config: None) -> None:
+    with pytest.raises(ParamError, match="callable"):
+        configure_client("httpx.AsyncClient")  # type: ignore[arg-type]
+
+
+async def test_a_factory_returning_something_else_is_named(api: Any, default_client_config: None) -> None:
+    await restlayer.aclose()
+    configure_client(lambda: "not a client")  # type: ignore[arg-type, return-value]
+    with pytest.raises(ParamError, match=r"not an httpx\.AsyncClient"):
+        await RestEndpoint(path="/echo", url_prefix=api.url)()

@@ -129,3 +129,25 @@ def test_set_response_set_error_and_set_accept_keyword_arguments() -> None:
         error = NetworkError("gone", status=410)
         ctrl.set_error(todos.get, error, id=6)
         assert ctrl.get_error(todos.get, id=6) is error
+
+
+def test_every_read_and_write_runs_on_the_loop_thread(api: Any) -> None:
+    todos = todo_resource(api)
+    with Controller() as ctrl:
+        fetched = ctrl.fetch_if_stale(todos.get, id=1)
+        stored = ctrl.fetch_if_stale(todos.get, id=1)  # fresh: from the store, no request
+        assert stored == fetched and len(api.requests.matching("GET", "/todos/1")) == 1
+        assert ctrl.get(Todo, {"id": 1}) is stored
+        assert ctrl.dle(todos.get, id=1).data is stored and ctrl.last_error(todos.get, id=1) is None
+        seen: list[Any] = []
+        unwatch = ctrl.watch(todos.get, id=1, callback=seen.append)
+        ctrl.set(Todo, {"id": 1, "title": "watched"}, id=1)
+        assert [t.title for t in seen] == ["watched"]
+        unwatch()
+        ctrl.expire_all(lambda key: True)
+        assert ctrl.get_response(todos.get, id=1).expires_at < ctrl.controller.now()
+        ctrl.invalidate_all(lambda key: True)
+        assert ctrl.get_response(todos.get, id=1).expiry_status is ExpiryStatus.INVALID
+        ctrl.reset_entire_store()
+        assert ctrl.get_state().to_dict()["endpoints"] == {}
+    unwatch()  # after close: a no-op, not an error

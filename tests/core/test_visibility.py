@@ -86,3 +86,11 @@ async def test_state_to_dict_is_plain_json(ctrl: Controller, res: Any) -> None:
     error = state["meta"][res.raw.key({"id": 2})]["error"]
     assert error == {"error": "NetworkError", "message": "gone", "status": 410}
     assert state["optimistic"] == [] and isinstance(state["last_reset"], (int, float))
+
+
+def test_to_dict_turns_odd_values_into_text() -> None:
+    from restlayer._pmap import PMap
+    from restlayer.core._state import EMPTY_STATE
+
+    state = EMPTY_STATE.evolve(meta=PMap({"k": {"expires_at": float("inf"), "at": complex(1, 2), "tags": {"a"}}}))
+    assert state.to_dict()["meta"] == {"k": {"expires_at": "inf", "at": "(1+2j)", "tags": ["a"]}}

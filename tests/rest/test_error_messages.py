@@ -107,3 +107,21 @@ def test_a_client_from_a_closed_loop_says_what_to_do(api: Any) -> None:
         warnings.simplefilter("ignore", ResourceWarning)
         del client, endpoint
         gc.collect()
+
+
+def test_a_reply_without_a_body_or_with_unusual_json_still_reads_well() -> None:
+    assert (
+        status_message(_reply(503, b"", "application/json")) == "POST http://127.0.0.1/items -> 503 Service Unavailable"
+    )
+    assert status_message(_reply(400, b"not json", "application/json")).endswith(": not json")
+    assert status_message(_reply(400, b'["a", "b"]', "application/json")).endswith(': ["a", "b"]')
+    assert status_message(_reply(400, b'{"error": "", "title": "Bad input"}', "application/problem+json")).endswith(
+        ": Bad input"
+    )
+    mislabeled = httpx.Response(
+        418,
+        content=b"x",
+        headers={"content-type": "text/plain; charset=no-such-codec"},
+        request=_reply(1, b"", "").request,
+    )
+    assert status_message(mislabeled).endswith("-> 418 I'm a teapot: x")

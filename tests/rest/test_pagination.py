@@ -101,3 +101,14 @@ def test_params_from_url_keeps_path_params_and_refuses_foreign_urls() -> None:
         params_from_url(endpoint, params, "http://elsewhere.test/users/7/todos?page=2")
     last = Page({"next": None}, params, None, endpoint)
     assert next_url_in_body()(last) is None and cursor_in_body()(last) is None
+
+
+def test_readers_take_members_of_objects_and_need_the_reply_for_headers() -> None:
+    endpoint = RestEndpoint(path="/todos", url_prefix="http://127.0.0.1:9")
+
+    class Body:
+        next = "c2"
+
+    assert cursor_in_body()(Page(Body(), {"limit": 2}, None, endpoint)) == {"limit": 2, "cursor": "c2"}
+    with pytest.raises(RestLayerError, match="Link header is not available"):
+        link_header()(Page([], {}, None, endpoint))

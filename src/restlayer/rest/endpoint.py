@@ -739,10 +739,7 @@ def status_message(response: httpx.Response) -> str:
 
 def _reply_detail(response: httpx.Response) -> str:
     """The most telling part of an error reply's body, shortened."""
-    try:
-        text = response.text.strip()
-    except (UnicodeDecodeError, LookupError):  # an undecodable or mislabeled body
-        return ""
+    text = response.text.strip()  # httpx decodes with replacement characters, never raises
     content_type = response.headers.get("content-type", "")
     if "html" in content_type:
         text = re.sub(r"<[^>]*>", " ", text)  # an error page: its words, not its markup
