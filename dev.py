@@ -51,7 +51,7 @@ def setup() -> None:
 
 
 #: Branch coverage (percent) the suite must keep; raise it as tests are added, never lower it.
-COVERAGE_FLOOR = "93.7"
+COVERAGE_FLOOR = "94.0"
 
 #: Files `ruff format --check` guards.  The lead applies `ruff format` to the whole tree
 #: after the parallel branches merge; then this list becomes `src tests bench examples dev.py`.
