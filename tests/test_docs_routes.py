@@ -15,8 +15,8 @@ from examples.todo_api import LocalServer
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 _PYTHON_BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
 _PATH_OPTION = re.compile(r"""\bpath=["'](/[^"']*)["']""")
-#: Templates the docs only build URLs from (`ep.url(...)`), never request.
-_URL_ONLY = {"/files/x", "/users/1/posts"}
+#: Templates the docs only build URLs or keys from (`ep.url(...)`, `ep.key(...)`), never request.
+_URL_ONLY = {"/files/x", "/users/1/posts", "/todos/1/vote"}
 
 
 def _concrete(template: str) -> str:

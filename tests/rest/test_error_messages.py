@@ -17,7 +17,6 @@ from restlayer import (
     ClientLoopError,
     DecodeError,
     Entity,
-    NetworkError,
     ProcessingError,
     RestEndpoint,
     RestLayerError,
