@@ -8,21 +8,29 @@ single method call per node instead of type tests.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from restlayer._sentinel import Sentinel
 from restlayer.errors import SchemaError
 
 if TYPE_CHECKING:
     from restlayer.schema._denormalize import Unvisit
+    from restlayer.schema._entity import Entity
     from restlayer.schema._normalize import Normalizer
+
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
+E = TypeVar("E", bound="Entity")
 
 
 INVALID: Any = Sentinel("INVALID")
 
 
-class Schema:
+class Schema(Generic[T_co]):
     """Base of the schema nodes other than `Entity` (which implements the same methods as classmethods).
+
+    `T_co` is the type a read returns (`Array(Todo)` is a `Schema[list[Todo]]`);
+    it exists for type checkers only and costs nothing at run time.
 
     `normalize_value` turns input into its normalized form (writing entities
     through the `Normalizer`); `denormalize_value` rebuilds the value (or

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from restlayer._text import to_text
 from restlayer.errors import SchemaError
-from restlayer.schema._base import INVALID, Schema, compile_schema, schema_name
+from restlayer.schema._base import INVALID, E, Schema, T, compile_schema, schema_name
 from restlayer.schema._containers import Array, Object, Values
 
 if TYPE_CHECKING:
@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 KeyFilter = Callable[[Mapping[str, Any]], bool]
 FilterFactory = Callable[..., KeyFilter]
 Merge = Callable[[Any, Any], Any]
+#: Argument names that do not decide membership: names, a pattern, or a predicate.
+NonFilter = Sequence[str] | str | re.Pattern[str] | Callable[[str], bool]
 
 
 @lru_cache(maxsize=4096)
@@ -50,12 +52,12 @@ def _default_args_key(*args: Any) -> Mapping[str, Any]:
     return dict(first) if isinstance(first, Mapping) else {}
 
 
-def _non_filter_predicate(option: Any) -> Callable[[str], bool]:
+def _non_filter_predicate(option: NonFilter) -> Callable[[str], bool]:
     """The `non_filter_argument_keys` option (names, a regex or a callable) as a predicate on names."""
     if isinstance(option, re.Pattern):
         return lambda name: option.search(name) is not None
     if callable(option):
-        return option  # type: ignore[no-any-return]
+        return option
     names = frozenset([option] if isinstance(option, str) else option)
     return names.__contains__
 
@@ -96,7 +98,7 @@ def _ref_key(ref: Any) -> Any:
     return ref
 
 
-class Collection(Schema):
+class Collection(Schema[T]):
     """A list or `Values` of entities stored under a key from the call arguments.
 
     `args_key(*args)` (default: the first argument) or, inside an entity,
@@ -106,13 +108,43 @@ class Collection(Schema):
     and `create_collection_filter(*args)`; options given here win over both.
     """
 
+    @overload
+    def __init__(
+        self: Collection[list[E]],
+        schema: list[type[E]],
+        *,
+        args_key: Callable[..., Mapping[str, Any]] | None = ...,
+        nest_key: Callable[[Any, str], Mapping[str, Any]] | None = ...,
+        non_filter_argument_keys: NonFilter | None = ...,
+        create_collection_filter: FilterFactory | None = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: Collection[list[Any]],
+        schema: list[Schema[Any]] | list[Mapping[str, Any]],
+        *,
+        args_key: Callable[..., Mapping[str, Any]] | None = ...,
+        nest_key: Callable[[Any, str], Mapping[str, Any]] | None = ...,
+        non_filter_argument_keys: NonFilter | None = ...,
+        create_collection_filter: FilterFactory | None = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        schema: Schema[T],
+        *,
+        args_key: Callable[..., Mapping[str, Any]] | None = ...,
+        nest_key: Callable[[Any, str], Mapping[str, Any]] | None = ...,
+        non_filter_argument_keys: NonFilter | None = ...,
+        create_collection_filter: FilterFactory | None = ...,
+    ) -> None: ...
     def __init__(
         self,
         schema: Any,
         *,
         args_key: Callable[..., Mapping[str, Any]] | None = None,
         nest_key: Callable[[Any, str], Mapping[str, Any]] | None = None,
-        non_filter_argument_keys: Any = None,
+        non_filter_argument_keys: NonFilter | None = None,
         create_collection_filter: FilterFactory | None = None,
     ) -> None:
         self.schema = schema
@@ -134,25 +166,25 @@ class Collection(Schema):
             setattr(self, "create_collection_filter", create_collection_filter)  # noqa: B010
         add = push_merge if self.is_array else values_merge
         removal = remove_merge if self.is_array else values_remove_merge
-        self.push: Schema = _Adder(self, push_merge, creating=True)
-        self.unshift: Schema = _Adder(self, unshift_merge, creating=True)
-        self.assign: Schema = _Adder(self, values_merge, creating=True)
-        self.remove: Schema = _Adder(self, removal, creating=False)
-        self.move: Schema = _Mover(self, add, removal)
+        self.push: Schema[Any] = _Adder(self, push_merge, creating=True)
+        self.unshift: Schema[Any] = _Adder(self, unshift_merge, creating=True)
+        self.assign: Schema[Any] = _Adder(self, values_merge, creating=True)
+        self.remove: Schema[Any] = _Adder(self, removal, creating=False)
+        self.move: Schema[Any] = _Mover(self, add, removal)
 
     def __repr__(self) -> str:
         return f"Collection({self.key})"
 
     # ----- derived schemas ------------------------------------------------------------
-    def add_with(self, merge: Merge, create_collection_filter: FilterFactory | None = None) -> Schema:
+    def add_with(self, merge: Merge, create_collection_filter: FilterFactory | None = None) -> Schema[Any]:
         """A create schema that merges new items into matching lists with `merge`."""
         return _Adder(self, merge, create_collection_filter, creating=True)
 
-    def move_with(self, merge: Merge) -> Schema:
+    def move_with(self, merge: Merge) -> Schema[Any]:
         """A move schema that adds to the destination lists with `merge`."""
         return _Mover(self, merge, remove_merge if self.is_array else values_remove_merge)
 
-    def paginated(self, remove_cursor: Callable[..., Any]) -> Schema:
+    def paginated(self, remove_cursor: Callable[..., Any]) -> Schema[Any]:
         """Next-page schema: this same list (keyed by `remove_cursor(*args)`), unique items appended."""
         return _Paginator(self, remove_cursor)
 
@@ -230,12 +262,12 @@ def _matches(values: Mapping[str, Any], name: str, want: Any) -> bool:
     return got is not None and to_text(got) == want
 
 
-class _Adder(Schema):
+class _Adder(Schema[Any]):
     """Normalizes the response, then merges its refs into every accepted stored list."""
 
     def __init__(
         self,
-        collection: Collection,
+        collection: Collection[Any],
         merge: Merge,
         create_collection_filter: FilterFactory | None = None,
         *,
@@ -278,7 +310,7 @@ def _result_shape(normalized: list[Any], single: bool) -> Any:
     return normalized[0] if single and normalized else normalized
 
 
-def _denormalize_items(collection: Collection, value: Any, unvisit: Unvisit) -> Any:
+def _denormalize_items(collection: Collection[Any], value: Any, unvisit: Unvisit) -> Any:
     """A create/remove/move result: a list for a list reply, one item for a single-object reply."""
     if not collection.is_array or isinstance(value, list):
         return collection.node.denormalize_value(value, unvisit)
@@ -286,10 +318,10 @@ def _denormalize_items(collection: Collection, value: Any, unvisit: Unvisit) -> 
     return items[0] if items else None
 
 
-class _Paginator(Schema):
+class _Paginator(Schema[Any]):
     """A page of a list: stored into the list keyed by `remove_cursor(*args)`, appending new refs."""
 
-    def __init__(self, collection: Collection, remove_cursor: Callable[..., Any]) -> None:
+    def __init__(self, collection: Collection[Any], remove_cursor: Callable[..., Any]) -> None:
         self.collection = collection
         self.key = collection.key
         self.remove_cursor = remove_cursor
@@ -312,10 +344,10 @@ class _Paginator(Schema):
         return self.collection.query_key(tuple(self.remove_cursor(*args)), unvisit)
 
 
-class _Mover(Schema):
+class _Mover(Schema[Any]):
     """Moves each item from the lists matching its stored values to those matching its new ones."""
 
-    def __init__(self, collection: Collection, add: Merge, remove: Merge) -> None:
+    def __init__(self, collection: Collection[Any], add: Merge, remove: Merge) -> None:
         self.collection = collection
         self.key = collection.key
         self.add = add
@@ -379,7 +411,7 @@ class _Mover(Schema):
         return _denormalize_items(self.collection, value, unvisit)
 
 
-def find_collection(schema: Any) -> Collection | None:
+def find_collection(schema: Any) -> Collection[Any] | None:
     """The first Collection inside `schema` (itself, or inside a dict/list/Object/Array)."""
     if isinstance(schema, Collection):
         return schema

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from restlayer.errors import SchemaError
-from restlayer.schema._base import INVALID, Schema, compile_schema, normalize_members, schema_name
+from restlayer.schema._base import INVALID, E, Schema, T, compile_schema, normalize_members, schema_name
 
 if TYPE_CHECKING:
     from restlayer.schema._denormalize import Unvisit
     from restlayer.schema._normalize import Normalizer
 
 
-def _items(value: Any, owner: Schema) -> list[Any]:
+def _items(value: Any, owner: Schema[Any]) -> list[Any]:
     if isinstance(value, (list, tuple)):
         return list(value)
     if isinstance(value, Mapping):
@@ -28,11 +28,17 @@ def _items(value: Any, owner: Schema) -> list[Any]:
     raise SchemaError(f"Expected a list, found {type(value).__name__}", schema=schema_name(owner))
 
 
-class Array(Schema):
+class Array(Schema[list[T]]):
     """A list of one schema; `[Todo]` is the shorthand. `None` items are dropped."""
 
     __slots__ = ("node", "schema")
 
+    @overload
+    def __init__(self: Array[E], schema: type[E]) -> None: ...
+    @overload
+    def __init__(self, schema: Schema[T]) -> None: ...
+    @overload
+    def __init__(self: Array[dict[str, Any]], schema: Mapping[str, Any]) -> None: ...
     def __init__(self, schema: Any) -> None:
         self.schema = schema
         self.node = compile_schema(schema)
@@ -69,7 +75,7 @@ class Array(Schema):
         return out
 
 
-class Object(Schema):
+class Object(Schema[dict[str, Any]]):
     """A dict whose named members are normalized; `{"results": [Todo]}` is the shorthand."""
 
     __slots__ = ("nodes", "schema")
@@ -114,11 +120,17 @@ class Object(Schema):
         return out
 
 
-class Values(Schema):
+class Values(Schema[dict[str, T]]):
     """A dict of name -> one schema (e.g. id -> Todo); `None` members are dropped."""
 
     __slots__ = ("node", "schema")
 
+    @overload
+    def __init__(self: Values[E], schema: type[E]) -> None: ...
+    @overload
+    def __init__(self, schema: Schema[T]) -> None: ...
+    @overload
+    def __init__(self: Values[dict[str, Any]], schema: Mapping[str, Any]) -> None: ...
     def __init__(self, schema: Any) -> None:
         self.schema = schema
         self.node = compile_schema(schema)

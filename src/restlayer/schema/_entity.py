@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from restlayer._text import to_text
+from restlayer._typing import Self, dataclass_transform
 from restlayer.errors import SchemaError
 from restlayer.schema._base import INVALID, Node, compile_schema, normalize_members
 
@@ -32,8 +33,12 @@ def _is_classvar(annotation: Any) -> bool:
     return "ClassVar" in text
 
 
+@dataclass_transform(kw_only_default=True, frozen_default=True, eq_default=True)
 class Entity:
     """A normalized record type: typed fields with defaults, a primary key, nested schemas.
+
+    Type checkers see a keyword-only, frozen dataclass: `Todo(title="x")` is
+    checked against the fields and `todo.title` has the declared type.
 
     Override `pk`, `process`, `merge`, `merge_with_store`,
     `merge_meta_with_store`, `should_update`, `should_reorder`, `validate` or
@@ -103,17 +108,17 @@ class Entity:
         body = ", ".join(f"{k}={v!r}" for k, v in self.__dict__.items())
         return f"{type(self).__name__}({body})"
 
-    def __copy__(self) -> Entity:
+    def __copy__(self) -> Self:
         return self
 
-    def __deepcopy__(self, memo: dict[int, Any]) -> Entity:
+    def __deepcopy__(self, memo: dict[int, Any]) -> Self:
         return self
 
     def to_dict(self) -> dict[str, Any]:
         """The fields as a plain dict (nested entities converted too)."""
         return {k: _plain(v) for k, v in self.__dict__.items()}
 
-    def replace(self, **changes: Any) -> Entity:
+    def replace(self, **changes: Any) -> Self:
         """A copy with some fields changed (the instance itself never changes)."""
         return type(self)(**{**self.__dict__, **changes})
 
@@ -169,7 +174,7 @@ class Entity:
         return None
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Entity:
+    def from_json(cls, data: Mapping[str, Any]) -> Self:
         """Build an instance: field defaults, then every member of `data`."""
         obj = object.__new__(cls)
         object.__setattr__(obj, "__dict__", cls.field_values(data))

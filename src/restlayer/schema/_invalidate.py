@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from restlayer._text import to_text
 from restlayer.errors import SchemaError
-from restlayer.schema._base import Schema, compile_schema, schema_name
+from restlayer.schema._base import E, Schema, T, compile_schema, schema_name
 from restlayer.schema._union import Union
 
 if TYPE_CHECKING:
@@ -15,11 +15,15 @@ if TYPE_CHECKING:
     from restlayer.schema._normalize import Normalizer
 
 
-class Invalidate(Schema):
+class Invalidate(Schema[T]):
     """Marks the entity in the response deleted; the response may be the pk itself."""
 
     __slots__ = ("node", "schema")
 
+    @overload
+    def __init__(self: Invalidate[E], schema: type[E]) -> None: ...
+    @overload
+    def __init__(self, schema: Schema[T]) -> None: ...
     def __init__(self, schema: Any) -> None:
         self.schema = schema
         self.node = compile_schema(schema)

@@ -3,20 +3,27 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
-from restlayer.schema._base import INVALID, Schema, compile_schema, schema_name
-from restlayer.schema._union import Union
+from restlayer.schema._base import INVALID, E, Schema, T, compile_schema, schema_name
+from restlayer.schema._union import Attribute, Union
 
 if TYPE_CHECKING:
     from restlayer.schema._denormalize import Unvisit
     from restlayer.schema._normalize import Normalizer
 
 
-class Query(Schema):
+class Query(Schema[T]):
     """A derived read: `Query(All(User), lambda users, *args: sorted(...))`."""
 
     __slots__ = ("node", "process", "schema")
+
+    @overload
+    def __init__(self: Query[E], schema: type[E], process: None = None) -> None: ...
+    @overload
+    def __init__(self, schema: Schema[T], process: None = None) -> None: ...
+    @overload
+    def __init__(self, schema: Any, process: Callable[..., T]) -> None: ...
 
     def __init__(self, schema: Any, process: Callable[..., Any] | None = None) -> None:
         self.schema = schema
@@ -39,12 +46,17 @@ class Query(Schema):
         return self.node.query_key(args, unvisit)
 
 
-class All(Schema):
+class All(Schema[list[T]]):
     """Every stored entity of a type (or of several, with a Union-like attribute)."""
 
     __slots__ = ("schema", "union")
 
-    def __init__(self, schema: Any, schema_attribute: Any = None) -> None:
+    @overload
+    def __init__(self: All[E], schema: type[E], schema_attribute: None = None) -> None: ...
+    @overload
+    def __init__(self: All[E], schema: Mapping[str, type[E]], schema_attribute: Attribute) -> None: ...
+
+    def __init__(self, schema: Any, schema_attribute: Attribute | None = None) -> None:
         self.schema = schema
         self.union = Union(schema, schema_attribute) if isinstance(schema, Mapping) else None
 

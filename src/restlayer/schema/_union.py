@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from restlayer.errors import SchemaError
-from restlayer.schema._base import Schema, compile_schema
+from restlayer.schema._base import E, Schema, compile_schema
 
 if TYPE_CHECKING:
     from restlayer.schema._denormalize import Unvisit
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 Attribute = str | Callable[[Any, Any, Any], str]
 
 
-class Union(Schema):
+class Union(Schema[E]):
     """Polymorphic entity: `Union({"users": User, "groups": Group}, "type")`.
 
     Normalized to `{"id": pk, "schema": name}`; `schema_attribute` is a member
@@ -24,6 +24,10 @@ class Union(Schema):
 
     __slots__ = ("_attr", "nodes", "schema_attribute", "schemas")
 
+    @overload
+    def __init__(self, schemas: Mapping[str, type[E]], schema_attribute: Attribute) -> None: ...
+    @overload
+    def __init__(self: Union[Any], schemas: Mapping[str, Any], schema_attribute: Attribute | None = None) -> None: ...
     def __init__(self, schemas: Mapping[str, Any], schema_attribute: Attribute | None = None) -> None:
         if schema_attribute is None:
             raise TypeError("Union requires a schema_attribute (a member name or a function)")
