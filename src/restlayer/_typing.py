@@ -6,10 +6,12 @@ is the standard one (3.11+) or a no-op, and `Self` is only ever used in annotati
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from typing_extensions import Self, dataclass_transform
+
+    from restlayer.schema import Entity
 else:
     try:
         from typing import Self, dataclass_transform
@@ -21,4 +23,9 @@ else:
             return lambda cls: cls
 
 
-__all__ = ["Self", "dataclass_transform"]
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
+#: An Entity subclass given as a schema (`schema=Todo` reads a `Todo`).
+E = TypeVar("E", bound="Entity")
+
+__all__ = ["E", "Self", "T", "T_co", "dataclass_transform"]

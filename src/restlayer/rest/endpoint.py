@@ -16,12 +16,14 @@ import json
 import logging
 import re
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final, Generic, overload
 
 import httpx
+from typing_extensions import TypeVar
 
 from restlayer._sentinel import Sentinel
 from restlayer._time import normalize_time_options
+from restlayer._typing import E, Self, T
 from restlayer.errors import (
     BodyTooLargeError,
     ClientLoopError,
@@ -39,10 +41,14 @@ from restlayer.rest._client import get_client
 from restlayer.rest._path import compile_path
 from restlayer.rest._url import build_url
 from restlayer.rest._url import search_to_string as _default_search_to_string
+from restlayer.schema import Schema
 
 __all__ = ["OPTIONS", "ByteStream", "RestEndpoint"]
 
 _log = logging.getLogger("restlayer")
+
+#: What the Controller returns for an endpoint (typing only; `Any` when not inferred).
+R_co = TypeVar("R_co", covariant=True, default=Any)
 
 
 #: Marker for an option left out (`body` tells it from an explicit `None`).
@@ -255,8 +261,11 @@ class _RequestParts:
         self.json_headers = headers if sets_type or is_form else {**_JSON_CONTENT_TYPE, **headers}
 
 
-class RestEndpoint:
+class RestEndpoint(Generic[R_co]):
     """A REST call: `await ep(params, body)` sends it; `ep.key(...)` names its cache slot.
+
+    `RestEndpoint[Todo]` is an endpoint the Controller answers with a `Todo`;
+    the type is inferred from `schema` (or `process`) for type checkers only.
 
     Any option may be given to the constructor, set as a class attribute of a
     subclass, or changed by `extend(**options)`; callables given as options
@@ -291,6 +300,18 @@ class RestEndpoint:
     #: limit; httpx's `timeout` still bounds each connect, read and write).
     total_timeout: float | None = None
 
+    @overload
+    def __init__(self: RestEndpoint[E], *, schema: type[E], **options: Any) -> None: ...
+    @overload
+    def __init__(self: RestEndpoint[list[E]], *, schema: list[type[E]], **options: Any) -> None: ...
+    @overload
+    def __init__(self: RestEndpoint[T], *, schema: Schema[T], **options: Any) -> None: ...
+    @overload
+    def __init__(self: RestEndpoint[dict[str, Any]], *, schema: Mapping[str, Any], **options: Any) -> None: ...
+    @overload
+    def __init__(self: RestEndpoint[T], *, process: Callable[..., T], schema: None = None, **options: Any) -> None: ...
+    @overload
+    def __init__(self: RestEndpoint[Any], *, schema: None = None, **options: Any) -> None: ...
     def __init__(self, **options: Any) -> None:
         cls = type(self)
         for option in options:
@@ -328,6 +349,13 @@ class RestEndpoint:
         self.side_effect = side_effect
         if not method_given:
             self.method = "POST" if side_effect else "GET"
+
+    if TYPE_CHECKING:
+
+        @property
+        def __result__(self) -> R_co:
+            """Typing only (no run-time value): what the Controller returns for this endpoint."""
+            ...
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, method={self.method!r}, path={self.path!r})"
@@ -642,7 +670,17 @@ class RestEndpoint:
 
     # -- derived endpoints -----------------------------------------------------------
 
-    def extend(self, **options: Any) -> RestEndpoint:
+    @overload
+    def extend(self, *, schema: type[E], **options: Any) -> RestEndpoint[E]: ...
+    @overload
+    def extend(self, *, schema: list[type[E]], **options: Any) -> RestEndpoint[list[E]]: ...
+    @overload
+    def extend(self, *, schema: Schema[T], **options: Any) -> RestEndpoint[T]: ...
+    @overload
+    def extend(self, *, schema: Mapping[str, Any], **options: Any) -> RestEndpoint[dict[str, Any]]: ...
+    @overload
+    def extend(self, **options: Any) -> Self: ...
+    def extend(self, **options: Any) -> Any:
         """A new endpoint with these options overriding this one's; this one is unchanged."""
         merged = {**self._options, **options}
         if "method" in options and "side_effect" not in options:
@@ -656,51 +694,84 @@ class RestEndpoint:
         collection = find_collection(self.schema)
         return None if collection is None else getattr(collection, attr)
 
-    @functools.cached_property
-    def push(self) -> RestEndpoint:
-        """POST that appends the created item to every matching list."""
-        return self.extend(method="POST", schema=self._collection_member("push"), name=self.name + ".create")
+    if TYPE_CHECKING:  # the collection-derived endpoints, typed from a list (or dict) result
 
-    @functools.cached_property
-    def unshift(self) -> RestEndpoint:
-        """POST that prepends the created item to every matching list."""
-        return self.extend(method="POST", schema=self._collection_member("unshift"), name=self.name + ".create")
+        @property
+        def push(self: RestEndpoint[list[T]]) -> RestEndpoint[T]:
+            """POST that appends the created item to every matching list."""
+            ...
 
-    @functools.cached_property
-    def assign(self) -> RestEndpoint:
-        """POST that merges keyed entries into a Values collection."""
-        return self.extend(method="POST", schema=self._collection_member("assign"), name=self.name + ".create")
+        @property
+        def unshift(self: RestEndpoint[list[T]]) -> RestEndpoint[T]:
+            """POST that prepends the created item to every matching list."""
+            ...
 
-    @functools.cached_property
-    def remove(self) -> RestEndpoint:
-        """PATCH that removes the item from every matching list."""
-        return self.extend(
-            method="PATCH",
-            schema=self._collection_member("remove"),
-            name=self.name + ".partial_update",
-        )
+        @property
+        def assign(self: RestEndpoint[dict[str, T]]) -> RestEndpoint[dict[str, T]]:
+            """POST that merges keyed entries into a Values collection."""
+            ...
 
-    @functools.cached_property
-    def move(self) -> RestEndpoint:
-        """PATCH that moves the item between lists (on the item path when known)."""
-        options: dict[str, Any] = {
-            "method": "PATCH",
-            "schema": self._collection_member("move"),
-            "search_params": None,
-            "name": self.name + ".partial_update",
-        }
-        if self.move_path:
-            options["path"] = self.move_path
-        return self.extend(**options)
+        @property
+        def remove(self: RestEndpoint[list[T]]) -> RestEndpoint[T]:
+            """PATCH that removes the item from every matching list."""
+            ...
 
-    @functools.cached_property
-    def get_page(self) -> RestEndpoint:
-        """The next page of this list, appended to it (needs `pagination_field`)."""
-        if not self.pagination_field:
-            raise AttributeError(f"{self.name} has no get_page: pagination_field is not set")
-        return self.paginated(self.pagination_field)
+        @property
+        def move(self: RestEndpoint[list[T]]) -> RestEndpoint[T]:
+            """PATCH that moves the item between lists (on the item path when known)."""
+            ...
 
-    def paginated(self, cursor: str | Callable[..., Any]) -> RestEndpoint:
+        @property
+        def get_page(self: RestEndpoint[list[T]]) -> RestEndpoint[list[T]]:
+            """The next page of this list, appended to it (needs `pagination_field`)."""
+            ...
+
+    else:
+        @functools.cached_property
+        def push(self) -> RestEndpoint[Any]:
+            """POST that appends the created item to every matching list."""
+            return self.extend(method="POST", schema=self._collection_member("push"), name=self.name + ".create")
+
+        @functools.cached_property
+        def unshift(self) -> RestEndpoint[Any]:
+            """POST that prepends the created item to every matching list."""
+            return self.extend(method="POST", schema=self._collection_member("unshift"), name=self.name + ".create")
+
+        @functools.cached_property
+        def assign(self) -> RestEndpoint[Any]:
+            """POST that merges keyed entries into a Values collection."""
+            return self.extend(method="POST", schema=self._collection_member("assign"), name=self.name + ".create")
+
+        @functools.cached_property
+        def remove(self) -> RestEndpoint[Any]:
+            """PATCH that removes the item from every matching list."""
+            return self.extend(
+                method="PATCH",
+                schema=self._collection_member("remove"),
+                name=self.name + ".partial_update",
+            )
+
+        @functools.cached_property
+        def move(self) -> RestEndpoint[Any]:
+            """PATCH that moves the item between lists (on the item path when known)."""
+            options: dict[str, Any] = {
+                "method": "PATCH",
+                "schema": self._collection_member("move"),
+                "search_params": None,
+                "name": self.name + ".partial_update",
+            }
+            if self.move_path:
+                options["path"] = self.move_path
+            return self.extend(**options)
+
+        @functools.cached_property
+        def get_page(self) -> RestEndpoint[Any]:
+            """The next page of this list, appended to it (needs `pagination_field`)."""
+            if not self.pagination_field:
+                raise AttributeError(f"{self.name} has no get_page: pagination_field is not set")
+            return self.paginated(self.pagination_field)
+
+    def paginated(self: RestEndpoint[T], cursor: str | Callable[..., Any]) -> RestEndpoint[T]:
         """A GET whose results are appended to the list named by the arguments minus
         the cursor (a field name, or a function from page args to the list's args)."""
         from restlayer.schema import find_collection, replace_collection

@@ -8,19 +8,15 @@ single method call per node instead of type tests.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic
 
 from restlayer._sentinel import Sentinel
+from restlayer._typing import T_co
 from restlayer.errors import SchemaError
 
 if TYPE_CHECKING:
     from restlayer.schema._denormalize import Unvisit
-    from restlayer.schema._entity import Entity
     from restlayer.schema._normalize import Normalizer
-
-T = TypeVar("T")
-T_co = TypeVar("T_co", covariant=True)
-E = TypeVar("E", bound="Entity")
 
 
 INVALID: Any = Sentinel("INVALID")

@@ -13,8 +13,9 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any, overload
 
 from restlayer._text import to_text
+from restlayer._typing import E, T
 from restlayer.errors import SchemaError
-from restlayer.schema._base import INVALID, E, Schema, T, compile_schema, schema_name
+from restlayer.schema._base import INVALID, Schema, compile_schema, schema_name
 from restlayer.schema._containers import Array, Object, Values
 
 if TYPE_CHECKING:

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, overload
 
+from restlayer._typing import E, T
 from restlayer.errors import SchemaError
-from restlayer.schema._base import INVALID, E, Schema, T, compile_schema, normalize_members, schema_name
+from restlayer.schema._base import INVALID, Schema, compile_schema, normalize_members, schema_name
 
 if TYPE_CHECKING:
     from restlayer.schema._denormalize import Unvisit

@@ -6,8 +6,9 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, overload
 
 from restlayer._text import to_text
+from restlayer._typing import E, T
 from restlayer.errors import SchemaError
-from restlayer.schema._base import E, Schema, T, compile_schema, schema_name
+from restlayer.schema._base import Schema, compile_schema, schema_name
 from restlayer.schema._union import Union
 
 if TYPE_CHECKING:

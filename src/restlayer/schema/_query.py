@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, overload
 
-from restlayer.schema._base import INVALID, E, Schema, T, compile_schema, schema_name
+from restlayer._typing import E, T
+from restlayer.schema._base import INVALID, Schema, compile_schema, schema_name
 from restlayer.schema._union import Attribute, Union
 
 if TYPE_CHECKING:

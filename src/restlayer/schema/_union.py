@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, overload
 
+from restlayer._typing import E
 from restlayer.errors import SchemaError
-from restlayer.schema._base import E, Schema, compile_schema
+from restlayer.schema._base import Schema, compile_schema
 
 if TYPE_CHECKING:
     from restlayer.schema._denormalize import Unvisit
