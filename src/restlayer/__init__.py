@@ -9,6 +9,7 @@ of four packages: `restlayer.schema` (the schema engine), `restlayer.rest`
 from restlayer.core import (
     DLE,
     Controller,
+    Endpoint,
     ExpiryStatus,
     GCPolicy,
     Manager,
@@ -59,6 +60,7 @@ __all__ = [
     "DLE",
     "INVALID",
     "Controller",
+    "Endpoint",
     "ExpiryStatus",
     "GCPolicy",
     "Manager",

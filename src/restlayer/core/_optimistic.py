@@ -39,7 +39,7 @@ class Snapshot:
         """Denormalized read of any schema (like `Controller.get`)."""
         return self._controller._get(schema, args, kwargs, self.state)
 
-    def get_response(self, endpoint: Any, *args: Any, **kwargs: Any) -> Response:
+    def get_response(self, endpoint: Any, *args: Any, **kwargs: Any) -> Response[Any]:
         """Like `Controller.get_response`, against this snapshot."""
         return self._controller._response(endpoint, endpoint.bind(*args, **kwargs), self.state)
 

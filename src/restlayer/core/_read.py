@@ -88,7 +88,7 @@ def expiry_status(invalid: bool, invalid_if_stale: bool, meta: Mapping[str, Any]
 
 def read_response(
     memo: MemoCache, endpoint: Any, args: tuple[Any, ...], state: State
-) -> tuple[Response, Denormalized | None]:
+) -> tuple[Response[Any], Denormalized | None]:
     """The endpoint's Response for `args` from `state`, plus the read's detail (see `refs_of`)."""
     key = endpoint.key(*args)
     meta = state.meta.get(key)
@@ -149,6 +149,6 @@ def empty_form(endpoint: Any, args: tuple[Any, ...], state: State) -> Any:
     return denormalize(endpoint.schema, cached, EMPTY, args)
 
 
-def needs_fetch(response: Response, now: float) -> bool:
+def needs_fetch(response: Response[Any], now: float) -> bool:
     """Whether a reader should start a fetch: expired, or invalid."""
     return now > response.expires_at or response.expiry_status == ExpiryStatus.INVALID

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 from enum import IntEnum
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Generic, NamedTuple
 
 from restlayer._time import to_ms
+from restlayer._typing import T
 from restlayer.errors import RestLayerError
 
 #: Lifetimes (ms) used when an endpoint leaves `data_expiry_length` / `error_expiry_length` unset.
@@ -32,17 +33,34 @@ class ExpiryStatus(IntEnum):
     VALID = 3
 
 
-class Response(NamedTuple):
-    """What `Controller.get_response` gives: the data, its status and when it expires (ms)."""
+if TYPE_CHECKING:  # generic for type checkers; a generic NamedTuple needs Python 3.11 at run time
 
-    data: Any
-    expiry_status: ExpiryStatus
-    expires_at: float
+    class Response(NamedTuple, Generic[T]):
+        """What `Controller.get_response` gives: the data, its status and when it expires (ms)."""
 
+        data: T | None
+        expiry_status: ExpiryStatus
+        expires_at: float
 
-class DLE(NamedTuple):
-    """What `Controller.dle` gives: data, whether a fetch is loading it, and the error."""
+    class DLE(NamedTuple, Generic[T]):
+        """What `Controller.dle` gives: data, whether a fetch is loading it, and the error."""
 
-    data: Any
-    loading: bool
-    error: BaseException | None
+        data: T | None
+        loading: bool
+        error: BaseException | None
+
+else:
+
+    class Response(NamedTuple):
+        """What `Controller.get_response` gives: the data, its status and when it expires (ms)."""
+
+        data: object
+        expiry_status: ExpiryStatus
+        expires_at: float
+
+    class DLE(NamedTuple):
+        """What `Controller.dle` gives: data, whether a fetch is loading it, and the error."""
+
+        data: object
+        loading: bool
+        error: BaseException | None

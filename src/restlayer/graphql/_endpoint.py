@@ -11,13 +11,15 @@ import inspect
 import json
 import re
 from collections.abc import Callable, Mapping
-from typing import Any, Final
+from typing import Any, Final, overload
 
 import httpx
 
+from restlayer._typing import E, T
 from restlayer.errors import NetworkError, ParamError, RestLayerError
 from restlayer.graphql._errors import GQLNetworkError
-from restlayer.rest.endpoint import RestEndpoint
+from restlayer.rest.endpoint import R_co, RestEndpoint
+from restlayer.schema import Schema
 
 __all__ = ["GQLEndpoint", "QueryText"]
 
@@ -75,7 +77,7 @@ def _key_json(variables: Any) -> str:
     return json.dumps(variables, separators=(",", ":"), ensure_ascii=False)
 
 
-class GQLEndpoint(RestEndpoint):
+class GQLEndpoint(RestEndpoint[R_co]):
     """`await ep(variables)` POSTs `{"query", "variables"}` to `url` and returns `data`.
 
     Every RestEndpoint option applies (`get_headers`, `request_init`, `client`,
@@ -104,17 +106,37 @@ class GQLEndpoint(RestEndpoint):
         """The query text for these variables (set by `.query()` / `.mutation()`)."""
         raise RestLayerError(f"{self.name}: You must include a query (use .query() or .mutation())")
 
-    def query(self, query: QueryText, schema: Any = None, **options: Any) -> GQLEndpoint:
+    @overload
+    def query(self, query: QueryText, schema: type[E], **options: Any) -> GQLEndpoint[E]: ...
+    @overload
+    def query(self, query: QueryText, schema: list[type[E]], **options: Any) -> GQLEndpoint[list[E]]: ...
+    @overload
+    def query(self, query: QueryText, schema: Schema[T], **options: Any) -> GQLEndpoint[T]: ...
+    @overload
+    def query(self, query: QueryText, schema: Mapping[str, Any], **options: Any) -> GQLEndpoint[dict[str, Any]]: ...
+    @overload
+    def query(self, query: QueryText, schema: None = None, **options: Any) -> GQLEndpoint[Any]: ...
+    def query(self, query: QueryText, schema: Any = None, **options: Any) -> GQLEndpoint[Any]:
         """An endpoint reading `query` (text or variables -> text), normalized by `schema`."""
         return self._operation(query, schema, None, options)
 
-    def mutation(self, query: QueryText, schema: Any = None, **options: Any) -> GQLEndpoint:
+    @overload
+    def mutation(self, query: QueryText, schema: type[E], **options: Any) -> GQLEndpoint[E]: ...
+    @overload
+    def mutation(self, query: QueryText, schema: list[type[E]], **options: Any) -> GQLEndpoint[list[E]]: ...
+    @overload
+    def mutation(self, query: QueryText, schema: Schema[T], **options: Any) -> GQLEndpoint[T]: ...
+    @overload
+    def mutation(self, query: QueryText, schema: Mapping[str, Any], **options: Any) -> GQLEndpoint[dict[str, Any]]: ...
+    @overload
+    def mutation(self, query: QueryText, schema: None = None, **options: Any) -> GQLEndpoint[Any]: ...
+    def mutation(self, query: QueryText, schema: Any = None, **options: Any) -> GQLEndpoint[Any]:
         """Like `query`, but a side effect: never read from the cache, always sent."""
         return self._operation(query, schema, True, options)
 
     def _operation(
         self, query: QueryText, schema: Any, side_effect: bool | None, options: dict[str, Any]
-    ) -> GQLEndpoint:
+    ) -> GQLEndpoint[Any]:
         """`query` / `mutation`: this endpoint extended with `get_query`, schema and side_effect."""
         get_query = _query_getter(query)
         merged: dict[str, Any] = {
@@ -199,7 +221,7 @@ class GQLEndpoint(RestEndpoint):
 
     # -- derived endpoints -------------------------------------------------------------
 
-    def extend(self, **options: Any) -> GQLEndpoint:
+    def extend(self, **options: Any) -> GQLEndpoint[Any]:
         """A new endpoint with these options overriding this one's (`url=` moves it)."""
         if "url" in options:
             options["url_prefix"] = options.pop("url")

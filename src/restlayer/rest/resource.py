@@ -7,37 +7,70 @@ A `Resource` is a small immutable object holding named endpoints (`get`,
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, overload
 
+from restlayer._typing import E, T, T_co
 from restlayer.errors import ParamError
 from restlayer.rest._path import list_path
 from restlayer.rest.endpoint import RestEndpoint
+from restlayer.schema import NonFilter, Schema
 
 __all__ = ["Resource", "resource"]
 
 
-class Resource:
+class Resource(Generic[T_co]):
     """Named endpoints, read as attributes (`r.get`) or by name (`r["get"]`); immutable.
 
     Iterating gives the member names; `members()` the name -> endpoint mapping.
+    `Resource[Todo]` types the standard members (`get` reads a `Todo`,
+    `get_list` a `list[Todo]`); members added by `extend` are read by name.
     """
 
     __slots__ = ("_label", "_members")
 
-    _members: dict[str, Any]
+    _members: dict[str, RestEndpoint[Any]]
     _label: str
 
-    def __init__(self, members: Mapping[str, Any], label: str = "") -> None:
+    def __init__(self, members: Mapping[str, RestEndpoint[Any]], label: str = "") -> None:
         object.__setattr__(self, "_members", dict(members))
         object.__setattr__(self, "_label", label)
 
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        try:
-            return self._members[name]
-        except KeyError:
-            raise AttributeError(f"resource {self._label or '?'} has no member {name!r}") from None
+    if TYPE_CHECKING:  # the standard members, typed; at run time __getattr__ serves every member
+
+        @property
+        def get(self) -> RestEndpoint[T_co]:
+            """GET one item."""
+            ...
+
+        @property
+        def get_list(self) -> RestEndpoint[list[T_co]]:
+            """GET the list (a Collection): `.push`, `.unshift`, `.remove`, `.move`, `.get_page`."""
+            ...
+
+        @property
+        def update(self) -> RestEndpoint[T_co]:
+            """PUT one item."""
+            ...
+
+        @property
+        def partial_update(self) -> RestEndpoint[T_co]:
+            """PATCH one item."""
+            ...
+
+        @property
+        def delete(self) -> RestEndpoint[T_co]:
+            """DELETE one item (the entity is marked deleted in the store)."""
+            ...
+
+    else:
+
+        def __getattr__(self, name: str) -> Any:
+            if name.startswith("__"):
+                raise AttributeError(name)
+            try:
+                return self._members[name]
+            except KeyError:
+                raise AttributeError(f"resource {self._label or '?'} has no member {name!r}") from None
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("Resource is immutable: use extend() to derive a new one")
@@ -45,7 +78,7 @@ class Resource:
     def __delattr__(self, name: str) -> None:
         raise AttributeError("Resource is immutable: use extend() to derive a new one")
 
-    def __getitem__(self, name: str) -> Any:
+    def __getitem__(self, name: str) -> RestEndpoint[Any]:
         return self._members[name]
 
     def __contains__(self, name: object) -> bool:
@@ -63,11 +96,11 @@ class Resource:
     def __repr__(self) -> str:
         return f"Resource({self._label}: {', '.join(self._members)})"
 
-    def members(self) -> dict[str, Any]:
+    def members(self) -> dict[str, RestEndpoint[Any]]:
         """A copy of the name -> endpoint mapping."""
         return dict(self._members)
 
-    def extend(self, *args: Any, **overrides: Any) -> Resource:
+    def extend(self, *args: Any, **overrides: Any) -> Resource[T_co]:
         """A new resource with members added or changed; this one is unchanged.
 
         `extend(lambda base: {name: endpoint})`, `extend(get={...options})`, or
@@ -90,7 +123,7 @@ class Resource:
             overrides = {**args[0], **overrides}
         return self._with({name: self._member_override(name, opts) for name, opts in overrides.items()})
 
-    def _member_override(self, name: str, options: Any) -> Any:
+    def _member_override(self, name: str, options: Any) -> RestEndpoint[Any]:
         """Form (b): an existing member with its options changed."""
         if name not in self._members:
             raise ParamError(f"resource has no member {name!r} to extend; add one with extend({name!r}, **options)")
@@ -98,7 +131,7 @@ class Resource:
             raise ParamError(f"extend({name}=...) takes a dict of endpoint options")
         return self._members[name].extend(**options)
 
-    def _extended_member(self, name: str, options: dict[str, Any]) -> Any:
+    def _extended_member(self, name: str, options: dict[str, Any]) -> RestEndpoint[Any]:
         """Form (c): change member `name`, or derive a new one from `get`."""
         if name in self._members:
             return self._members[name].extend(**options)
@@ -106,7 +139,7 @@ class Resource:
             options = {**options, "name": f"{self._label}.{name}"}
         return self._members["get"].extend(**options)
 
-    def _with(self, members: Mapping[str, Any]) -> Resource:
+    def _with(self, members: Mapping[str, RestEndpoint[Any]]) -> Resource[T_co]:
         return Resource({**self._members, **members}, self._label)
 
 
@@ -163,17 +196,41 @@ def _optimistic_delete(snapshot: Any, params: Any = None, *rest: Any) -> Any:
     return params
 
 
+@overload
+def resource(
+    *,
+    path: str,
+    schema: type[E],
+    endpoint_class: type[RestEndpoint[Any]] = ...,
+    collection_class: type | None = ...,
+    non_filter_argument_keys: NonFilter = ...,
+    optimistic: bool = ...,
+    pagination_field: str | None = ...,
+    **options: Any,
+) -> Resource[E]: ...
+@overload
+def resource(
+    *,
+    path: str,
+    schema: Schema[T],
+    endpoint_class: type[RestEndpoint[Any]] = ...,
+    collection_class: type | None = ...,
+    non_filter_argument_keys: NonFilter = ...,
+    optimistic: bool = ...,
+    pagination_field: str | None = ...,
+    **options: Any,
+) -> Resource[T]: ...
 def resource(
     *,
     path: str,
     schema: Any,
-    endpoint_class: type[RestEndpoint] = RestEndpoint,
+    endpoint_class: type[RestEndpoint[Any]] = RestEndpoint,
     collection_class: type | None = None,
-    non_filter_argument_keys: Any = None,
+    non_filter_argument_keys: NonFilter = None,
     optimistic: bool = False,
     pagination_field: str | None = None,
     **options: Any,
-) -> Resource:
+) -> Resource[Any]:
     """The CRUD endpoints of `path` and `schema`; other options go to every member."""
     if collection_class is None:
         from restlayer.schema import Collection

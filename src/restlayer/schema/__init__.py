@@ -1,7 +1,7 @@
 """The schema engine: declare shapes, normalize responses into tables, denormalize them back."""
 
-from restlayer.schema._base import INVALID, Schema
-from restlayer.schema._collection import Collection, find_collection, replace_collection
+from restlayer.schema._base import INVALID, Schema, SchemaLike
+from restlayer.schema._collection import Collection, NonFilter, find_collection, replace_collection
 from restlayer.schema._containers import Array, Object, Values
 from restlayer.schema._denormalize import denormalize
 from restlayer.schema._entity import Entity, to_plain
@@ -20,10 +20,12 @@ __all__ = [
     "Entity",
     "Invalidate",
     "MemoCache",
+    "NonFilter",
     "NormalizedResult",
     "Object",
     "Query",
     "Schema",
+    "SchemaLike",
     "Union",
     "Values",
     "denormalize",

@@ -7,8 +7,8 @@ single method call per node instead of type tests.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Generic
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Generic, TypeAlias
 
 from restlayer._sentinel import Sentinel
 from restlayer._typing import T_co
@@ -16,6 +16,7 @@ from restlayer.errors import SchemaError
 
 if TYPE_CHECKING:
     from restlayer.schema._denormalize import Unvisit
+    from restlayer.schema._entity import Entity
     from restlayer.schema._normalize import Normalizer
 
 
@@ -63,6 +64,10 @@ def normalize_members(record: dict[str, Any], nodes: dict[str, Any], parent: Any
                 exc.path = (name, *exc.path)
                 raise
 
+
+#: What a `schema` argument accepts: an Entity class, a schema node, a dict or
+#: one-item list shorthand, or None (data kept as is).
+SchemaLike: TypeAlias = "type[Entity] | Schema[Any] | Mapping[str, Any] | list[Any] | None"
 
 Node = Any  # a compiled schema: an Entity class or a Schema instance (or None for "as is")
 

@@ -1,0 +1,89 @@
+"""`Endpoint`: what the Controller needs from an endpoint (RestEndpoint and GQLEndpoint offer it).
+
+Any object with these members can be fetched, cached and watched. `Endpoint[Todo]`
+is one the Controller answers with a `Todo`; the type parameter exists for type
+checkers only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+from restlayer._typing import T_co
+
+__all__ = ["Endpoint"]
+
+
+class Endpoint(Protocol[T_co]):
+    """The endpoint contract: call it, key it, and read its cache options."""
+
+    @property
+    def __result__(self) -> T_co:
+        """Typing only: what the Controller returns (reads, fetches, watch callbacks)."""
+        ...
+
+    @property
+    def name(self) -> str:
+        """A readable name for errors and logs."""
+        ...
+
+    @property
+    def schema(self) -> Any:
+        """How the response is normalized: an Entity class, a schema, a dict/list shorthand or None."""
+        ...
+
+    @property
+    def side_effect(self) -> bool | None:
+        """True for calls that change data: always sent, never answered from the store."""
+        ...
+
+    @property
+    def data_expiry_length(self) -> float | None:
+        """How long (ms) a result stays fresh; None: the default."""
+        ...
+
+    @property
+    def error_expiry_length(self) -> float | None:
+        """How long (ms) an error is served; None: the default."""
+        ...
+
+    @property
+    def invalid_if_stale(self) -> bool:
+        """Whether stale data counts as missing (suspense waits for the refetch)."""
+        ...
+
+    @property
+    def poll_frequency(self) -> float | None:
+        """Polling period (ms) while subscribed; None: no polling."""
+        ...
+
+    @property
+    def get_optimistic_response(self) -> Callable[..., Any] | None:
+        """The expected reply, applied to the store before the real one arrives."""
+        ...
+
+    @property
+    def update(self) -> Callable[..., Any] | None:
+        """Changes to other stored results once this call's reply is stored."""
+        ...
+
+    def bind(self, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+        """The canonical positional arguments of a call."""
+        ...
+
+    def __call__(self, *args: Any) -> Awaitable[Any]:
+        """Send the request; the processed reply."""
+        ...
+
+    def key(self, *args: Any) -> str:
+        """The store key of a call."""
+        ...
+
+    def test_key(self, key: str) -> bool:
+        """Whether a store key belongs to this endpoint."""
+        ...
+
+    def error_policy(self, error: BaseException) -> str | None:
+        """`"soft"` to keep serving stored data after this error."""
+        ...
