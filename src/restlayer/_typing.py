@@ -6,13 +6,22 @@ is the standard one (3.11+) or a no-op, and `Self` is only ever used in annotati
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from typing_extensions import Self, dataclass_transform
+    from typing_extensions import Self, TypeVar, dataclass_transform
 
     from restlayer.schema import Entity
+
+    # A bare generic (`RestEndpoint`, `Resource`, `Schema`) means "of Any".
+    T = TypeVar("T", default=Any)
+    T_co = TypeVar("T_co", covariant=True, default=Any)
 else:
+    from typing import TypeVar
+
+    T = TypeVar("T")
+    T_co = TypeVar("T_co", covariant=True)
+
     try:
         from typing import Self, dataclass_transform
     except ImportError:  # Python 3.10: annotations only, never evaluated
@@ -23,8 +32,6 @@ else:
             return lambda cls: cls
 
 
-T = TypeVar("T")
-T_co = TypeVar("T_co", covariant=True)
 #: An Entity subclass given as a schema (`schema=Todo` reads a `Todo`).
 E = TypeVar("E", bound="Entity")
 

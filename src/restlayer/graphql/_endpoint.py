@@ -15,10 +15,10 @@ from typing import Any, Final, overload
 
 import httpx
 
-from restlayer._typing import E, T
+from restlayer._typing import E, T, T_co
 from restlayer.errors import NetworkError, ParamError, RestLayerError
 from restlayer.graphql._errors import GQLNetworkError
-from restlayer.rest.endpoint import R_co, RestEndpoint
+from restlayer.rest.endpoint import RestEndpoint
 from restlayer.schema import Schema
 
 __all__ = ["GQLEndpoint", "QueryText"]
@@ -77,7 +77,7 @@ def _key_json(variables: Any) -> str:
     return json.dumps(variables, separators=(",", ":"), ensure_ascii=False)
 
 
-class GQLEndpoint(RestEndpoint[R_co]):
+class GQLEndpoint(RestEndpoint[T_co]):
     """`await ep(variables)` POSTs `{"query", "variables"}` to `url` and returns `data`.
 
     Every RestEndpoint option applies (`get_headers`, `request_init`, `client`,

@@ -3,10 +3,11 @@
 from restlayer.errors import NetworkError
 from restlayer.rest._client import aclose, client_session, configure_client, get_client
 from restlayer.rest.endpoint import ByteStream, RestEndpoint
-from restlayer.rest.resource import Resource, resource
+from restlayer.rest.resource import ExtendedResource, Resource, resource
 
 __all__ = [
     "ByteStream",
+    "ExtendedResource",
     "NetworkError",
     "Resource",
     "RestEndpoint",

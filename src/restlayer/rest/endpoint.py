@@ -19,11 +19,10 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final, Generic, overload
 
 import httpx
-from typing_extensions import TypeVar
 
 from restlayer._sentinel import Sentinel
 from restlayer._time import normalize_time_options
-from restlayer._typing import E, Self, T
+from restlayer._typing import E, Self, T, T_co
 from restlayer.errors import (
     BodyTooLargeError,
     ClientLoopError,
@@ -46,9 +45,6 @@ from restlayer.schema import Schema
 __all__ = ["OPTIONS", "ByteStream", "RestEndpoint"]
 
 _log = logging.getLogger("restlayer")
-
-#: What the Controller returns for an endpoint (typing only; `Any` when not inferred).
-R_co = TypeVar("R_co", covariant=True, default=Any)
 
 
 #: Marker for an option left out (`body` tells it from an explicit `None`).
@@ -261,7 +257,7 @@ class _RequestParts:
         self.json_headers = headers if sets_type or is_form else {**_JSON_CONTENT_TYPE, **headers}
 
 
-class RestEndpoint(Generic[R_co]):
+class RestEndpoint(Generic[T_co]):
     """A REST call: `await ep(params, body)` sends it; `ep.key(...)` names its cache slot.
 
     `RestEndpoint[Todo]` is an endpoint the Controller answers with a `Todo`;
@@ -353,7 +349,7 @@ class RestEndpoint(Generic[R_co]):
     if TYPE_CHECKING:
 
         @property
-        def __result__(self) -> R_co:
+        def __result__(self) -> T_co:
             """Typing only (no run-time value): what the Controller returns for this endpoint."""
             ...
 

@@ -15,7 +15,7 @@ from restlayer.rest._path import list_path
 from restlayer.rest.endpoint import RestEndpoint
 from restlayer.schema import NonFilter, Schema
 
-__all__ = ["Resource", "resource"]
+__all__ = ["ExtendedResource", "Resource", "resource"]
 
 
 class Resource(Generic[T_co]):
@@ -100,7 +100,7 @@ class Resource(Generic[T_co]):
         """A copy of the name -> endpoint mapping."""
         return dict(self._members)
 
-    def extend(self, *args: Any, **overrides: Any) -> Resource[T_co]:
+    def extend(self, *args: Any, **overrides: Any) -> ExtendedResource[T_co]:
         """A new resource with members added or changed; this one is unchanged.
 
         `extend(lambda base: {name: endpoint})`, `extend(get={...options})`, or
@@ -139,8 +139,24 @@ class Resource(Generic[T_co]):
             options = {**options, "name": f"{self._label}.{name}"}
         return self._members["get"].extend(**options)
 
-    def _with(self, members: Mapping[str, RestEndpoint[Any]]) -> Resource[T_co]:
-        return Resource({**self._members, **members}, self._label)
+    def _with(self, members: Mapping[str, RestEndpoint[Any]]) -> ExtendedResource[T_co]:
+        return ExtendedResource({**self._members, **members}, self._label)
+
+
+if TYPE_CHECKING:
+
+    class ExtendedResource(Resource[T_co]):
+        """What `extend` returns: the standard members typed, any other name an endpoint of `Any`.
+
+        Python cannot add attributes to a type, so a member added by `extend` reads as
+        `RestEndpoint[Any]` (annotate or `cast` it for a precise type); only the
+        resource straight from `resource()` turns a misspelt member into an error.
+        """
+
+        def __getattr__(self, name: str) -> RestEndpoint[Any]: ...
+
+else:
+    ExtendedResource = Resource  # one class at run time
 
 
 def _schema_label(schema: Any) -> str:

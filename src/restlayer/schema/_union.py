@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any
 
-from restlayer._typing import E
 from restlayer.errors import SchemaError
 from restlayer.schema._base import Schema, compile_schema
 
 if TYPE_CHECKING:
     from restlayer.schema._denormalize import Unvisit
+    from restlayer.schema._entity import Entity  # noqa: F401  (named in the base class below)
     from restlayer.schema._normalize import Normalizer
 
 Attribute = str | Callable[[Any, Any, Any], str]
 
 
-class Union(Schema[E]):
+class Union(Schema["Entity"]):
     """Polymorphic entity: `Union({"users": User, "groups": Group}, "type")`.
 
     Normalized to `{"id": pk, "schema": name}`; `schema_attribute` is a member
@@ -25,10 +25,6 @@ class Union(Schema[E]):
 
     __slots__ = ("_attr", "nodes", "schema_attribute", "schemas")
 
-    @overload
-    def __init__(self, schemas: Mapping[str, type[E]], schema_attribute: Attribute) -> None: ...
-    @overload
-    def __init__(self: Union[Any], schemas: Mapping[str, Any], schema_attribute: Attribute | None = None) -> None: ...
     def __init__(self, schemas: Mapping[str, Any], schema_attribute: Attribute | None = None) -> None:
         if schema_attribute is None:
             raise TypeError("Union requires a schema_attribute (a member name or a function)")

@@ -1,0 +1,89 @@
+"""A user's endpoints and schemas: the result type follows the schema."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from typing_extensions import assert_type
+
+from restlayer import All, Array, Collection, Entity, Invalidate, Query, RestEndpoint, Union, Values
+from restlayer.graphql import GQLEndpoint
+
+
+class Todo(Entity):
+    id: int = 0
+    title: str = ""
+
+
+class User(Entity):
+    id: int = 0
+    name: str = ""
+
+
+URL = "https://api.example.com"
+
+# Schemas are generic in what a read returns.
+assert_type(Array(Todo), Array[Todo])
+assert_type(Values(Todo), Values[Todo])
+assert_type(Collection([Todo]), Collection[list[Todo]])
+assert_type(Collection(Values(Todo)), Collection[dict[str, Todo]])
+assert_type(All(Todo), All[Todo])
+assert_type(Invalidate(Todo), Invalidate[Todo])
+
+
+def count(todos: list[Todo], *args: object) -> int:
+    return len(todos)
+
+
+def as_int(value: object, *args: object) -> int:
+    return int(str(value))
+
+
+assert_type(Query(All(Todo), count), Query[int])
+assert_type(Union({"users": User, "todos": Todo}, "type"), Union)
+assert_type(RestEndpoint(path="/feed", schema=Union({"users": User, "todos": Todo}, "type")), RestEndpoint[Entity])
+
+# Endpoints carry the result type derived from `schema` (or `process`).
+assert_type(RestEndpoint(path="/todos/:id", url_prefix=URL, schema=Todo), RestEndpoint[Todo])
+assert_type(RestEndpoint(path="/todos", schema=[Todo]), RestEndpoint[list[Todo]])
+assert_type(RestEndpoint(path="/todos", schema=Array(Todo)), RestEndpoint[list[Todo]])
+assert_type(RestEndpoint(path="/todos", schema=Collection([Todo])), RestEndpoint[list[Todo]])
+assert_type(RestEndpoint(path="/todos", schema=Values(Todo)), RestEndpoint[dict[str, Todo]])
+assert_type(RestEndpoint(path="/page", schema={"results": [Todo]}), RestEndpoint[dict[str, Any]])
+assert_type(RestEndpoint(path="/count", process=as_int), RestEndpoint[int])
+assert_type(RestEndpoint(path="/raw"), RestEndpoint[Any])
+
+get_todo = RestEndpoint(path="/todos/:id", schema=Todo)
+assert_type(get_todo.url({"id": 1}), str)
+assert_type(get_todo.key({"id": 1}), str)
+assert_type(get_todo.extend(data_expiry_length=0), RestEndpoint[Todo])
+assert_type(get_todo.extend(schema=User), RestEndpoint[User])
+assert_type(get_todo.extend(schema=[User]), RestEndpoint[list[User]])
+
+todo_list = RestEndpoint(path="/todos", schema=Collection([Todo]), pagination_field="page")
+assert_type(todo_list.push, RestEndpoint[Todo])
+assert_type(todo_list.unshift, RestEndpoint[Todo])
+assert_type(todo_list.remove, RestEndpoint[Todo])
+assert_type(todo_list.move, RestEndpoint[Todo])
+assert_type(todo_list.get_page, RestEndpoint[list[Todo]])
+assert_type(todo_list.paginated("cursor"), RestEndpoint[list[Todo]])
+
+# A subclass names its result type explicitly.
+class AuthEndpoint(RestEndpoint[Any]):
+    def get_headers(self, headers: dict[str, str]) -> dict[str, str]:
+        return {**headers, "Authorization": "Bearer token"}
+
+
+assert_type(AuthEndpoint(path="/me"), AuthEndpoint)
+
+# GraphQL operations are typed the same way.
+gql = GQLEndpoint(URL + "/graphql")
+assert_type(gql.query("query { todo { id } }", Todo), GQLEndpoint[Todo])
+assert_type(gql.query("query { todos { id } }", [Todo]), GQLEndpoint[list[Todo]])
+assert_type(gql.query("query { todo { id } }", {"todo": Todo}), GQLEndpoint[dict[str, Any]])
+assert_type(gql.mutation("mutation { create { id } }", Todo), GQLEndpoint[Todo])
+
+# Mistakes a checker must catch.
+get_todo.push  # type: ignore[misc]  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType]
+get_todo.urll  # type: ignore[attr-defined]  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType]
+Array(int)  # type: ignore[type-var]  # pyright: ignore[reportCallIssue, reportArgumentType]

@@ -1,0 +1,98 @@
+"""A user's resource and controller calls: the result types follow the schema."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+from typing_extensions import assert_type
+
+from restlayer import DLE, All, Collection, Controller, Entity, Query, Resource, Response, RestEndpoint, resource, sync
+from restlayer.rest import ExtendedResource
+
+
+class Todo(Entity):
+    id: int = 0
+    title: str = ""
+    completed: bool = False
+
+
+TodoResource = resource(path="/todos/:id", url_prefix="https://api.example.com", schema=Todo, pagination_field="page")
+assert_type(TodoResource, Resource[Todo])
+assert_type(TodoResource.get, RestEndpoint[Todo])
+assert_type(TodoResource.get_list, RestEndpoint[list[Todo]])
+assert_type(TodoResource.get_list.push, RestEndpoint[Todo])
+assert_type(TodoResource.get_list.unshift, RestEndpoint[Todo])
+assert_type(TodoResource.get_list.get_page, RestEndpoint[list[Todo]])
+assert_type(TodoResource.update, RestEndpoint[Todo])
+assert_type(TodoResource.partial_update, RestEndpoint[Todo])
+assert_type(TodoResource.delete, RestEndpoint[Todo])
+assert_type(TodoResource.get.url({"id": 1}), str)
+
+# extend keeps the standard members typed; added members are read by name.
+Extended = TodoResource.extend("toggle", path="/todos/:id/toggle", method="POST")
+assert_type(Extended, ExtendedResource[Todo])
+assert_type(Extended.get, RestEndpoint[Todo])
+assert_type(Extended["toggle"], RestEndpoint[Any])
+assert_type(TodoResource.extend(get={"data_expiry_length": 0}).get, RestEndpoint[Todo])
+
+
+async def use_async(ctrl: Controller) -> None:
+    assert_type(await ctrl.fetch(TodoResource.get, {"id": 1}), Todo)
+    assert_type(await ctrl.fetch(TodoResource.get, id=1), Todo)
+    assert_type(await ctrl.fetch(TodoResource.get_list), list[Todo])
+    assert_type(await ctrl.fetch(TodoResource.get_list.push, {"title": "x"}), Todo)
+    assert_type(await ctrl.fetch_if_stale(TodoResource.get, id=1), Todo)
+    assert_type(await ctrl.suspense(TodoResource.get_list), list[Todo])
+    assert_type(ctrl.cache(TodoResource.get_list), list[Todo] | None)
+    assert_type(ctrl.get(Todo, {"id": 1}), Todo | None)
+    assert_type(ctrl.get(All(Todo)), list[Todo] | None)
+    assert_type(ctrl.get(Collection([Todo]), {}), list[Todo] | None)
+    assert_type(ctrl.dle(TodoResource.get, id=1), DLE[Todo])
+    assert_type(ctrl.dle(TodoResource.get, id=1).data, Todo | None)
+    assert_type(ctrl.get_response(TodoResource.get, id=1), Response[Todo])
+    assert_type(ctrl.get_response(TodoResource.get, id=1).data, Todo | None)
+    assert_type(ctrl.live(TodoResource.get, id=1), AsyncIterator[Todo])
+    async for todo in ctrl.live(TodoResource.get, id=1):
+        assert_type(todo, Todo)
+
+    def on_change(todos: list[Todo]) -> None:
+        print(len(todos))
+
+    ctrl.watch(TodoResource.get_list, callback=on_change)
+
+    def open_todos(todos: list[Todo], *args: object) -> list[Todo]:
+        return [t for t in todos if not t.completed]
+
+    assert_type(ctrl.get(Query(All(Todo), open_todos)), list[Todo] | None)
+
+    # Mistakes a checker must catch.
+    TodoResource.gett  # type: ignore[attr-defined]  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType]
+    await ctrl.fetch("x")  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
+    ctrl.watch(TodoResource.get, callback=on_change)  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
+    on_change(await ctrl.fetch(TodoResource.get))  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
+
+
+def use_sync(ctrl: sync.Controller) -> None:
+    assert_type(ctrl.fetch(TodoResource.get, id=1), Todo)
+    assert_type(ctrl.fetch(TodoResource.get_list), list[Todo])
+    assert_type(ctrl.fetch_if_stale(TodoResource.get, id=1), Todo)
+    assert_type(ctrl.suspense(TodoResource.get, id=1), Todo)
+    assert_type(ctrl.cache(TodoResource.get, id=1), Todo | None)
+    assert_type(ctrl.get(Todo, {"id": 1}), Todo | None)
+    assert_type(ctrl.dle(TodoResource.get, id=1), DLE[Todo])
+    assert_type(ctrl.get_response(TodoResource.get, id=1), Response[Todo])
+    assert_type(ctrl.live(TodoResource.get, id=1), Iterator[Todo])
+
+    def on_change(todo: Todo) -> None:
+        print(todo.title)
+
+    ctrl.watch(TodoResource.get, id=1, callback=on_change)
+    ctrl.fetch(TodoResource.gett)  # type: ignore[attr-defined]  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType, reportUnknownArgumentType]
+
+
+def use_extended() -> None:
+    """Members added by extend are reachable (as endpoints of Any); standard ones stay typed."""
+    extended = TodoResource.extend("toggle", path="/todos/:id/toggle", method="POST")
+    assert_type(extended.toggle, RestEndpoint[Any])
+    assert_type(extended.get_list.push, RestEndpoint[Todo])
