@@ -67,6 +67,9 @@ assert_type(todo_list.remove, RestEndpoint[Todo])
 assert_type(todo_list.move, RestEndpoint[Todo])
 assert_type(todo_list.get_page, RestEndpoint[list[Todo]])
 assert_type(todo_list.paginated("cursor"), RestEndpoint[list[Todo]])
+page_endpoint = RestEndpoint(path="/feed", schema={"results": Collection([Todo])}, pagination_field="cursor")
+assert_type(page_endpoint.get_page, RestEndpoint[dict[str, Any]])
+assert_type(page_endpoint.push, RestEndpoint[Any])  # a list inside a dict: the item type is not inferred
 
 # A subclass names its result type explicitly.
 class AuthEndpoint(RestEndpoint[Any]):
@@ -84,6 +87,6 @@ assert_type(gql.query("query { todo { id } }", {"todo": Todo}), GQLEndpoint[dict
 assert_type(gql.mutation("mutation { create { id } }", Todo), GQLEndpoint[Todo])
 
 # Mistakes a checker must catch.
-get_todo.push  # type: ignore[misc]  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType]
+get_todo.push  # type: ignore[arg-type]  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType]
 get_todo.urll  # type: ignore[attr-defined]  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType]
 Array(int)  # type: ignore[type-var]  # pyright: ignore[reportCallIssue, reportArgumentType]

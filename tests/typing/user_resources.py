@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Generator
 from typing import Any
 
 from typing_extensions import assert_type
@@ -82,7 +82,7 @@ def use_sync(ctrl: sync.Controller) -> None:
     assert_type(ctrl.get(Todo, {"id": 1}), Todo | None)
     assert_type(ctrl.dle(TodoResource.get, id=1), DLE[Todo])
     assert_type(ctrl.get_response(TodoResource.get, id=1), Response[Todo])
-    assert_type(ctrl.live(TodoResource.get, id=1), Iterator[Todo])
+    assert_type(ctrl.live(TodoResource.get, id=1), Generator[Todo, None, None])
 
     def on_change(todo: Todo) -> None:
         print(todo.title)

@@ -16,7 +16,7 @@ import json
 import logging
 import re
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Final, Generic, overload
+from typing import TYPE_CHECKING, Any, Final, Generic, Protocol, overload
 
 import httpx
 
@@ -255,6 +255,17 @@ class _RequestParts:
         sets_type = any(k.lower() == "content-type" for k in headers)
         is_form = "data" in init or "files" in init
         self.json_headers = headers if sets_type or is_form else {**_JSON_CONTENT_TYPE, **headers}
+
+
+if TYPE_CHECKING:
+
+    class _ItemEndpoint(Protocol):
+        """Typing only: `list_endpoint.push` is an endpoint of one item of the list."""
+
+        @overload
+        def __get__(self, obj: RestEndpoint[list[T]], owner: object) -> RestEndpoint[T]: ...
+        @overload
+        def __get__(self, obj: RestEndpoint[dict[str, Any]], owner: object) -> RestEndpoint[Any]: ...
 
 
 class RestEndpoint(Generic[T_co]):
@@ -690,35 +701,23 @@ class RestEndpoint(Generic[T_co]):
         collection = find_collection(self.schema)
         return None if collection is None else getattr(collection, attr)
 
-    if TYPE_CHECKING:  # the collection-derived endpoints, typed from a list (or dict) result
+    if TYPE_CHECKING:  # the collection-derived endpoints, typed from a list result
+        push: _ItemEndpoint
+        """POST that appends the created item to every matching list."""
+        unshift: _ItemEndpoint
+        """POST that prepends the created item to every matching list."""
+        remove: _ItemEndpoint
+        """PATCH that removes the item from every matching list."""
+        move: _ItemEndpoint
+        """PATCH that moves the item between lists (on the item path when known)."""
 
         @property
-        def push(self: RestEndpoint[list[T]]) -> RestEndpoint[T]:
-            """POST that appends the created item to every matching list."""
-            ...
-
-        @property
-        def unshift(self: RestEndpoint[list[T]]) -> RestEndpoint[T]:
-            """POST that prepends the created item to every matching list."""
-            ...
-
-        @property
-        def assign(self: RestEndpoint[dict[str, T]]) -> RestEndpoint[dict[str, T]]:
+        def assign(self) -> RestEndpoint[Any]:
             """POST that merges keyed entries into a Values collection."""
             ...
 
         @property
-        def remove(self: RestEndpoint[list[T]]) -> RestEndpoint[T]:
-            """PATCH that removes the item from every matching list."""
-            ...
-
-        @property
-        def move(self: RestEndpoint[list[T]]) -> RestEndpoint[T]:
-            """PATCH that moves the item between lists (on the item path when known)."""
-            ...
-
-        @property
-        def get_page(self: RestEndpoint[list[T]]) -> RestEndpoint[list[T]]:
+        def get_page(self) -> Self:
             """The next page of this list, appended to it (needs `pagination_field`)."""
             ...
 
@@ -767,7 +766,7 @@ class RestEndpoint(Generic[T_co]):
                 raise AttributeError(f"{self.name} has no get_page: pagination_field is not set")
             return self.paginated(self.pagination_field)
 
-    def paginated(self: RestEndpoint[T], cursor: str | Callable[..., Any]) -> RestEndpoint[T]:
+    def paginated(self, cursor: str | Callable[..., Any]) -> Self:
         """A GET whose results are appended to the list named by the arguments minus
         the cursor (a field name, or a function from page args to the list's args)."""
         from restlayer.schema import find_collection, replace_collection
@@ -784,7 +783,8 @@ class RestEndpoint(Generic[T_co]):
             def remove_cursor(*args: Any) -> Any:
                 return outer(*inner(*args))
 
-        return self.extend(schema=schema, remove_cursor=remove_cursor, name=self.name + ".get_page")
+        page: Self = self.extend(schema=schema, remove_cursor=remove_cursor, name=self.name + ".get_page")
+        return page
 
 
 #: How much of an error reply's body a StatusError message quotes.

@@ -122,7 +122,7 @@ class Collection(Schema[T]):
     @overload
     def __init__(
         self: Collection[list[Any]],
-        schema: list[Schema[Any]] | list[Mapping[str, Any]],
+        schema: list[Any],
         *,
         args_key: Callable[..., Mapping[str, Any]] | None = ...,
         nest_key: Callable[[Any, str], Mapping[str, Any]] | None = ...,
