@@ -63,7 +63,7 @@ def test_collection_keys() -> None:
 
 def test_collection_requires_list_or_values() -> None:
     with pytest.raises(TypeError):
-        Collection(Todo)
+        Collection(Todo)  # type: ignore[call-overload]
 
 
 def test_collection_pk_from_args() -> None:

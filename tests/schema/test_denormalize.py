@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
+from typing_extensions import Self
 
 from restlayer.schema import (
     INVALID,
@@ -206,10 +207,11 @@ def test_from_json_override() -> None:
         x: float = 0
         y: float = 0
         owner: User | None = None
+        norm: float = 0
         schema = {"owner": User}
 
         @classmethod
-        def from_json(cls, data: Mapping[str, Any]) -> Entity:
+        def from_json(cls, data: Mapping[str, Any]) -> Self:
             return super().from_json({**data, "norm": data["x"] ** 2 + data["y"] ** 2})
 
     r = normalize(Point, {"id": 1, "x": 3, "y": 4, "owner": {"id": 9}})

@@ -25,8 +25,8 @@ def test_same_inputs_same_object() -> None:
     memo = MemoCache()
     first = memo.denormalize([Todo], r.result, r.entities)
     assert memo.denormalize([Todo], r.result, r.entities) is first
-    assert first == [Todo(id=1, title="a", author=User(id="u1", username="one")),
-                     Todo(id=2, title="b", author=User(id="u2", username="two"))]
+    assert first == [Todo(id=1, title="a", author=User.from_json({"id": "u1", "username": "one"})),
+                     Todo(id=2, title="b", author=User.from_json({"id": "u2", "username": "two"}))]
 
 
 def test_other_entity_keeps_result() -> None:

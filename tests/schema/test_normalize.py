@@ -162,7 +162,7 @@ def test_should_update_receives_metas_and_records() -> None:
         @classmethod
         def should_update(cls, existing_meta: Any, incoming_meta: Any, existing: Any, incoming: Any) -> bool:
             calls.append((existing_meta["fetched_at"], incoming_meta["fetched_at"], dict(existing), dict(incoming)))
-            return incoming.get("title") != "ignore"
+            return bool(incoming.get("title") != "ignore")
 
     state = normalize(Todo, {"id": 1, "title": "old"}, meta=meta(1000))
     r = normalize(Watch, {"id": 1, "title": "ignore"}, state=state, meta=meta(2000))

@@ -54,7 +54,8 @@ def world(draw: st.DrawFn) -> dict[str, dict[Any, dict[str, Any]]]:
     user_ids = sorted(users)
     todos = {}
     for i in draw(st.sets(IDS, max_size=8)):
-        author = users[draw(st.sampled_from(user_ids))] if user_ids and draw(st.booleans()) else None
+        with_author = draw(st.booleans())
+        author = users[draw(st.sampled_from(user_ids))] if user_ids and with_author else None
         todos[i] = {
             "id": i,
             "title": draw(TEXT),
@@ -91,7 +92,8 @@ def case(draw: st.DrawFn) -> tuple[Any, Any, tuple[Any, ...]]:
     members = []
     for i in draw(st.sets(IDS, max_size=4)):
         chosen = draw(st.lists(st.sampled_from(notes), max_size=4)) if notes else []
-        pinned = draw(st.sampled_from(notes)) if notes and draw(st.booleans()) else None
+        with_pin = draw(st.booleans())
+        pinned = draw(st.sampled_from(notes)) if notes and with_pin else None
         members.append({"id": i, "username": draw(TEXT), "notes": chosen, "pinned": pinned})
     return [PMember], members, ()
 

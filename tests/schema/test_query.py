@@ -69,10 +69,15 @@ def test_query_process_receives_args() -> None:
 
 def test_query_process_skipped_when_nothing_found() -> None:
     calls: list[Any] = []
-    q = Query(All(Todo), lambda todos: calls.append(todos) or todos)
+
+    def record(value: Any, *args: Any) -> Any:
+        calls.append(value)
+        return value
+
+    q = Query(All(Todo), record)
     assert MemoCache().query(q, [], users_store()) is None
     assert calls == []
-    q2 = Query(Todo, lambda t: calls.append(t) or t)
+    q2 = Query(Todo, record)
     detail = MemoCache().query_detail(q2, [{"id": 5}], users_store())
     assert detail.data is None
     assert calls == []
