@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from restlayer.schema import Entity
 
 
@@ -33,6 +35,6 @@ class Clock:
         self.now += ms
 
 
-def gets(api: object, path: str | None = None, method: str = "GET") -> list[object]:
+def gets(api: object, path: str | None = None, method: str = "GET") -> list[Any]:
     """Requests the server recorded with this method (and path)."""
     return api.requests.matching(method, path)  # type: ignore[attr-defined, no-any-return]

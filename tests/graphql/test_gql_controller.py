@@ -12,7 +12,8 @@ from examples.todo_api import LocalServer
 from restlayer.core import Controller, ExpiryStatus
 from restlayer.errors import NetworkError, RestLayerError
 from restlayer.graphql import GQLEndpoint, GQLNetworkError
-from restlayer.rest import Resource
+from restlayer.rest import ExtendedResource
+from tests._present import present
 from tests.graphql.schemas import Todo, User
 from tests.graphql.test_gql_hybrid import hybrid
 
@@ -23,7 +24,7 @@ def ctrl() -> Controller:
 
 
 @pytest.fixture
-def todos(api: LocalServer) -> Resource:
+def todos(api: LocalServer) -> ExtendedResource:
     return hybrid(api.url)
 
 
@@ -34,7 +35,7 @@ async def test_fetch_stores_entities_and_result(api: LocalServer, ctrl: Controll
     assert dict(state["entities"]["User"]) == {"2": {"id": "2", "name": "Ervin Howell"}}
     assert state["endpoints"][get_user.key({"id": "2"})] == {"user": "2"}
     assert ctrl.get(User, {"id": "2"}) == data["user"]
-    assert ctrl.get_response(get_user, id="2").data["user"] is ctrl.get(User, {"id": "2"})
+    assert present(ctrl.get_response(get_user, id="2").data)["user"] is ctrl.get(User, {"id": "2"})
 
 
 async def test_fetch_without_variables(api: LocalServer, ctrl: Controller, gql: GQLEndpoint) -> None:
@@ -42,7 +43,7 @@ async def test_fetch_without_variables(api: LocalServer, ctrl: Controller, gql: 
     data = await ctrl.fetch(users)
     assert [u.id for u in data["users"]] == ["1", "2", "3"]
     assert api.requests[-1].json()["variables"] == {}
-    assert ctrl.get_response(users).data["users"][0].name == "Leanne Graham"
+    assert present(ctrl.get_response(users).data)["users"][0].name == "Leanne Graham"
     assert users.key() in ctrl.get_state()["endpoints"]
 
 
@@ -103,7 +104,7 @@ async def test_dle_loading_then_data(api: LocalServer, ctrl: Controller, get_use
         if not now.loading:
             break
     assert not now.loading and now.error is None
-    assert now.data["user"].name == "Leanne Graham"
+    assert present(now.data)["user"].name == "Leanne Graham"
     assert len(api.requests.matching("POST", "/graphql")) == 1
     assert ctrl.dle(get_user, None) == (None, False, None)
 
@@ -139,36 +140,40 @@ def _optimistic_update(snapshot: Any, variables: dict[str, Any]) -> Any:
     return {"updateTodo": {**stored.to_dict(), **fields, "id": variables["id"]}}
 
 
-async def test_optimistic_mutation_applies_then_settles(api: LocalServer, ctrl: Controller, todos: Resource) -> None:
+async def test_optimistic_mutation_applies_then_settles(
+    api: LocalServer, ctrl: Controller, todos: ExtendedResource
+) -> None:
     update = todos.gql_update.extend(get_optimistic_response=_optimistic_update)
     await ctrl.fetch(todos.get, id=1)
     task = asyncio.create_task(ctrl.fetch(update, {"id": "1", "title": "optimistic"}))
     await asyncio.sleep(0)
-    assert ctrl.get(Todo, {"id": 1}).title == "optimistic"  # before the reply
-    assert ctrl.get_response(todos.get, id=1).data.title == "optimistic"
+    assert present(ctrl.get(Todo, {"id": 1})).title == "optimistic"  # before the reply
+    assert present(ctrl.get_response(todos.get, id=1).data).title == "optimistic"
     result = await task
     assert result["updateTodo"].title == "optimistic"
-    assert ctrl.get(Todo, {"id": 1}).title == "optimistic"
+    assert present(ctrl.get(Todo, {"id": 1})).title == "optimistic"
     assert api.db.get("todos", 1)["title"] == "optimistic"  # type: ignore[index]
 
 
-async def test_optimistic_mutation_rolls_back_on_error(api: LocalServer, ctrl: Controller, todos: Resource) -> None:
+async def test_optimistic_mutation_rolls_back_on_error(
+    api: LocalServer, ctrl: Controller, todos: ExtendedResource
+) -> None:
     update = todos.gql_update.extend(get_optimistic_response=_optimistic_update)
     await ctrl.fetch(todos.get, id=2)
     task = asyncio.create_task(ctrl.fetch(update, {"id": "2", "title": "REJECT"}))
     await asyncio.sleep(0)
-    assert ctrl.get(Todo, {"id": 2}).title == "REJECT"
+    assert present(ctrl.get(Todo, {"id": 2})).title == "REJECT"
     with pytest.raises(GQLNetworkError, match="rejected"):
         await task
-    assert ctrl.get(Todo, {"id": 2}).title == "quis ut nam facilis"
-    assert ctrl.get_response(todos.get, id=2).data.title == "quis ut nam facilis"
+    assert present(ctrl.get(Todo, {"id": 2})).title == "quis ut nam facilis"
+    assert present(ctrl.get_response(todos.get, id=2).data).title == "quis ut nam facilis"
 
 
 # -- hybrid: one entity through both protocols ----------------------------------------------
 
 
 async def test_graphql_mutation_visible_through_rest_member(
-    api: LocalServer, ctrl: Controller, todos: Resource
+    api: LocalServer, ctrl: Controller, todos: ExtendedResource
 ) -> None:
     rest = await ctrl.fetch(todos.get, id=3)
     assert rest.title == "fugiat veniam minus" and rest.userId == 1
@@ -178,7 +183,8 @@ async def test_graphql_mutation_visible_through_rest_member(
     assert api.requests.total - before == 1 and api.requests[-1].path == "/graphql"
     seen = ctrl.get_response(todos.get, id=3)
     assert seen.expiry_status == ExpiryStatus.VALID
-    assert (seen.data.title, seen.data.completed, seen.data.userId, seen.data.id) == ("over graphql", False, 1, 3)
+    data = present(seen.data)
+    assert (data.title, data.completed, data.userId, data.id) == ("over graphql", False, 1, 3)
     assert ctrl.get(Todo, {"id": 3}) is seen.data
     assert await ctrl.suspense(todos.get, id=3) is seen.data
     assert api.requests.total - before == 1  # no REST request
@@ -186,7 +192,9 @@ async def test_graphql_mutation_visible_through_rest_member(
     assert ctrl.get_state()["endpoints"][rest_key] == "3"
 
 
-async def test_rest_change_visible_through_graphql_member(api: LocalServer, ctrl: Controller, todos: Resource) -> None:
+async def test_rest_change_visible_through_graphql_member(
+    api: LocalServer, ctrl: Controller, todos: ExtendedResource
+) -> None:
     data = await ctrl.suspense(todos.gql_get, {"id": "4"})
     assert data["todo"].title == "et porro tempora" and data["todo"].userId == 2 and data["todo"].id == 4
     await ctrl.fetch(todos.partial_update, {"id": 4}, {"title": "over rest"})
@@ -198,7 +206,7 @@ async def test_rest_change_visible_through_graphql_member(api: LocalServer, ctrl
 
 
 async def test_graphql_list_and_rest_item_share_entities(
-    api: LocalServer, ctrl: Controller, todos: Resource, gql: GQLEndpoint
+    api: LocalServer, ctrl: Controller, todos: ExtendedResource, gql: GQLEndpoint
 ) -> None:
     by_user = gql.query(
         "query byUser($userId: Int) { todos(userId: $userId) { id title completed user { id } } }",
@@ -207,7 +215,7 @@ async def test_graphql_list_and_rest_item_share_entities(
     listed = await ctrl.suspense(by_user, {"userId": 1})
     assert [t.id for t in listed["todos"]] == [1, 2, 3]
     await ctrl.fetch(todos.update, {"id": 2}, {"title": "put over rest", "completed": True})
-    relisted = ctrl.get_response(by_user, {"userId": 1}).data
+    relisted = present(ctrl.get_response(by_user, {"userId": 1}).data)
     assert relisted["todos"][1].title == "put over rest" and relisted["todos"][1].completed is True
     assert relisted is not listed
 

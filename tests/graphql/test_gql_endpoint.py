@@ -355,7 +355,7 @@ def test_base_endpoint_has_no_query_and_url_is_required() -> None:
     with pytest.raises(RestLayerError, match="POST"):
         GQLEndpoint("http://x.test/graphql", method="GET")
     with pytest.raises(RestLayerError, match="str or a function"):
-        gql.query(5)  # type: ignore[arg-type]
+        gql.query(5)  # type: ignore[call-overload]
 
 
 def test_gql_entity_is_keyed_by_string_id() -> None:

@@ -8,13 +8,13 @@ import pytest
 
 from examples.todo_api import LocalServer
 from restlayer.graphql import GQLEndpoint
-from restlayer.rest import Resource, RestEndpoint, resource
+from restlayer.rest import ExtendedResource, RestEndpoint, resource
 from restlayer.schema import denormalize, normalize
 from tests.graphql.conftest import TODO_QUERY, UPDATE_TODO, last
 from tests.graphql.schemas import Todo
 
 
-def hybrid(url: str) -> Resource:
+def hybrid(url: str) -> ExtendedResource:
     """REST CRUD on /todos/:id plus GraphQL `gql_get` / `gql_update` over the same data."""
     gql = GQLEndpoint(f"{url}/graphql")
     return resource(path="/todos/:id", schema=Todo, url_prefix=url).extend(
@@ -26,11 +26,11 @@ def hybrid(url: str) -> Resource:
 
 
 @pytest.fixture
-def todos(api: LocalServer) -> Resource:
+def todos(api: LocalServer) -> ExtendedResource:
     return hybrid(api.url)
 
 
-def test_extend_adds_graphql_members_next_to_rest(todos: Resource) -> None:
+def test_extend_adds_graphql_members_next_to_rest(todos: ExtendedResource) -> None:
     assert list(todos) == ["get", "get_list", "update", "partial_update", "delete", "gql_get", "gql_update"]
     assert isinstance(todos.get, RestEndpoint) and not isinstance(todos.get, GQLEndpoint)
     assert isinstance(todos.gql_get, GQLEndpoint) and todos.gql_get.side_effect is None
@@ -39,7 +39,7 @@ def test_extend_adds_graphql_members_next_to_rest(todos: Resource) -> None:
     assert todos.members()["gql_update"] is todos.gql_update
 
 
-def test_member_options_override_on_graphql_members(todos: Resource) -> None:
+def test_member_options_override_on_graphql_members(todos: ExtendedResource) -> None:
     changed = todos.extend(gql_get={"data_expiry_length": 0})
     assert isinstance(changed.gql_get, GQLEndpoint)
     assert changed.gql_get.data_expiry_length == 0
@@ -49,7 +49,7 @@ def test_member_options_override_on_graphql_members(todos: Resource) -> None:
     assert renamed.gql_get.name == "Todo.gql_get" and isinstance(renamed.gql_get, GQLEndpoint)
 
 
-async def test_rest_and_graphql_replies_are_one_entity(api: LocalServer, todos: Resource) -> None:
+async def test_rest_and_graphql_replies_are_one_entity(api: LocalServer, todos: ExtendedResource) -> None:
     rest = await todos.get({"id": 3})
     state = normalize(todos.get.schema, rest, ({"id": 3},))
     assert state.entities["Todo"]["3"] == {"id": 3, "userId": 1, "title": "fugiat veniam minus", "completed": True}
@@ -69,7 +69,7 @@ async def test_rest_and_graphql_replies_are_one_entity(api: LocalServer, todos: 
     assert isinstance(todo, Todo) and todo.title == "changed on the server" and todo.id == 3
 
 
-async def test_graphql_mutation_then_rest_read(api: LocalServer, todos: Resource) -> None:
+async def test_graphql_mutation_then_rest_read(api: LocalServer, todos: ExtendedResource) -> None:
     await todos.gql_update({"id": "4", "completed": False})
     assert last(api).path == "/graphql"
     assert (await todos.get({"id": 4}))["completed"] is False

@@ -15,9 +15,10 @@ import pytest
 
 from restlayer.errors import NetworkError, ParamError, RestLayerError
 from restlayer.rest import RestEndpoint
+from restlayer.schema import Entity
 
 
-class Todo:
+class Todo(Entity):
     """Stand-in schema: parse_response only needs "a schema is set" and its name."""
 
 
