@@ -76,6 +76,7 @@ def check_commands(pytest_args: list[str]) -> list[tuple[str | Path, ...]]:
         (BIN / "ruff", "check", "src", "tests", "bench", "examples", "dev.py"),
         (BIN / "ruff", "format", "--check", "--quiet", *FORMATTED),
         (BIN / "mypy",),
+        (BIN / "pyright",),  # tests/typing as a user's strict pyright sees it (mypy checks it too)
         (
             BIN / "python",
             "-m",
