@@ -68,15 +68,15 @@ class Endpoint(Protocol[T_co]):
         """Changes to other stored results once this call's reply is stored."""
         ...
 
-    def bind(self, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+    def bind(self, *args: object, **kwargs: object) -> tuple[Any, ...]:
         """The canonical positional arguments of a call."""
         ...
 
-    def __call__(self, *args: Any) -> Awaitable[Any]:
+    def __call__(self, *args: object) -> Awaitable[Any]:
         """Send the request; the processed reply."""
         ...
 
-    def key(self, *args: Any) -> str:
+    def key(self, *args: object) -> str:
         """The store key of a call."""
         ...
 
