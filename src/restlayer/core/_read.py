@@ -7,6 +7,7 @@ from typing import Any
 
 from restlayer._pmap import EMPTY
 from restlayer.core._state import State
+from restlayer.core.endpoint import Endpoint
 from restlayer.core.expiry import ExpiryStatus, Response
 from restlayer.schema import (
     All,
@@ -87,7 +88,7 @@ def expiry_status(invalid: bool, invalid_if_stale: bool, meta: Mapping[str, Any]
 
 
 def read_response(
-    memo: MemoCache, endpoint: Any, args: tuple[Any, ...], state: State
+    memo: MemoCache, endpoint: Endpoint[object], args: tuple[Any, ...], state: State
 ) -> tuple[Response[Any], Denormalized | None]:
     """The endpoint's Response for `args` from `state`, plus the read's detail (see `refs_of`)."""
     key = endpoint.key(*args)
@@ -129,7 +130,7 @@ def entity_expiry(deps: Any, state: State) -> float:
     return lowest
 
 
-def read_error(endpoint: Any, args: tuple[Any, ...], state: State) -> BaseException | None:
+def read_error(endpoint: Endpoint[object], args: tuple[Any, ...], state: State) -> BaseException | None:
     """`meta[key].error`, hidden when the policy is soft and data is still stored."""
     key = endpoint.key(*args)
     meta = state.meta.get(key)
@@ -141,7 +142,7 @@ def read_error(endpoint: Any, args: tuple[Any, ...], state: State) -> BaseExcept
     return error
 
 
-def empty_form(endpoint: Any, args: tuple[Any, ...], state: State) -> Any:
+def empty_form(endpoint: Endpoint[object], args: tuple[Any, ...], state: State) -> Any:
     """What a loading read shows: the stored result against empty entity tables (no stale entities)."""
     cached = state.endpoints.get(endpoint.key(*args))
     if cached is None:

@@ -14,6 +14,7 @@ from typing import Any
 from restlayer._pmap import EMPTY, PMap
 from restlayer.core import _actions as act
 from restlayer.core._state import EMPTY_STATE, State
+from restlayer.core.endpoint import Endpoint
 from restlayer.errors import ProcessingError, SchemaError
 from restlayer.schema import normalize
 
@@ -112,7 +113,7 @@ def _run_updates(endpoints: PMap[str, Any], action: act.SetResponse, result: Any
     return endpoints.update(changes)
 
 
-def _policy(endpoint: Any, error: BaseException) -> str | None:
+def _policy(endpoint: Endpoint[object], error: BaseException) -> str | None:
     policy = getattr(endpoint, "error_policy", None)
     try:
         return None if policy is None else policy(error)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from restlayer.core.controller import Controller
+    from restlayer.core.endpoint import Endpoint
 
 log = logging.getLogger("restlayer")
 
@@ -32,7 +33,7 @@ class Watcher:
 
     __slots__ = ("args", "callback", "endpoint", "key", "last", "refs")
 
-    def __init__(self, endpoint: Any, args: tuple[Any, ...], callback: Callable[[Any], Any]) -> None:
+    def __init__(self, endpoint: Endpoint[object], args: tuple[Any, ...], callback: Callable[[Any], Any]) -> None:
         self.endpoint = endpoint
         self.args = args
         self.callback = callback

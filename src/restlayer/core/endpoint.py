@@ -29,7 +29,7 @@ class Endpoint(Protocol[T_co]):
         ...
 
     @property
-    def schema(self) -> Any:
+    def schema(self) -> object:
         """How the response is normalized: an Entity class, a schema, a dict/list shorthand or None."""
         ...
 
@@ -59,12 +59,12 @@ class Endpoint(Protocol[T_co]):
         ...
 
     @property
-    def get_optimistic_response(self) -> Callable[..., Any] | None:
+    def get_optimistic_response(self) -> Callable[..., object] | None:
         """The expected reply, applied to the store before the real one arrives."""
         ...
 
     @property
-    def update(self) -> Callable[..., Any] | None:
+    def update(self) -> Callable[..., object] | None:
         """Changes to other stored results once this call's reply is stored."""
         ...
 
@@ -72,7 +72,7 @@ class Endpoint(Protocol[T_co]):
         """The canonical positional arguments of a call."""
         ...
 
-    def __call__(self, *args: object) -> Awaitable[Any]:
+    def __call__(self, *args: object) -> Awaitable[object]:
         """Send the request; the processed reply."""
         ...
 

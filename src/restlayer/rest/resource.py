@@ -222,7 +222,7 @@ def resource(
     non_filter_argument_keys: NonFilter = ...,
     optimistic: bool = ...,
     pagination_field: str | None = ...,
-    **options: Any,
+    **options: object,
 ) -> Resource[E]: ...
 @overload
 def resource(
@@ -234,7 +234,7 @@ def resource(
     non_filter_argument_keys: NonFilter = ...,
     optimistic: bool = ...,
     pagination_field: str | None = ...,
-    **options: Any,
+    **options: object,
 ) -> Resource[T]: ...
 def resource(
     *,
