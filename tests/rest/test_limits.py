@@ -27,6 +27,7 @@ from restlayer.errors import (
 )
 from restlayer.rest import RestEndpoint, resource
 from restlayer.schema import Entity
+from tests._present import present
 
 pytestmark = pytest.mark.usefixtures("shared_client_closed")
 
@@ -153,12 +154,12 @@ async def test_collection_params_of_date_uuid_decimal_work_like_strings(api: Loc
     query = api.requests[-1].query
     assert "day=2024-01-02" in query and "ref=12345678-1234-5678-1234-567812345678" in query
     assert "amount=1.50" in query and "at=2024-01-02+03%3A04%3A05" in query
-    assert [t.id for t in ctrl.get_response(lists.get_list, params).data] == [1, 2, 3]
-    assert [t.id for t in ctrl.cache(lists.get_list, params)] == [1, 2, 3]
+    assert [t.id for t in present(ctrl.get_response(lists.get_list, params).data)] == [1, 2, 3]
+    assert [t.id for t in present(ctrl.cache(lists.get_list, params))] == [1, 2, 3]
     assert [t.id for t in await ctrl.suspense(lists.get_list, params)] == [1, 2, 3]
     # the same text as a str names the same list
     as_text = {"n": 3, **{k: str(v) for k, v in ODD_PARAMS.items()}}
-    assert [t.id for t in ctrl.cache(lists.get_list, as_text)] == [1, 2, 3]
+    assert [t.id for t in present(ctrl.cache(lists.get_list, as_text))] == [1, 2, 3]
 
 
 # -- misuse -----------------------------------------------------------------------------------------
