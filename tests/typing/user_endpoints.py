@@ -51,6 +51,13 @@ assert_type(RestEndpoint(path="/todos", schema=Collection([Todo])), RestEndpoint
 assert_type(RestEndpoint(path="/todos", schema=Values(Todo)), RestEndpoint[dict[str, Todo]])
 assert_type(RestEndpoint(path="/page", schema={"results": [Todo]}), RestEndpoint[dict[str, Any]])
 assert_type(RestEndpoint(path="/count", process=as_int), RestEndpoint[int])
+
+
+def loose_count(value: Any, *args: Any) -> int:  # Any in the parameters must not blur the result
+    return len(value)
+
+
+assert_type(RestEndpoint(path="/count", process=loose_count), RestEndpoint[int])
 assert_type(RestEndpoint(path="/raw"), RestEndpoint[Any])
 
 get_todo = RestEndpoint(path="/todos/:id", schema=Todo)

@@ -320,7 +320,9 @@ class RestEndpoint(Generic[T_co]):
         self: RestEndpoint[T], *, process: Callable[..., T], schema: None = None, **options: object
     ) -> None: ...
     @overload
-    def __init__(self: RestEndpoint[Any], *, schema: str | None = None, **options: object) -> None: ...
+    def __init__(
+        self: RestEndpoint[Any], *, schema: str | None = None, process: None = None, **options: object
+    ) -> None: ...
     def __init__(self, **options: Any) -> None:
         cls = type(self)
         for option in options:
