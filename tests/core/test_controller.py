@@ -12,6 +12,7 @@ from restlayer.core import Controller, ExpiryStatus, NetworkManager, Response
 from restlayer.errors import NetworkError, ProcessingError, ResetError, SchemaError
 from restlayer.rest import RestEndpoint, resource
 from restlayer.schema import All, Collection, Entity, Query, normalize
+from tests._present import present
 from tests.core._models import Clock, Todo, User, gets
 
 
@@ -69,7 +70,7 @@ async def test_soft_error_keeps_data_hard_error_shows(ctrl: Controller, res: Any
     err = NetworkError("bad", status=400)
     ctrl.set_error(ep, {"id": 1}, err)
     assert ctrl.get_error(ep, id=1) is err
-    assert ctrl.get_response(ep, id=1).data.id == 1
+    assert present(ctrl.get_response(ep, id=1).data).id == 1
 
 
 async def test_soft_error_from_server_keeps_data(ctrl: Controller, res: Any, api: Any) -> None:
@@ -85,7 +86,7 @@ async def test_expire_all_and_invalidate_all(ctrl: Controller, res: Any) -> None
     await ctrl.fetch(res.Todo.get, id=1)
     ctrl.expire_all(res.Todo.get.test_key)
     data, status, expires = ctrl.get_response(res.Todo.get, id=1)
-    assert (data.id, status, expires) == (1, ExpiryStatus.VALID, 1)
+    assert (present(data).id, status, expires) == (1, ExpiryStatus.VALID, 1)
     ctrl.invalidate_all(res.Todo.get.test_key)
     key = res.Todo.get.key({"id": 1})
     state = ctrl.get_state()
@@ -124,7 +125,7 @@ async def test_delete_invalidates_entity_and_list(ctrl: Controller, res: Any) ->
     assert deleted == {"id": 1}  # the 204 reply: the URL params name the deleted entity
     assert ctrl.get_response(res.PlainTodo.get, {"id": 1})[:2] == (None, ExpiryStatus.INVALID)
     data, status, _ = ctrl.get_response(res.PlainTodo.get_list)
-    assert [t.id for t in data] == [2, 3, 4, 5, 6] and status == ExpiryStatus.VALID
+    assert [t.id for t in present(data)] == [2, 3, 4, 5, 6] and status == ExpiryStatus.VALID
 
 
 async def test_normalization_failure_is_400_and_store_untouched(ctrl: Controller, res: Any, api: Any) -> None:
@@ -140,13 +141,13 @@ async def test_normalization_failure_is_400_and_store_untouched(ctrl: Controller
 async def test_get_set_query_all_and_indexes(ctrl: Controller, res: Any) -> None:
     assert ctrl.get(All(User)) is None
     await ctrl.fetch(res.User.get_list)
-    assert ctrl.get(User, {"username": "bret"}).id == 1
-    assert ctrl.get(User, "2").username == "antonette"
-    assert ctrl.get(User, id=3).username == "samantha"
+    assert present(ctrl.get(User, {"username": "bret"})).id == 1
+    assert present(ctrl.get(User, "2")).username == "antonette"
+    assert present(ctrl.get(User, id=3)).username == "samantha"
     names = Query(All(User), lambda users: sorted(u.username for u in users))
     assert ctrl.get(names) == ["antonette", "bret", "samantha"]
     ctrl.set(User, {"id": 9}, {"id": 9, "username": "nine"})
-    assert ctrl.get(User, {"username": "nine"}).id == 9
+    assert present(ctrl.get(User, {"username": "nine"})).id == 9
     assert ctrl.get_response(res.User.get, {"username": "bret"}).expiry_status == ExpiryStatus.VALID
 
 
@@ -167,7 +168,7 @@ async def test_update_exception_is_logged(ctrl: Controller, res: Any, caplog: An
 
     ep = res.PlainTodo.get.extend(update=broken)
     await ctrl.fetch(ep, id=1)
-    assert ctrl.get(Todo, "1").id == 1
+    assert present(ctrl.get(Todo, "1")).id == 1
     assert "update() of" in caplog.text
 
 
@@ -219,7 +220,7 @@ async def test_watcher_exception_logged_other_watchers_fire(ctrl: Controller, re
     await ctrl.fetch(res.Todo.get, id=1)
     assert [t.id for t in seen] == [1]
     assert "watch callback" in caplog.text and "watcher broke" in caplog.text
-    assert ctrl.get(Todo, "1").id == 1
+    assert present(ctrl.get(Todo, "1")).id == 1
 
 
 async def test_manager_sees_actions_and_exception_is_logged(res: Any, caplog: Any) -> None:
@@ -239,7 +240,7 @@ async def test_manager_sees_actions_and_exception_is_logged(res: Any, caplog: An
     ctrl = Controller(managers=[Log(), Broken()])
     await ctrl.fetch(res.Todo.get, id=1)
     assert seen == ["fetch", "set_response"]
-    assert ctrl.get(Todo, "1").id == 1 and "manager broke" in caplog.text
+    assert present(ctrl.get(Todo, "1")).id == 1 and "manager broke" in caplog.text
     ctrl.close()
 
 
@@ -269,8 +270,8 @@ async def test_fetch_returns_processed_entity_same_as_cache(ctrl: Controller, ap
 async def test_fetch_of_a_list_is_the_memoized_list(ctrl: Controller, res: Any) -> None:
     fetched = await ctrl.fetch(res.PlainTodo.get_list, userId=1)
     assert [t.id for t in fetched] == [1, 2, 3]
-    assert fetched is ctrl.cache(res.PlainTodo.get_list, userId=1)
     assert fetched[0] is ctrl.get(Todo, {"id": 1})
+    assert fetched is ctrl.cache(res.PlainTodo.get_list, userId=1)
 
 
 async def test_fetch_without_schema_returns_the_process_value(ctrl: Controller, api: Any) -> None:
@@ -285,7 +286,7 @@ async def test_fetch_of_a_single_create_returns_the_created_item(ctrl: Controlle
     created = await ctrl.fetch(res.PlainTodo.get_list.push, {"userId": 1}, {"title": "new", "userId": 1})
     assert isinstance(created, Todo) and created.title == "new"
     assert created is ctrl.cache(res.PlainTodo.get_list.push, {"userId": 1}, {"title": "new", "userId": 1})
-    assert ctrl.cache(res.PlainTodo.get_list, userId=1)[-1] is created
+    assert present(ctrl.cache(res.PlainTodo.get_list, userId=1))[-1] is created
 
 
 async def test_delete_answered_with_empty_object_returns_params_not_defaults(ctrl: Controller, api: Any) -> None:
@@ -317,7 +318,7 @@ async def test_create_reply_without_pk_is_refused_and_stores_nothing(ctrl: Contr
     after = ctrl.get_state()
     assert after.entities is before.entities and after.endpoints is before.endpoints
     assert after.indexes is before.indexes and after.entities_meta is before.entities_meta
-    assert [t.id for t in ctrl.cache(res.PlainTodo.get_list, userId=1)] == [1, 2, 3]
+    assert [t.id for t in present(ctrl.cache(res.PlainTodo.get_list, userId=1))] == [1, 2, 3]
     assert ctrl.get_error(echo.get_list.push, {"userId": 1}, {"title": "lost"}) is info.value
 
 
@@ -342,7 +343,7 @@ def test_set_updater_not_called_when_nothing_is_stored(ctrl: Controller) -> None
     assert calls == [] and ctrl.get_state().entities == {}
     ctrl.set(Todo, {"id": 9, "title": "first"})
     ctrl.set(Todo, {"id": 9}, rename)
-    assert [c.title for c in calls] == ["first"] and ctrl.get(Todo, {"id": 9}).title == "renamed"
+    assert [c.title for c in calls] == ["first"] and present(ctrl.get(Todo, {"id": 9})).title == "renamed"
 
 
 def _network(ctrl: Controller) -> NetworkManager:
@@ -425,17 +426,17 @@ class Owner(Entity):
 async def test_nested_and_top_level_reads_of_one_collection_are_one_list(ctrl: Controller, res: Any, api: Any) -> None:
     owners = resource(path="/users/:id", schema=Owner, url_prefix=api.url)
     user = await ctrl.fetch(owners.get, id=1, expand="todos")
-    listed = ctrl.cache(res.PlainTodo.get_list, userId=1)
+    listed = present(ctrl.cache(res.PlainTodo.get_list, userId=1))
     assert [t.id for t in listed] == [1, 2, 3]
     assert user.todos is listed
     await ctrl.fetch(res.PlainTodo.get_list, userId=1)  # refetched: a new stored list
-    user = ctrl.cache(owners.get, id=1, expand="todos")
-    listed = ctrl.cache(res.PlainTodo.get_list, userId=1)
+    user = present(ctrl.cache(owners.get, id=1, expand="todos"))
+    listed = present(ctrl.cache(res.PlainTodo.get_list, userId=1))
     assert user.todos is listed
     await ctrl.fetch(res.PlainTodo.partial_update, {"id": 2}, {"title": "changed"})
     listed = ctrl.get(res.PlainTodo.get_list.schema, {"userId": 1})
     assert listed[1].title == "changed"
-    assert ctrl.cache(owners.get, id=1, expand="todos").todos is listed
+    assert present(ctrl.cache(owners.get, id=1, expand="todos")).todos is listed
 
 
 async def test_page_object_where_list_expected_is_refused_storing_nothing(ctrl: Controller, api: Any) -> None:
@@ -463,5 +464,5 @@ async def test_fetch_of_a_move_returns_the_moved_item_now_in_its_new_list(ctrl: 
     await ctrl.fetch(res.PlainTodo.get_list, userId=2)
     moved = await ctrl.fetch(res.PlainTodo.get_list.move, {"id": 3}, {"userId": 2})
     assert isinstance(moved, Todo) and moved.userId == 2
-    assert [t.id for t in ctrl.cache(res.PlainTodo.get_list, userId=1)] == [1, 2]
-    assert ctrl.cache(res.PlainTodo.get_list, userId=2)[-1] is moved
+    assert [t.id for t in present(ctrl.cache(res.PlainTodo.get_list, userId=1))] == [1, 2]
+    assert present(ctrl.cache(res.PlainTodo.get_list, userId=2))[-1] is moved

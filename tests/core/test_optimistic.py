@@ -10,6 +10,7 @@ import pytest
 from restlayer.core import Controller
 from restlayer.errors import NetworkError
 from restlayer.rest import RestEndpoint
+from tests._present import present
 from tests.core._models import Todo, User, gets
 
 
@@ -17,7 +18,7 @@ async def test_partial_update_shows_then_server_value(ctrl: Controller, res: Any
     await ctrl.fetch(res.Todo.get, id=1)
     task = asyncio.ensure_future(ctrl.fetch(res.Todo.partial_update, {"id": 1}, {"title": "opt"}))
     await asyncio.sleep(0)
-    assert ctrl.get(Todo, {"id": 1}).title == "opt"
+    assert present(ctrl.get(Todo, {"id": 1})).title == "opt"
     assert len(ctrl.get_state()["optimistic"]) == 1
     assert ctrl.get_state()["entities"]["Todo"]["1"]["title"] == "opt"
     result = await task
@@ -30,12 +31,12 @@ async def test_rejected_update_rolls_back(ctrl: Controller, res: Any) -> None:
     before = ctrl.get_state()
     task = asyncio.ensure_future(ctrl.fetch(res.Todo.update, {"id": 1}, {"title": "REJECT"}))
     await asyncio.sleep(0)
-    assert ctrl.get(Todo, "1").title == "REJECT"
+    assert present(ctrl.get(Todo, "1")).title == "REJECT"
     with pytest.raises(NetworkError) as info:
         await task
     assert info.value.status == 400
     after = ctrl.get_state()
-    assert ctrl.get(Todo, "1").title == "delectus aut autem"
+    assert present(ctrl.get(Todo, "1")).title == "delectus aut autem"
     assert after.entities == before.entities and after.endpoints == before.endpoints
     assert after.optimistic == ()
 
@@ -48,10 +49,10 @@ async def test_failing_mutation_to_status_400_rolls_back(ctrl: Controller, res: 
     )
     task = asyncio.ensure_future(ctrl.fetch(ep, {"code": 400}, {"title": "temp"}))
     await asyncio.sleep(0)
-    assert ctrl.get(Todo, "2").title == "temp"
+    assert present(ctrl.get(Todo, "2")).title == "temp"
     with pytest.raises(NetworkError):
         await task
-    assert ctrl.get(Todo, "2").title == "quis ut nam facilis"
+    assert present(ctrl.get(Todo, "2")).title == "quis ut nam facilis"
 
 
 async def test_partial_update_aborts_when_not_stored(ctrl: Controller, res: Any) -> None:
@@ -59,7 +60,7 @@ async def test_partial_update_aborts_when_not_stored(ctrl: Controller, res: Any)
     await asyncio.sleep(0)
     assert ctrl.get(Todo, "4") is None  # snapshot.abort: no optimistic entity
     await task
-    assert ctrl.get(Todo, "4").title == "x"
+    assert present(ctrl.get(Todo, "4")).title == "x"
 
 
 async def test_last_started_wins_whatever_reply_order(ctrl: Controller, res: Any, api: Any) -> None:
@@ -75,17 +76,17 @@ async def test_last_started_wins_whatever_reply_order(ctrl: Controller, res: Any
     await asyncio.sleep(0.01)
     second = asyncio.ensure_future(ctrl.fetch(second_ep, {"ms": 20}, {}))
     await asyncio.gather(first, second)
-    assert ctrl.get(Todo, "5").title == "second"
+    assert present(ctrl.get(Todo, "5")).title == "second"
 
 
 async def test_push_without_id_then_reply(ctrl: Controller, res: Any) -> None:
     await ctrl.fetch(res.Todo.get_list)
     task = asyncio.ensure_future(ctrl.fetch(res.Todo.get_list.push, {"title": "new one"}))
     await asyncio.sleep(0)
-    titles = [t.title for t in ctrl.get_response(res.Todo.get_list).data]
+    titles = [t.title for t in present(ctrl.get_response(res.Todo.get_list).data)]
     assert titles[-1] == "new one"
     await task
-    data = ctrl.get_response(res.Todo.get_list).data
+    data = present(ctrl.get_response(res.Todo.get_list).data)
     assert data[-1].title == "new one" and data[-1].id == 7 and len(data) == 7
     assert not any(pk.startswith("MISS") for pk in ctrl.get_state()["entities"]["Todo"])
 
@@ -102,7 +103,7 @@ async def test_failing_optimistic_guess_is_reported_by_get_error_until_settled(
     await asyncio.sleep(0)  # started: pending, its guess failed
     error = ctrl.get_error(ep, {"id": 1}, {"title": "sent"})
     assert isinstance(error, ValueError) and str(error) == "no guess for this body"
-    assert ctrl.get(Todo, {"id": 1}).title == "delectus aut autem"  # the guess is a no-op
+    assert present(ctrl.get(Todo, {"id": 1})).title == "delectus aut autem"  # the guess is a no-op
     ctrl.set(User, {"id": 5, "username": "other"})  # another change recomputes the overlay
     assert isinstance(ctrl.get_error(ep, {"id": 1}, {"title": "sent"}), ValueError)
     logged = [r for r in caplog.records if "get_optimistic_response" in r.getMessage()]

@@ -406,6 +406,6 @@ async def test_collection_class_method_override_decides_where_creates_land(api: 
     try:
         await ctrl.fetch(todos.get_list, userId=1, sort="title")
         created = await ctrl.fetch(todos.get_list.push, {"userId": 1}, {"title": "sorted in", "userId": 1})
-        assert ctrl.cache(todos.get_list, userId=1, sort="title")[-1] is created
+        assert present(ctrl.cache(todos.get_list, userId=1, sort="title"))[-1] is created
     finally:
         ctrl.close()

@@ -60,6 +60,8 @@ async def use_async(ctrl: Controller) -> None:
         print(len(todos))
 
     ctrl.watch(TodoResource.get_list, callback=on_change)
+    assert_type(ctrl.get_error(TodoResource.get_list.push, {"title": "x"}), BaseException | None)
+    ctrl.invalidate(TodoResource.get_list.push)
 
     def open_todos(todos: list[Todo], *args: object) -> list[Todo]:
         return [t for t in todos if not t.completed]
