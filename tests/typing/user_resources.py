@@ -26,7 +26,7 @@ assert_type(TodoResource.get_list.unshift, RestEndpoint[Todo])
 assert_type(TodoResource.get_list.get_page, RestEndpoint[list[Todo]])
 assert_type(TodoResource.update, RestEndpoint[Todo])
 assert_type(TodoResource.partial_update, RestEndpoint[Todo])
-assert_type(TodoResource.delete, RestEndpoint[Todo])
+assert_type(TodoResource.delete, RestEndpoint[Any])  # returns the JSON naming the deleted item
 assert_type(TodoResource.get.url({"id": 1}), str)
 
 # extend keeps the standard members typed; added members are read by name.

@@ -58,8 +58,8 @@ class Resource(Generic[T_co]):
             ...
 
         @property
-        def delete(self) -> RestEndpoint[T_co]:
-            """DELETE one item (the entity is marked deleted in the store)."""
+        def delete(self) -> RestEndpoint[Any]:
+            """DELETE one item; the Controller returns the reply (or params) naming what was deleted."""
             ...
 
     else:
