@@ -142,7 +142,7 @@ def test_time_options_accept_timedelta() -> None:
     assert endpoint.extend(poll_frequency=timedelta(seconds=1)).poll_frequency == 1_000
 
     class Slow(RestEndpoint):
-        data_expiry_length = timedelta(hours=1)
+        data_expiry_length = timedelta(hours=1)  # type: ignore[assignment]  # turned into ms on construction
 
     assert Slow(path="/x").data_expiry_length == 3_600_000
     with pytest.raises(ParamError, match="poll_frequency"):

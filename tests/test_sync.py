@@ -124,9 +124,9 @@ def test_set_response_set_error_and_set_accept_keyword_arguments() -> None:
     todos = resource(path="/todos/:id", schema=Todo, url_prefix="http://127.0.0.1:9")
     with Controller() as ctrl:
         ctrl.set_response(todos.get, {"id": 5, "title": "stored"}, id=5)
-        assert ctrl.cache(todos.get, id=5).title == "stored"
+        assert present(ctrl.cache(todos.get, id=5)).title == "stored"
         ctrl.set(Todo, {"id": 5, "title": "set"}, id=5)
-        assert ctrl.cache(todos.get, id=5).title == "set"
+        assert present(ctrl.cache(todos.get, id=5)).title == "set"
         error = NetworkError("gone", status=410)
         ctrl.set_error(todos.get, error, id=6)
         assert ctrl.get_error(todos.get, id=6) is error

@@ -12,15 +12,17 @@ from __future__ import annotations
 import asyncio
 import threading
 import weakref
-from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
-from restlayer.core import DLE, Response
+from restlayer._typing import E
+from restlayer.core import DLE, Endpoint, Response, State
 from restlayer.core import Controller as AsyncController
 from restlayer.errors import RestLayerError
 from restlayer.pagination import NextPage
 from restlayer.pagination import paginate as _paginate
+from restlayer.schema import Schema, SchemaLike
 
 T = TypeVar("T")
 
@@ -108,28 +110,28 @@ class Controller:
         return self._thread.run(invoke())
 
     # ----- I/O --------------------------------------------------------------------------
-    def fetch(self, endpoint: Any, *args: Any, **kwargs: Any) -> Any:
+    def fetch(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> T:
         """Send the request, store the result and return it (denormalized when there is a schema)."""
         return self._run(lambda: self._async.fetch(endpoint, *args, **kwargs))
 
-    def fetch_if_stale(self, endpoint: Any, *args: Any, **kwargs: Any) -> Any:
+    def fetch_if_stale(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> T:
         """The stored data when fresh, else `fetch`."""
         return self._run(lambda: self._async.fetch_if_stale(endpoint, *args, **kwargs))
 
-    def suspense(self, endpoint: Any, *args: Any, **kwargs: Any) -> Any:
+    def suspense(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> T:
         """Valid data for the call, fetching first when it is missing or invalid."""
         return self._run(lambda: self._async.suspense(endpoint, *args, **kwargs))
 
-    def subscribe(self, endpoint: Any, *args: Any, **kwargs: Any) -> None:
+    def subscribe(self, endpoint: Endpoint[Any], *args: Any, **kwargs: object) -> None:
         """Start polling the endpoint at its `poll_frequency`."""
         self._run(lambda: self._async.subscribe(endpoint, *args, **kwargs))
 
-    def unsubscribe(self, endpoint: Any, *args: Any, **kwargs: Any) -> None:
+    def unsubscribe(self, endpoint: Endpoint[Any], *args: Any, **kwargs: object) -> None:
         """Leave a subscription; polling stops when nobody is subscribed."""
         self._run(lambda: self._async.unsubscribe(endpoint, *args, **kwargs))
 
     @contextmanager
-    def subscription(self, endpoint: Any, *args: Any, **kwargs: Any) -> Iterator[None]:
+    def subscription(self, endpoint: Endpoint[Any], *args: Any, **kwargs: object) -> Iterator[None]:
         """Poll while the `with` block runs."""
         self.subscribe(endpoint, *args, **kwargs)
         try:
@@ -137,7 +139,7 @@ class Controller:
         finally:
             self.unsubscribe(endpoint, *args, **kwargs)
 
-    def live(self, endpoint: Any, *args: Any, **kwargs: Any) -> Iterator[Any]:
+    def live(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> Generator[T, None, None]:
         """Iterate the data: the first value, then each change (polling while iterating)."""
         stream = self._thread.call(lambda: self._async.live(endpoint, *args, **kwargs).__aiter__())
         try:
@@ -152,39 +154,45 @@ class Controller:
                 self._run(closer)
 
     # ----- reads and writes (run on the loop thread, so they never race the loop) ---------------
-    def get_response(self, endpoint: Any, *args: Any, **kwargs: Any) -> Response:
+    def get_response(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> Response[T]:
         """`Response(data, expiry_status, expires_at)` from the store; never fetches."""
         return self._thread.call(self._async.get_response, endpoint, *args, **kwargs)
 
-    def get(self, schema: Any, *args: Any, **kwargs: Any) -> Any:
+    @overload
+    def get(self, schema: type[E], *args: object, **kwargs: object) -> E | None: ...
+    @overload
+    def get(self, schema: Schema[T], *args: object, **kwargs: object) -> T | None: ...
+    @overload
+    def get(self, schema: SchemaLike, *args: object, **kwargs: object) -> Any: ...
+    def get(self, schema: SchemaLike, *args: object, **kwargs: object) -> Any:
         """A denormalized read of any schema from the store."""
         return self._thread.call(self._async.get, schema, *args, **kwargs)
 
-    def get_error(self, endpoint: Any, *args: Any, **kwargs: Any) -> BaseException | None:
+    def get_error(self, endpoint: Endpoint[Any], *args: Any, **kwargs: object) -> BaseException | None:
         """The stored error for the call, if it should be shown."""
         return self._thread.call(self._async.get_error, endpoint, *args, **kwargs)
 
-    def last_error(self, endpoint: Any, *args: Any, **kwargs: Any) -> BaseException | None:
+    def last_error(self, endpoint: Endpoint[Any], *args: Any, **kwargs: object) -> BaseException | None:
         """The error of the call's latest fetch, even a soft one `get_error` hides."""
         return self._thread.call(self._async.last_error, endpoint, *args, **kwargs)
 
-    def dle(self, endpoint: Any, *args: Any, **kwargs: Any) -> DLE:
+    def dle(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> DLE[T]:
         """`DLE(data, loading, error)`; starts a fetch when needed but never waits."""
         return self._thread.call(self._async.dle, endpoint, *args, **kwargs)
 
-    def cache(self, endpoint: Any, *args: Any, **kwargs: Any) -> Any:
+    def cache(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> T | None:
         """Stored data or None; never fetches."""
         return self._thread.call(self._async.cache, endpoint, *args, **kwargs)
 
-    def set_response(self, endpoint: Any, *args: Any, **kwargs: Any) -> None:
+    def set_response(self, endpoint: Endpoint[Any], *args: Any, **kwargs: object) -> None:
         """Store `args[-1]` as the response of `endpoint(*args[:-1], **kwargs)`."""
         self._thread.call(self._async.set_response, endpoint, *args, **kwargs)
 
-    def set_error(self, endpoint: Any, *args: Any, **kwargs: Any) -> None:
+    def set_error(self, endpoint: Endpoint[Any], *args: Any, **kwargs: object) -> None:
         """Store `args[-1]` as the error of `endpoint(*args[:-1], **kwargs)`."""
         self._thread.call(self._async.set_error, endpoint, *args, **kwargs)
 
-    def set(self, schema: Any, *args: Any, **kwargs: Any) -> None:
+    def set(self, schema: SchemaLike, *args: Any, **kwargs: object) -> None:
         """Write `args[-1]` into the store through `schema` (keywords join the first argument)."""
         self._thread.call(self._async.set, schema, *args, **kwargs)
 
@@ -192,7 +200,7 @@ class Controller:
         """Send an action through the managers to the store (on the loop thread)."""
         self._thread.call(self._async.dispatch, action)
 
-    def invalidate(self, endpoint: Any, *args: Any, **kwargs: Any) -> None:
+    def invalidate(self, endpoint: Endpoint[Any], *args: Any, **kwargs: object) -> None:
         """Drop the stored result of one call: readers refetch."""
         self._thread.call(self._async.invalidate, endpoint, *args, **kwargs)
 
@@ -208,11 +216,13 @@ class Controller:
         """Empty the store; in-flight fetches are dropped."""
         self._thread.call(self._async.reset_entire_store)
 
-    def get_state(self) -> Any:
+    def get_state(self) -> State:
         """An immutable snapshot of the store."""
         return self._thread.call(self._async.get_state)
 
-    def watch(self, endpoint: Any, *args: Any, callback: Callable[[Any], Any], **kwargs: Any) -> Callable[[], None]:
+    def watch(
+        self, endpoint: Endpoint[T], *args: object, callback: Callable[[T], object], **kwargs: object
+    ) -> Callable[[], None]:
         """Call `callback(data)` (on the loop thread) whenever the data changes; returns an unsubscriber."""
         stop = self._thread.call(lambda: self._async.watch(endpoint, *args, callback=callback, **kwargs))
 

@@ -13,8 +13,9 @@ import logging
 import time
 import weakref
 from collections.abc import AsyncIterator, Callable, Sequence
-from typing import Any
+from typing import Any, cast, overload
 
+from restlayer._typing import E, T
 from restlayer.core import _actions as act
 from restlayer.core._optimistic import apply_optimistic
 from restlayer.core._read import (
@@ -30,13 +31,14 @@ from restlayer.core._read import (
 from restlayer.core._reducer import apply
 from restlayer.core._state import EMPTY_STATE, State
 from restlayer.core._watch import Watcher, Watchers, changed
+from restlayer.core.endpoint import Endpoint
 from restlayer.core.expiry import DATA_EXPIRY, DLE, ERROR_EXPIRY, ExpiryStatus, Response, expiry_length
 from restlayer.core.gc import GCPolicy
 from restlayer.core.manager import Manager, build_chain
 from restlayer.core.network import NetworkManager
 from restlayer.core.subscriptions import SubscriptionManager
 from restlayer.errors import ResetError, RestLayerError
-from restlayer.schema import MemoCache
+from restlayer.schema import MemoCache, Schema, SchemaLike
 
 Clock = Callable[[], float]
 _log = logging.getLogger("restlayer")
@@ -145,7 +147,7 @@ class Controller:
 
     # ----- arguments ------------------------------------------------------------------------
     @staticmethod
-    def _bind(endpoint: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...] | None:
+    def _bind(endpoint: Endpoint[object], args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...] | None:
         """Canonical args, or None for "don't fetch" (`ctrl.dle(ep, None)`)."""
         if not kwargs and len(args) == 1 and args[0] is None:
             return None
@@ -153,35 +155,41 @@ class Controller:
         return bound
 
     # ----- reads --------------------------------------------------------------------------------
-    def _read(self, endpoint: Any, args: tuple[Any, ...]) -> tuple[Response, Refs]:
+    def _read(self, endpoint: Endpoint[object], args: tuple[Any, ...]) -> tuple[Response[Any], Refs]:
         """The Response and, only when garbage collection counts references, the entities read."""
         response, detail = read_response(self.memo, endpoint, args, self._current())
         return response, (refs_of(detail) if self.gc_policy is not None else [])
 
-    def _response(self, endpoint: Any, args: tuple[Any, ...] | None, state: State) -> Response:
+    def _response(self, endpoint: Endpoint[object], args: tuple[Any, ...] | None, state: State) -> Response[Any]:
         if args is None:
             return Response(None, ExpiryStatus.VALID, INF)
         return read_response(self.memo, endpoint, args, state)[0]
 
-    def _error(self, endpoint: Any, args: tuple[Any, ...] | None, state: State) -> BaseException | None:
+    def _error(self, endpoint: Endpoint[object], args: tuple[Any, ...] | None, state: State) -> BaseException | None:
         return None if args is None else read_error(endpoint, args, state)
 
-    def _get(self, schema: Any, args: tuple[Any, ...], kwargs: dict[str, Any], state: State) -> Any:
+    def _get(self, schema: SchemaLike, args: tuple[Any, ...], kwargs: dict[str, Any], state: State) -> Any:
         return self.memo.query(schema, _query_args(args, kwargs), state)
 
-    def get_response(self, endpoint: Any, *args: Any, **kwargs: Any) -> Response:
+    def get_response(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> Response[T]:
         """`Response(data, expiry_status, expires_at)` of the stored result; never fetches."""
         return self._response(endpoint, self._bind(endpoint, args, kwargs), self._current())
 
-    def get(self, schema: Any, *args: Any, **kwargs: Any) -> Any:
+    @overload
+    def get(self, schema: type[E], *args: object, **kwargs: object) -> E | None: ...
+    @overload
+    def get(self, schema: Schema[T], *args: object, **kwargs: object) -> T | None: ...
+    @overload
+    def get(self, schema: SchemaLike, *args: object, **kwargs: object) -> Any: ...
+    def get(self, schema: SchemaLike, *args: object, **kwargs: object) -> Any:
         """Denormalized read of any schema (Entity, Collection, Query, All, dict) from the store."""
         return self._get(schema, args, kwargs, self._current())
 
-    def get_error(self, endpoint: Any, *args: Any, **kwargs: Any) -> BaseException | None:
+    def get_error(self, endpoint: Endpoint[Any], *args: Any, **kwargs: object) -> BaseException | None:
         """The stored error, unless its policy is soft and data is still stored."""
         return self._error(endpoint, self._bind(endpoint, args, kwargs), self._current())
 
-    def last_error(self, endpoint: Any, *args: Any, **kwargs: Any) -> BaseException | None:
+    def last_error(self, endpoint: Endpoint[Any], *args: Any, **kwargs: object) -> BaseException | None:
         """The error of the call's latest fetch, even one `get_error` hides (a soft failure, e.g. of a poll).
 
         While a soft failure keeps the old data showing, this tells that the data
@@ -194,7 +202,7 @@ class Controller:
         return None if meta is None else meta.get("error")
 
     # ----- fetching -----------------------------------------------------------------------------
-    def _new_fetch(self, endpoint: Any, args: tuple[Any, ...], **options: Any) -> act.Fetch:
+    def _new_fetch(self, endpoint: Endpoint[object], args: tuple[Any, ...], **options: Any) -> act.Fetch:
         data = options.pop("data_expiry_length", endpoint.data_expiry_length)
         error = options.pop("error_expiry_length", endpoint.error_expiry_length)
         return act.Fetch(
@@ -203,13 +211,13 @@ class Controller:
             error_expiry_length=expiry_length(error, ERROR_EXPIRY, "error_expiry_length"),
         )
 
-    async def _fetch(self, endpoint: Any, args: tuple[Any, ...]) -> Any:
+    async def _fetch(self, endpoint: Endpoint[object], args: tuple[Any, ...]) -> Any:
         """Dispatch a fetch and wait for its processed value (shared with concurrent callers)."""
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self.dispatch(self._new_fetch(endpoint, args, future=future))
         return await future
 
-    def _start(self, endpoint: Any, args: tuple[Any, ...], **options: Any) -> None:
+    def _start(self, endpoint: Endpoint[object], args: tuple[Any, ...], **options: Any) -> None:
         """Start a background fetch nobody awaits (needs a running loop; otherwise skipped)."""
         try:
             asyncio.get_running_loop()
@@ -217,7 +225,7 @@ class Controller:
             return
         self.dispatch(self._new_fetch(endpoint, args, background=True, **options))
 
-    def _poll(self, endpoint: Any, args: tuple[Any, ...], frequency: float) -> None:
+    def _poll(self, endpoint: Endpoint[object], args: tuple[Any, ...], frequency: float) -> None:
         """One polling fetch: short expiry, soft errors."""
         self._start(
             endpoint, args, data_expiry_length=frequency / 2, error_expiry_length=frequency / 10,
@@ -257,7 +265,7 @@ class Controller:
         self.dispatch(act.SetResponse(fetch.endpoint, fetch.args, fetch.key, None, fetch.fetched_at, now, now,
                                       fetch=fetch, aborted=True))
 
-    def _fetched(self, endpoint: Any, args: tuple[Any, ...], value: Any) -> Any:
+    def _fetched(self, endpoint: Endpoint[object], args: tuple[Any, ...], value: Any) -> Any:
         """A fetch's return: the store's read of the result (what `cache` gives now, same object).
 
         A deleting endpoint (its schema holds `Invalidate`) reads as nothing, so it
@@ -268,24 +276,24 @@ class Controller:
             self.gc_policy.touch(endpoint.key(*args), refs)
         return value if deletes(endpoint.schema) else response.data
 
-    async def fetch(self, endpoint: Any, *args: Any, **kwargs: Any) -> Any:
+    async def fetch(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> T:
         """Send the request (GETs of one key share it), store the result, return the stored read of it."""
         bound = endpoint.bind(*args, **kwargs)
         value = await self._fetch(endpoint, bound)
-        return self._fetched(endpoint, bound, value)
+        return cast(T, self._fetched(endpoint, bound, value))
 
-    async def fetch_if_stale(self, endpoint: Any, *args: Any, **kwargs: Any) -> Any:
+    async def fetch_if_stale(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> T:
         """The stored data while usable and unexpired, else `fetch`."""
         bound = endpoint.bind(*args, **kwargs)
         response = self._read(endpoint, bound)[0]
         if response.expiry_status != ExpiryStatus.INVALID and self.now() <= response.expires_at:
             _log.debug("read %s served from the store", endpoint.key(*bound))
-            return response.data
+            return cast(T, response.data)
         value = await self._fetch(endpoint, bound)
-        return self._fetched(endpoint, bound, value)
+        return cast(T, self._fetched(endpoint, bound, value))
 
     # ----- writes ---------------------------------------------------------------------------------
-    def set_response(self, endpoint: Any, *args: Any, **kwargs: Any) -> None:
+    def set_response(self, endpoint: Endpoint[Any], *args: Any, **kwargs: object) -> None:
         """Store `response` (the last positional argument) as the result of `endpoint(*args)`."""
         if not args:
             raise TypeError("set_response(endpoint, *args, response): the response is missing")
@@ -295,7 +303,7 @@ class Controller:
         expires = now + expiry_length(endpoint.data_expiry_length, DATA_EXPIRY, "data_expiry_length")
         self.dispatch(act.SetResponse(endpoint, bound, endpoint.key(*bound), response, now, now, expires))
 
-    def set_error(self, endpoint: Any, *args: Any, **kwargs: Any) -> None:
+    def set_error(self, endpoint: Endpoint[Any], *args: Any, **kwargs: object) -> None:
         """Store `error` (the last positional argument) for `endpoint(*args)`; data stays."""
         if not args:
             raise TypeError("set_error(endpoint, *args, error): the error is missing")
@@ -306,7 +314,7 @@ class Controller:
         self.dispatch(act.SetResponse(endpoint, bound, endpoint.key(*bound), error, now, now, expires, True,
                                       endpoint.error_policy(error)))
 
-    def set(self, schema: Any, *args: Any, **kwargs: Any) -> None:
+    def set(self, schema: SchemaLike, *args: Any, **kwargs: object) -> None:
         """Write `value` (last positional) into the entity tables.
 
         A callable value is an updater: it gets the current value and returns the
@@ -324,7 +332,7 @@ class Controller:
         now = self.now()
         self.dispatch(act.Set(schema, query_args, value, now, now + DATA_EXPIRY))
 
-    def invalidate(self, endpoint: Any, *args: Any, **kwargs: Any) -> None:
+    def invalidate(self, endpoint: Endpoint[Any], *args: Any, **kwargs: object) -> None:
         """Drop the stored result: readers block on a refetch (status INVALID)."""
         bound = self._bind(endpoint, args, kwargs)
         if bound is not None:
@@ -342,7 +350,7 @@ class Controller:
         """Empty the store; in-flight fetches fail with ResetError and their replies are dropped."""
         self.dispatch(act.Reset(self.now()))
 
-    async def subscribe(self, endpoint: Any, *args: Any, **kwargs: Any) -> None:
+    async def subscribe(self, endpoint: Endpoint[Any], *args: Any, **kwargs: object) -> None:
         """Poll `endpoint(*args)` every `poll_frequency` ms until unsubscribed."""
         bound = self._bind(endpoint, args, kwargs)
         if bound is None:
@@ -351,7 +359,7 @@ class Controller:
             raise RestLayerError(f"{endpoint.name}: subscribe needs poll_frequency")
         self.dispatch(act.Subscribe(endpoint, bound, endpoint.key(*bound)))
 
-    async def unsubscribe(self, endpoint: Any, *args: Any, **kwargs: Any) -> None:
+    async def unsubscribe(self, endpoint: Endpoint[Any], *args: Any, **kwargs: object) -> None:
         """Undo one `subscribe`; polling stops with the last subscriber."""
         bound = self._bind(endpoint, args, kwargs)
         if bound is None or endpoint.poll_frequency is None:
@@ -367,19 +375,19 @@ class Controller:
         if self.gc_policy is not None:
             self.gc_policy.release(key, refs)
 
-    def _touch(self, endpoint: Any, args: tuple[Any, ...]) -> None:
+    def _touch(self, endpoint: Endpoint[object], args: tuple[Any, ...]) -> None:
         if self.gc_policy is not None:
             self.gc_policy.touch(endpoint.key(*args), self._read(endpoint, args)[1])
 
     # ----- bindings (the hooks' counterparts) -------------------------------------------------------
-    async def suspense(self, endpoint: Any, *args: Any, **kwargs: Any) -> Any:
+    async def suspense(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> T:
         """The data once usable: fetches when missing, invalid or (with invalid_if_stale) stale."""
         bound = self._bind(endpoint, args, kwargs)
         if bound is None:
-            return None
-        return await self._suspense(endpoint, bound)
+            return cast(T, None)  # a skipped call (args None) reads nothing
+        return cast(T, await self._suspense(endpoint, bound))
 
-    async def _suspense(self, endpoint: Any, args: tuple[Any, ...]) -> Any:
+    async def _suspense(self, endpoint: Endpoint[object], args: tuple[Any, ...]) -> Any:
         response = self._read(endpoint, args)[0]
         if needs_fetch(response, self.now()):
             if response.expiry_status == ExpiryStatus.VALID:
@@ -394,7 +402,7 @@ class Controller:
             raise error
         return response.data
 
-    async def _fetch_for_read(self, endpoint: Any, args: tuple[Any, ...]) -> Response:
+    async def _fetch_for_read(self, endpoint: Endpoint[object], args: tuple[Any, ...]) -> Response[Any]:
         """Fetch, then read the stored outcome (a stored error is raised by the caller).
 
         A fetch dropped by `reset_entire_store()` is sent again, as the original
@@ -412,7 +420,7 @@ class Controller:
                 pass
             return self._read(endpoint, args)[0]
 
-    def dle(self, endpoint: Any, *args: Any, **kwargs: Any) -> DLE:
+    def dle(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> DLE[T]:
         """`DLE(data, loading, error)` right now; starts a fetch when one is needed, never waits."""
         bound = self._bind(endpoint, args, kwargs)
         if bound is None:
@@ -426,7 +434,7 @@ class Controller:
         self._touch(endpoint, bound)
         return DLE(data, loading, read_error(endpoint, bound, self._current()))
 
-    def cache(self, endpoint: Any, *args: Any, **kwargs: Any) -> Any:
+    def cache(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> T | None:
         """The stored data (the empty loading form when it would be loading); never fetches."""
         bound = self._bind(endpoint, args, kwargs)
         if bound is None:
@@ -434,10 +442,12 @@ class Controller:
         response = self._read(endpoint, bound)[0]
         self._touch(endpoint, bound)
         if response.expiry_status != ExpiryStatus.VALID and needs_fetch(response, self.now()):
-            return empty_form(endpoint, bound, self._current())
-        return response.data
+            return cast("T | None", empty_form(endpoint, bound, self._current()))
+        return cast("T | None", response.data)
 
-    def watch(self, endpoint: Any, *args: Any, callback: Callable[[Any], Any], **kwargs: Any) -> Callable[[], None]:
+    def watch(
+        self, endpoint: Endpoint[T], *args: object, callback: Callable[[T], object], **kwargs: object
+    ) -> Callable[[], None]:
         """Call `callback(data)` whenever the denormalized value really changes; returns `unwatch()`."""
         bound = self._bind(endpoint, args, kwargs)
         if bound is None:
@@ -445,7 +455,7 @@ class Controller:
         return self._watchers.add(Watcher(endpoint, bound, callback))
 
     @contextlib.asynccontextmanager
-    async def subscription(self, endpoint: Any, *args: Any, **kwargs: Any) -> AsyncIterator[None]:
+    async def subscription(self, endpoint: Endpoint[Any], *args: Any, **kwargs: object) -> AsyncIterator[None]:
         """`async with ctrl.subscription(ep, ...)`: polls at `poll_frequency` while open."""
         bound = self._bind(endpoint, args, kwargs)
         if bound is None:
@@ -460,11 +470,11 @@ class Controller:
             self._unhold(key, [])
             await self.unsubscribe(endpoint, *bound)
 
-    async def live(self, endpoint: Any, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+    async def live(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> AsyncIterator[T]:
         """`async for data in ctrl.live(ep, ...)`: the first value, then each change (polling if set)."""
         bound = self._bind(endpoint, args, kwargs)
         if bound is None:
-            yield None
+            yield cast(T, None)  # a skipped call (args None) reads nothing
             return
         changes = asyncio.Event()
         unwatch = self.watch(endpoint, *bound, callback=lambda _: changes.set())
