@@ -17,12 +17,17 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urljoin, urlsplit
 
 import httpx
 
+from restlayer._typing import T
 from restlayer.errors import ParamError, RestLayerError
+
+if TYPE_CHECKING:
+    from restlayer.core import Controller
+    from restlayer.rest import RestEndpoint
 
 __all__ = ["Page", "cursor_in_body", "link_header", "next_url_in_body", "paginate", "params_from_url"]
 
@@ -106,13 +111,13 @@ def params_from_url(endpoint: Any, params: Mapping[str, Any], url: str) -> dict[
 
 
 async def paginate(
-    ctrl: Any,
-    endpoint: Any,
+    ctrl: Controller,
+    endpoint: RestEndpoint[T],
     params: Mapping[str, Any] | None = None,
     *,
     next_page: NextPage,
     max_pages: int = 1000,
-) -> AsyncGenerator[Any, None]:
+) -> AsyncGenerator[T, None]:
     """Fetch page after page through `ctrl`, yielding each page's data, until `next_page` returns None.
 
     `max_pages` bounds the walk; params seen before (a server repeating a cursor) end it with an error.

@@ -22,6 +22,7 @@ from restlayer.core import Controller as AsyncController
 from restlayer.errors import RestLayerError
 from restlayer.pagination import NextPage
 from restlayer.pagination import paginate as _paginate
+from restlayer.rest import RestEndpoint
 from restlayer.schema import Schema, SchemaLike
 
 T = TypeVar("T")
@@ -235,12 +236,12 @@ class Controller:
 
 def paginate(
     ctrl: Controller,
-    endpoint: Any,
+    endpoint: RestEndpoint[T],
     params: Mapping[str, Any] | None = None,
     *,
     next_page: NextPage,
     max_pages: int = 1000,
-) -> Iterator[Any]:
+) -> Generator[T, None, None]:
     """The blocking `restlayer.pagination.paginate`: `for page in paginate(ctrl, ep, params, next_page=...)`."""
     pages = _paginate(ctrl.controller, endpoint, params, next_page=next_page, max_pages=max_pages)
     try:

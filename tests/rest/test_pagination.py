@@ -22,7 +22,7 @@ class Todo(Entity):
 TOTAL_TODOS = 6  # the example API's seed data (users 1 and 2 have three each)
 
 
-def _page_endpoint(api: Any, path: str) -> RestEndpoint:
+def _page_endpoint(api: Any, path: str) -> RestEndpoint[dict[str, Any]]:
     return RestEndpoint(path=path, url_prefix=api.url, schema={"results": [Todo]})
 
 

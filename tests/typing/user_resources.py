@@ -8,6 +8,7 @@ from typing import Any
 from typing_extensions import assert_type
 
 from restlayer import DLE, All, Collection, Controller, Entity, Query, Resource, Response, RestEndpoint, resource, sync
+from restlayer.pagination import cursor_in_body, paginate
 from restlayer.rest import ExtendedResource
 
 
@@ -98,3 +99,11 @@ def use_extended() -> None:
     extended = TodoResource.extend("toggle", path="/todos/:id/toggle", method="POST")
     assert_type(extended.toggle, RestEndpoint[Any])
     assert_type(extended.get_list.push, RestEndpoint[Todo])
+
+
+async def use_paginate(ctrl: Controller, blocking_ctrl: sync.Controller) -> None:
+    """Walking pages yields the endpoint's type, async and blocking."""
+    async for page in paginate(ctrl, TodoResource.get_list, {"limit": 2}, next_page=cursor_in_body()):
+        assert_type(page, list[Todo])
+    for todos in sync.paginate(blocking_ctrl, TodoResource.get_list, next_page=cursor_in_body()):
+        assert_type(todos, list[Todo])
