@@ -29,7 +29,7 @@ class Unvisit:
         entities: Mapping[str, Any],
         args: tuple[Any, ...] = (),
         *,
-        cache: dict[tuple[str, str], Any] | None = None,
+        cache: dict[tuple[Any, str], Any] | None = None,
         checking: bool = False,
         indexes: Mapping[str, Any] | None = None,
     ) -> None:
@@ -61,7 +61,7 @@ class Unvisit:
         if record is None or record is INVALID:
             self.deps.append((key, pk, table, record))
             return record
-        hit = self.cache.get((key, pk))
+        hit = self.cache.get((cls, pk))
         if hit is not None and hit[0] is record:
             deps = hit[2]
             if deps is None:  # a cycle back to an entity being built right now
@@ -75,7 +75,7 @@ class Unvisit:
         value = self.build(cls, pk, record)
         self.deps = outer
         outer.extend(mine)
-        self.cache[(key, pk)] = (record, value, mine)
+        self.cache[(cls, pk)] = (record, value, mine)
         return value
 
     def collection(self, coll: Any, pk: str) -> Any:
@@ -116,9 +116,9 @@ class Unvisit:
         if cls._plain_build:
             obj = object.__new__(cls)
             if pk is not None:
-                self.cache[(cls.key, pk)] = (record, obj, None)
+                self.cache[(cls, pk)] = (record, obj, None)
         elif pk is not None:
-            self.cache[(cls.key, pk)] = (record, _IN_PROGRESS, None)
+            self.cache[(cls, pk)] = (record, _IN_PROGRESS, None)
         for field, node in cls.nested().items():
             child = record.get(field)
             if child is None or node is None:
