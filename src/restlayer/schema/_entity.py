@@ -346,7 +346,8 @@ def _make_pk_view(cls: type[Entity]) -> type[Entity]:
     namespace: dict[str, Any] = {name: _PkField(name) for name in cls._defaults}
     namespace["key"] = cls.key
     namespace["__qualname__"] = cls.__qualname__
-    view = type(cls)(cls.__name__, (cls,), namespace, _pk_view=True)
+    meta: Any = type(cls)
+    view: type[Entity] = meta(cls.__name__, (cls,), namespace, _pk_view=True)
     cls._pk_view = view
     return view
 
