@@ -102,16 +102,25 @@ class Object(Schema):
         return out
 
     def query_key(self, args: tuple[Any, ...], unvisit: Unvisit) -> Any:
-        """Each schema member queried; found only when every member is."""
+        """Each schema member queried (None when not found); literal members as written in the schema."""
         out: dict[str, Any] = {}
         for name, node in self.nodes.items():
             if node is None:
+                out[name] = self.schema[name]
                 continue
             member = node.query_key(args, unvisit)
-            if member is None:
-                return None
-            out[name] = member
+            out[name] = None if member is INVALID else member
         return out
+
+    def found_all(self, key: Mapping[str, Any]) -> bool:
+        """Whether a `query_key` result found every schema member (else the read counts as not found)."""
+        for name, node in self.nodes.items():
+            if node is None:
+                continue
+            member = key.get(name)
+            if member is None or (isinstance(node, Object) and not node.found_all(member)):
+                return False
+        return True
 
 
 class Values(Schema):

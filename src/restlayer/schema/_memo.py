@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from restlayer.schema._base import INVALID, compile_schema
+from restlayer.schema._containers import Object
 from restlayer.schema._denormalize import Dep, Unvisit, deps_valid
 from restlayer.schema._normalize import _tables_of
 
@@ -111,7 +112,11 @@ class MemoCache:
         if key is INVALID:
             return Denormalized(None, True, True, probe.deps)
         key = self._stable_query_key(node, args, key)
-        return self.denormalize_detail(node, key, entities, args)
+        result = self.denormalize_detail(node, key, entities, args)
+        if isinstance(node, Object) and not node.found_all(key):
+            # A dict with a missing member: its data is shown, but the read counts as not found.
+            return Denormalized(result.data, result.invalid, False, result.deps)
+        return result
 
     def _stable_query_key(self, node: Any, args: tuple[Any, ...], key: Any) -> Any:
         """Reuse the previous query-key object when equal, so the result memo can hit."""

@@ -11,7 +11,7 @@ import time
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from restlayer._pmap import EMPTY, PMap
+from restlayer._pmap import EMPTY, OrderedPMap, PMap
 from restlayer._text import to_text
 from restlayer.errors import SchemaError
 from restlayer.schema._base import INVALID, compile_schema, schema_name
@@ -152,19 +152,26 @@ class Normalizer:
         """Merge the pending writes into new persistent tables."""
         return NormalizedResult(
             result,
-            _merge_tables(self.entities, self.pending),
+            _merge_tables(self.entities, self.pending, ordered=True),
             _merge_indexes(self.indexes, self.pending_indexes),
             _merge_tables(self.entities_meta, self.pending_meta),
         )
 
 
-def _merge_tables(tables: Tables, pending: dict[str, dict[str, Any]]) -> Tables:
+def _merge_tables(tables: Tables, pending: dict[str, dict[str, Any]], ordered: bool = False) -> Tables:
+    """New tables with the pending rows set; entity tables (`ordered`) remember insertion order."""
     if not pending:
         return tables
-    changes = {}
+    changes: dict[str, PMap[str, Any]] = {}
     for key, rows in pending.items():
         current = tables.get(key)
-        changes[key] = PMap(rows) if current is None else current.update(rows)
+        if ordered:
+            if current is None:
+                changes[key] = OrderedPMap(rows)
+            else:
+                changes[key] = OrderedPMap.of(current).update(rows)
+        else:
+            changes[key] = PMap(rows) if current is None else current.update(rows)
     return tables.update(changes)
 
 
@@ -187,18 +194,21 @@ def _tables_of(state: Any) -> tuple[Any, Any, Any]:
     else:
         parts = (getattr(state, "entities", None), getattr(state, "indexes", None),
                  getattr(state, "entities_meta", None))
-    return as_tables(parts[0], 2), as_tables(parts[1], 3), as_tables(parts[2], 2)
+    return as_tables(parts[0], 2, ordered=True), as_tables(parts[1], 3), as_tables(parts[2], 2)
 
 
-def as_tables(tables: Any, depth: int) -> Any:
-    """Tables given as plain dicts (tests, user code) become `depth` levels of PMaps."""
+def as_tables(tables: Any, depth: int, ordered: bool = False) -> Any:
+    """Tables given as plain dicts (tests, user code) become `depth` levels of PMaps.
+
+    With `ordered`, the innermost tables (entity key -> pk -> record) keep the dicts' order.
+    """
     if tables is None:
         return EMPTY
     if isinstance(tables, PMap) or depth == 0:
         return tables
     if depth == 1:
-        return PMap(tables)
-    return PMap({k: as_tables(v, depth - 1) for k, v in tables.items()})
+        return OrderedPMap(tables) if ordered else PMap(tables)
+    return PMap({k: as_tables(v, depth - 1, ordered) for k, v in tables.items()})
 
 
 def default_meta(meta: Mapping[str, Any] | None) -> dict[str, Any]:
