@@ -9,10 +9,9 @@ so tests and users can compare store tables with plain dicts.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Mapping
 from typing import Any, Generic, TypeVar
-
-import threading
 
 import immutables
 
