@@ -29,7 +29,7 @@ def _items(value: Any, owner: Schema) -> list[Any]:
 
 
 class Array(Schema):
-    """A list of one schema; `[Todo]` is the shorthand. `None` items are dropped."""
+    """A list of one schema; `[Todo]` is the shorthand. `None` items stay `None`; missing entities are dropped."""
 
     __slots__ = ("node", "schema")
 
@@ -47,10 +47,12 @@ class Array(Schema):
         try:
             for item in _items(value, self):
                 index += 1
-                if item is not None:
-                    result = node.normalize_value(item, parent, key, ctx) if node else item
-                    if result is not None:
-                        out.append(result)
+                if item is None:
+                    out.append(None)  # kept in place, like the original
+                    continue
+                result = node.normalize_value(item, parent, key, ctx) if node else item
+                if result is not None:
+                    out.append(result)
         except SchemaError as exc:
             exc.path = (index, *exc.path)
             raise
@@ -62,10 +64,12 @@ class Array(Schema):
             return value
         out = []
         for item in value:
-            if item is not None:
-                result = node.denormalize_value(item, unvisit)
-                if result is not None and result is not INVALID:
-                    out.append(result)
+            if item is None:
+                out.append(None)  # a None member of the response stays None
+                continue
+            result = node.denormalize_value(item, unvisit)
+            if result is not None and result is not INVALID:  # missing or deleted: dropped
+                out.append(result)
         return out
 
 
