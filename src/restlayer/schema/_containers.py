@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from restlayer.errors import SchemaError
 from restlayer.schema._base import INVALID, Schema, compile_schema, normalize_members, schema_name
+from restlayer.schema._frozen import freeze, freeze_members
 
 if TYPE_CHECKING:
     from restlayer.schema._denormalize import Unvisit
@@ -42,7 +43,7 @@ class Array(Schema):
 
     def normalize_value(self, value: Any, parent: Any, key: str | None, ctx: Normalizer) -> Any:
         node = self.node
-        out = []
+        out: list[Any] = []
         index = -1
         try:
             for item in _items(value, self):
@@ -50,7 +51,7 @@ class Array(Schema):
                 if item is None:
                     out.append(None)  # kept in place, like the original
                     continue
-                result = node.normalize_value(item, parent, key, ctx) if node else item
+                result = node.normalize_value(item, parent, key, ctx) if node else freeze(item)
                 if result is not None:
                     out.append(result)
         except SchemaError as exc:
@@ -62,7 +63,7 @@ class Array(Schema):
         node = self.node
         if node is None:
             return value
-        out = []
+        out: list[Any] = []
         for item in value:
             if item is None:
                 out.append(None)  # a None member of the response stays None
@@ -76,11 +77,12 @@ class Array(Schema):
 class Object(Schema):
     """A dict whose named members are normalized; `{"results": [Todo]}` is the shorthand."""
 
-    __slots__ = ("nodes", "schema")
+    __slots__ = ("nodes", "normalized", "schema")
 
     def __init__(self, schema: Mapping[str, Any]) -> None:
         self.schema = dict(schema)
         self.nodes = {k: compile_schema(v) for k, v in schema.items()}
+        self.normalized = frozenset(k for k, v in self.nodes.items() if v is not None)
 
     def __repr__(self) -> str:
         return "{" + ", ".join(f"{k!r}: {schema_name(v)}" for k, v in self.nodes.items()) + "}"
@@ -89,6 +91,7 @@ class Object(Schema):
         if not isinstance(value, Mapping):
             raise SchemaError(f"Expected an object, found {type(value).__name__}", schema=repr(self))
         out = dict(value)
+        freeze_members(out, self.normalized)
         normalize_members(out, self.nodes, value, ctx)
         return out
 

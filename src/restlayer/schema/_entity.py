@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from restlayer._text import to_text
 from restlayer.errors import SchemaError
 from restlayer.schema._base import INVALID, Node, compile_schema, normalize_members
+from restlayer.schema._frozen import freeze_members
 
 if TYPE_CHECKING:
     from restlayer.schema._denormalize import Unvisit
@@ -261,7 +262,9 @@ class Entity:
         message = cls.validate(processed)
         if message:
             raise SchemaError(f"{cls.key} is invalid: {message}", schema=cls.key)
-        normalize_members(processed, cls.nested(), processed, ctx)
+        nested = cls.nested()
+        freeze_members(processed, nested)
+        normalize_members(processed, nested, processed, ctx)
         ctx.store(cls, pk, processed)
         return pk
 

@@ -15,6 +15,7 @@ from restlayer._pmap import EMPTY, OrderedPMap, PMap
 from restlayer._text import to_text
 from restlayer.errors import SchemaError
 from restlayer.schema._base import INVALID, compile_schema, schema_name
+from restlayer.schema._frozen import freeze
 
 Tables = PMap[str, PMap[str, Any]]
 _NO_META: dict[str, float] = {"fetched_at": 0, "date": 0, "expires_at": 0}
@@ -240,7 +241,7 @@ def normalize(
     node = compile_schema(schema)
     ctx = Normalizer(tuple(args), default_meta(meta), state, placeholders)
     if node is None:
-        return ctx.commit(input)
+        return ctx.commit(freeze(input))  # stored data never aliases the caller's objects
     if not isinstance(node, Invalidate) and (input is None or isinstance(input, (str, int, float))):
         found = "null" if input is None else type(input).__name__
         raise SchemaError(

@@ -1,0 +1,79 @@
+"""Read-only lists and dicts: how plain response data (tags, nested objects) is stored.
+
+Stored data is shared by every snapshot of the store and every reader, so the
+values a caller gets must not change it. Lists and dicts inside responses are
+stored as `FrozenList`/`FrozenDict`: still `list`/`dict` (equal to plain ones,
+JSON-serializable), but every in-place change raises `TypeError`. `copy.copy`,
+`copy.deepcopy` and pickling give plain, mutable copies.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NoReturn
+
+_HINT = "stored data is read-only; make a copy first (list(x), dict(x) or copy.deepcopy(x))"
+
+
+def _refuse(self: Any, *args: Any, **kwargs: Any) -> NoReturn:
+    raise TypeError(f"{type(self).__name__}: {_HINT}")
+
+
+class FrozenList(list[Any]):
+    """A list that refuses in-place changes (see the module docstring)."""
+
+    __slots__ = ()
+    append = extend = insert = pop = remove = clear = sort = reverse = _refuse
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
+
+    def __copy__(self) -> list[Any]:
+        return list(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> list[Any]:
+        import copy
+
+        return [copy.deepcopy(v, memo) for v in self]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (list, (list(self),))
+
+
+class FrozenDict(dict[Any, Any]):
+    """A dict that refuses in-place changes (see the module docstring)."""
+
+    __slots__ = ()
+    pop = popitem = clear = update = setdefault = _refuse
+    __setitem__ = __delitem__ = __ior__ = _refuse
+
+    def __copy__(self) -> dict[Any, Any]:
+        return dict(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> dict[Any, Any]:
+        import copy
+
+        return {k: copy.deepcopy(v, memo) for k, v in self.items()}
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (dict, (dict(self),))
+
+
+def freeze(value: Any) -> Any:
+    """`value` with every list and dict inside it replaced by a read-only copy (others as they are)."""
+    cls = value.__class__
+    if cls is list:
+        return FrozenList([freeze(v) if v.__class__ in _CONTAINERS else v for v in value])
+    if cls is tuple:
+        return tuple(freeze(v) if v.__class__ in _CONTAINERS else v for v in value)
+    if cls is dict:
+        return FrozenDict({k: freeze(v) if v.__class__ in _CONTAINERS else v for k, v in value.items()})
+    return value
+
+
+_CONTAINERS = frozenset({list, dict, tuple})
+
+
+def freeze_members(record: dict[str, Any], skip: Any) -> None:
+    """Freeze, in place, each list/dict member of a new `record` not named in `skip` (normalized members)."""
+    for name, value in record.items():
+        cls = value.__class__
+        if (cls is list or cls is dict or cls is tuple) and name not in skip:
+            record[name] = freeze(value)
