@@ -169,8 +169,10 @@ def _merge_tables(tables: Tables, pending: dict[str, dict[str, Any]], ordered: b
         if ordered:
             if current is None:
                 changes[key] = OrderedPMap(rows)
+            elif current.__class__ is OrderedPMap:
+                changes[key] = current.update(rows)
             else:
-                changes[key] = OrderedPMap.of(current).update(rows)
+                changes[key] = OrderedPMap(current).update(rows)
         else:
             changes[key] = PMap(rows) if current is None else current.update(rows)
     return tables.update(changes)
