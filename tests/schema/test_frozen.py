@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from restlayer.core import Controller
+from restlayer.errors import SchemaError
 from restlayer.rest import RestEndpoint
 from restlayer.schema import Entity, MemoCache, denormalize, normalize
 
@@ -91,3 +92,24 @@ def test_controller_values_do_not_alias_the_store() -> None:
         assert before.entities["Tagged"]["1"]["tags"] == ["a"]
     finally:
         ctrl.close()
+
+
+def test_deep_plain_data_is_stored_and_self_containing_data_is_refused() -> None:
+    deep: list[Any] = []
+    node = deep
+    for _ in range(5_000):
+        node.append([])
+        node = node[0]
+    stored = normalize(Tagged, {"id": 1, "extra": {"deep": deep}}).entities["Tagged"]["1"]["extra"]["deep"]
+    levels = 0
+    while stored:
+        with pytest.raises(TypeError):
+            stored.append(1)
+        stored, levels = stored[0], levels + 1
+    assert levels == 5_000
+    loop: dict[str, Any] = {}
+    loop["self"] = loop
+    with pytest.raises(SchemaError, match="contains itself"):
+        normalize(Tagged, {"id": 1, "extra": loop})
+    with pytest.raises(SchemaError, match="contains itself"):
+        normalize(None, [loop])

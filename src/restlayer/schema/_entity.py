@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from restlayer._text import to_text
 from restlayer.errors import SchemaError
-from restlayer.schema._base import INVALID, Node, compile_schema, normalize_members
+from restlayer.schema._base import INVALID, MAX_DEPTH, Node, compile_schema, normalize_members
 from restlayer.schema._frozen import freeze_members
 
 if TYPE_CHECKING:
@@ -264,7 +264,12 @@ class Entity:
             raise SchemaError(f"{cls.key} is invalid: {message}", schema=cls.key)
         nested = cls.nested()
         freeze_members(processed, nested)
+        if ctx.depth >= MAX_DEPTH:  # deep data: finished later, from a fresh stack
+            ctx.defer(cls, pk, processed, nested, value)
+            return pk
+        ctx.depth += 1
         normalize_members(processed, nested, processed, ctx)
+        ctx.depth -= 1
         ctx.store(cls, pk, processed)
         return pk
 

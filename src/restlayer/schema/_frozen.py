@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any, NoReturn
 
+from restlayer.errors import SchemaError
+
 _HINT = "stored data is read-only; make a copy first (list(x), dict(x) or copy.deepcopy(x))"
 
 
@@ -57,15 +59,63 @@ class FrozenDict(dict[Any, Any]):
 
 
 def freeze(value: Any) -> Any:
-    """`value` with every list and dict inside it replaced by a read-only copy (others as they are)."""
+    """`value` with every list and dict inside it replaced by a read-only copy (others as they are).
+
+    Deep or self-containing data (beyond Python's recursion limit) takes an
+    iterative walk; data that contains itself raises `SchemaError`.
+    """
+    try:
+        return _freeze(value)
+    except RecursionError:
+        return _freeze_iteratively(value)
+
+
+def _freeze(value: Any) -> Any:
     cls = value.__class__
     if cls is list:
-        return FrozenList([freeze(v) if v.__class__ in _CONTAINERS else v for v in value])
+        return FrozenList([_freeze(v) if v.__class__ in _CONTAINERS else v for v in value])
     if cls is tuple:
-        return tuple(freeze(v) if v.__class__ in _CONTAINERS else v for v in value)
+        return tuple(_freeze(v) if v.__class__ in _CONTAINERS else v for v in value)
     if cls is dict:
-        return FrozenDict({k: freeze(v) if v.__class__ in _CONTAINERS else v for k, v in value.items()})
+        return FrozenDict({k: _freeze(v) if v.__class__ in _CONTAINERS else v for k, v in value.items()})
     return value
+
+
+def _freeze_iteratively(root: Any) -> Any:
+    """`freeze` with an explicit stack: children first, then their parent."""
+    done: dict[int, Any] = {}
+    entered: set[int] = set()  # on the path from the root to the current value
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        value, children_done = stack.pop()
+        key = id(value)
+        if children_done:
+            entered.discard(key)
+            done[key] = _rebuild(value, done)
+            continue
+        if key in done:
+            continue
+        if key in entered:
+            raise SchemaError("The input contains itself (a list or dict nested in itself)")
+        entered.add(key)
+        stack.append((value, True))
+        members = value.values() if value.__class__ is dict else value
+        stack.extend((v, False) for v in members if v.__class__ in _CONTAINERS)
+    return done.get(id(root), root)
+
+
+def _rebuild(value: Any, done: dict[int, Any]) -> Any:
+    """The frozen copy of `value` whose container members are already frozen in `done`."""
+    cls = value.__class__
+
+    def sub(v: Any) -> Any:
+        return done[id(v)] if v.__class__ in _CONTAINERS else v
+
+    if cls is list:
+        return FrozenList([sub(v) for v in value])
+    if cls is tuple:
+        return tuple(sub(v) for v in value)
+    return FrozenDict({k: sub(v) for k, v in value.items()})
 
 
 _CONTAINERS = frozenset({list, dict, tuple})

@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 from restlayer._pmap import EMPTY, OrderedPMap, PMap
 from restlayer._text import to_text
 from restlayer.errors import SchemaError
-from restlayer.schema._base import INVALID, compile_schema, schema_name
+from restlayer.schema._base import INVALID, compile_schema, normalize_members, schema_name
 from restlayer.schema._frozen import freeze
 
 Tables = PMap[str, PMap[str, Any]]
@@ -31,12 +31,24 @@ class NormalizedResult(NamedTuple):
     entities_meta: Tables
 
 
+class _Deferred(NamedTuple):
+    schema: Any
+    pk: str
+    record: dict[str, Any]
+    nested: Any
+    value: Any
+    creating: bool
+    parent: _Deferred | None
+
+
 class Normalizer:
     """Per-call state of one normalization: the store read from, and the pending writes."""
 
     __slots__ = (
         "args",
         "creating",
+        "deferred",
+        "depth",
         "entities",
         "entities_meta",
         "indexes",
@@ -45,6 +57,7 @@ class Normalizer:
         "pending_indexes",
         "pending_meta",
         "placeholders",
+        "working_on",
     )
 
     def __init__(self, args: tuple[Any, ...], meta: Mapping[str, Any], state: Any, placeholders: bool = True) -> None:
@@ -56,6 +69,11 @@ class Normalizer:
         self.pending_meta: dict[str, dict[str, Any]] = {}
         self.pending_indexes: dict[str, dict[str, dict[str, Any]]] = {}
         self.creating = False
+        # Depth guard: entities nested deeper than MAX_DEPTH (see _base) are finished later
+        # from `deferred`, so the walk's stack stays bounded whatever the data's depth.
+        self.depth = 0
+        self.deferred: list[_Deferred] = []
+        self.working_on: _Deferred | None = None
 
     # ----- reads ---------------------------------------------------------------------
     def get(self, key: str, pk: str) -> Any:
@@ -77,6 +95,33 @@ class Normalizer:
             seen = set(keys)
             keys.extend(pk for pk in pending if pk not in seen)
         return keys
+
+    # ----- deep data -------------------------------------------------------------------
+    def defer(self, schema: Any, pk: str, record: dict[str, Any], nested: Any, value: Any) -> None:
+        """Finish `record` (normalize its members, then store it) once the current walk has unwound."""
+        item = self.working_on
+        while item is not None:  # the deferred ancestors of this value
+            if item.value is value:
+                raise SchemaError(f"The input contains itself (a {schema.key} nested in itself)",
+                                  schema=schema.key)
+            item = item.parent
+        self.deferred.append(_Deferred(schema, pk, record, nested, value, self.creating, self.working_on))
+
+    def finish_deferred(self) -> None:
+        """Walk every deferred entity, each from a fresh stack (first deferred, first done)."""
+        queue = self.deferred
+        index = 0
+        while index < len(queue):
+            item = queue[index]
+            index += 1
+            self.working_on = item
+            self.creating = item.creating
+            self.depth = 0
+            normalize_members(item.record, item.nested, item.record, self)
+            self.store(item.schema, item.pk, item.record)
+        queue.clear()
+        self.working_on = None
+        self.creating = False
 
     # ----- writes --------------------------------------------------------------------
     def store(self, schema: Any, pk: str, record: Any) -> None:
@@ -251,4 +296,6 @@ def normalize(
             schema=schema_name(node),
         )
     result = node.normalize_value(input, input, None, ctx)
+    if ctx.deferred:
+        ctx.finish_deferred()
     return ctx.commit(result)
