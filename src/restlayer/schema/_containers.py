@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from restlayer.errors import SchemaError
 from restlayer.schema._base import INVALID, Schema, compile_schema, normalize_members, schema_name
-from restlayer.schema._frozen import freeze, freeze_members
+from restlayer.schema._frozen import FrozenDict, FrozenList, freeze, freeze_members
 
 if TYPE_CHECKING:
     from restlayer.schema._denormalize import Unvisit
@@ -57,7 +57,7 @@ class Array(Schema):
         except SchemaError as exc:
             exc.path = (index, *exc.path)
             raise
-        return out
+        return FrozenList(out)
 
     def denormalize_value(self, value: Any, unvisit: Unvisit) -> Any:
         node = self.node
@@ -77,12 +77,11 @@ class Array(Schema):
 class Object(Schema):
     """A dict whose named members are normalized; `{"results": [Todo]}` is the shorthand."""
 
-    __slots__ = ("nodes", "normalized", "schema")
+    __slots__ = ("nodes", "schema")
 
     def __init__(self, schema: Mapping[str, Any]) -> None:
         self.schema = dict(schema)
         self.nodes = {k: compile_schema(v) for k, v in schema.items()}
-        self.normalized = frozenset(k for k, v in self.nodes.items() if v is not None)
 
     def __repr__(self) -> str:
         return "{" + ", ".join(f"{k!r}: {schema_name(v)}" for k, v in self.nodes.items()) + "}"
@@ -91,9 +90,9 @@ class Object(Schema):
         if not isinstance(value, Mapping):
             raise SchemaError(f"Expected an object, found {type(value).__name__}", schema=repr(self))
         out = dict(value)
-        freeze_members(out, self.normalized)
         normalize_members(out, self.nodes, value, ctx)
-        return out
+        freeze_members(out)
+        return FrozenDict(out)
 
     def denormalize_value(self, value: Any, unvisit: Unvisit) -> Any:
         if not isinstance(value, Mapping):
@@ -151,11 +150,11 @@ class Values(Schema):
             if item is None:
                 continue
             try:
-                out[name] = node.normalize_value(item, value, name, ctx) if node else item
+                out[name] = node.normalize_value(item, value, name, ctx) if node else freeze(item)
             except SchemaError as exc:
                 exc.path = (name, *exc.path)
                 raise
-        return out
+        return FrozenDict(out)
 
     def denormalize_value(self, value: Any, unvisit: Unvisit) -> Any:
         node = self.node

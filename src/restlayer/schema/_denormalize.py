@@ -143,16 +143,6 @@ class Unvisit:
                 self.cache[(cls, pk)] = (record, obj, None)
         elif pk is not None:
             self.cache[(cls, pk)] = (record, _IN_PROGRESS, None)
-        values = self._values(cls, record, True)
-        if values is INVALID:
-            return INVALID
-        if obj is None:
-            return cls.from_json(values)
-        object.__setattr__(obj, "__dict__", values)
-        return obj
-
-    def _values(self, cls: Any, record: Mapping[str, Any], strict: bool) -> Any:
-        """The instance's fields; INVALID when a nested entity is invalid where the default is truthy."""
         values = cls.field_values(record)
         for field, node in cls.nested().items():
             child = record.get(field)
@@ -160,10 +150,23 @@ class Unvisit:
                 continue
             value = node.denormalize_value(child, self)
             if value is INVALID:
-                if strict and field in cls._truthy_defaults:
+                if field in cls._truthy_defaults:
                     return INVALID
                 value = None
             values[field] = value
+        if obj is None:
+            return cls.from_json(values)
+        object.__setattr__(obj, "__dict__", values)
+        return obj
+
+    def _deferred_values(self, cls: Any, record: Mapping[str, Any]) -> dict[str, Any]:
+        """A deferred instance's fields (its parent already holds it: an invalid nested entity reads None)."""
+        values: dict[str, Any] = cls.field_values(record)
+        for field, node in cls.nested().items():
+            child = record.get(field)
+            if child is not None and node is not None:
+                value = node.denormalize_value(child, self)
+                values[field] = None if value is INVALID else value
         return values
 
     # ----- deep data ---------------------------------------------------------------------------
@@ -197,7 +200,7 @@ class Unvisit:
             self.depth = 0
             self.deps = mine = [(cls.key, pk, table, record)]
             queued = len(queue)
-            object.__setattr__(obj, "__dict__", self._values(cls, record, False))
+            object.__setattr__(obj, "__dict__", self._deferred_values(cls, record))
             top.extend(mine)
             self.cache[(cls, pk)] = (record, obj, mine if len(queue) == queued else self._token())
         self.deps = top

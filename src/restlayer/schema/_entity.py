@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from restlayer._text import to_text
 from restlayer.errors import SchemaError
 from restlayer.schema._base import INVALID, MAX_DEPTH, Node, compile_schema, normalize_members
+from restlayer.schema._frozen import CONTAINERS as _CONTAINERS
 from restlayer.schema._frozen import freeze_members
 
 if TYPE_CHECKING:
@@ -263,13 +264,14 @@ class Entity:
         if message:
             raise SchemaError(f"{cls.key} is invalid: {message}", schema=cls.key)
         nested = cls.nested()
-        freeze_members(processed, nested)
         if ctx.depth >= MAX_DEPTH:  # deep data: finished later, from a fresh stack
             ctx.defer(cls, pk, processed, nested, value)
             return pk
         ctx.depth += 1
         normalize_members(processed, nested, processed, ctx)
         ctx.depth -= 1
+        if not _CONTAINERS.isdisjoint(map(type, processed.values())):
+            freeze_members(processed)  # stored data is read-only: callers never alias it
         ctx.store(cls, pk, processed)
         return pk
 

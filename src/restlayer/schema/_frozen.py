@@ -118,12 +118,15 @@ def _rebuild(value: Any, done: dict[int, Any]) -> Any:
     return FrozenDict({k: sub(v) for k, v in value.items()})
 
 
-_CONTAINERS = frozenset({list, dict, tuple})
+CONTAINERS = _CONTAINERS = frozenset({list, dict, tuple})
+"""The plain types `freeze` copies (a quick `CONTAINERS.isdisjoint(map(type, values))` skips the rest)."""
 
 
-def freeze_members(record: dict[str, Any], skip: Any) -> None:
-    """Freeze, in place, each list/dict member of a new `record` not named in `skip` (normalized members)."""
+def freeze_members(record: dict[str, Any]) -> None:
+    """Freeze, in place, each plain list/dict member of a new `record` (normalized members are frozen already)."""
+    if _CONTAINERS.isdisjoint(map(type, record.values())):  # the common case, checked at C speed
+        return
     for name, value in record.items():
         cls = value.__class__
-        if (cls is list or cls is dict or cls is tuple) and name not in skip:
+        if cls is list or cls is dict or cls is tuple:
             record[name] = freeze(value)

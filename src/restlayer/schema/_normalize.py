@@ -15,7 +15,7 @@ from restlayer._pmap import EMPTY, OrderedPMap, PMap
 from restlayer._text import to_text
 from restlayer.errors import SchemaError
 from restlayer.schema._base import INVALID, compile_schema, normalize_members, schema_name
-from restlayer.schema._frozen import freeze
+from restlayer.schema._frozen import freeze, freeze_members
 
 Tables = PMap[str, PMap[str, Any]]
 _NO_META: dict[str, float] = {"fetched_at": 0, "date": 0, "expires_at": 0}
@@ -118,6 +118,7 @@ class Normalizer:
             self.creating = item.creating
             self.depth = 0
             normalize_members(item.record, item.nested, item.record, self)
+            freeze_members(item.record)
             self.store(item.schema, item.pk, item.record)
         queue.clear()
         self.working_on = None
