@@ -50,7 +50,7 @@ class Unvisit:
         self.deps: list[Dep] = []
         # Depth guard (see MAX_DEPTH): deeper entities are built later from `deferred`.
         self.depth = 0
-        self.deferred: list[tuple[Any, str, Any, Any, Any]] = []
+        self.deferred: list[tuple[Any, str, Any, Any, Any]] | tuple[()] = ()  # a list once used
         self.token: _ReadToken | None = None
 
     def __call__(self, node: Any, value: Any) -> Any:
@@ -90,10 +90,17 @@ class Unvisit:
             elif not self.checking or len(deps) == 1 or deps_valid(self.entities, deps, 1):
                 self.deps.extend(deps)
                 return hit[1]
-        if self.depth >= MAX_DEPTH and cls._plain_build:
-            return self._defer(cls, pk, record, table)
         outer = self.deps
         self.deps = mine = [(key, pk, table, record)]
+        if not cls.schema:  # no nested schema: nothing to defer
+            value = self.build(cls, pk, record)
+            self.deps = outer
+            outer.extend(mine)
+            self.cache[(cls, pk)] = (record, value, mine)
+            return value
+        if self.depth >= MAX_DEPTH and cls._plain_build:
+            self.deps = outer
+            return self._defer(cls, pk, record, table)
         queued = len(self.deferred)
         self.depth += 1
         value = self.build(cls, pk, record)
@@ -182,6 +189,8 @@ class Unvisit:
             return INVALID
         obj = object.__new__(cls)
         self.cache[(cls, pk)] = (record, obj, None)
+        if not self.deferred:
+            self.deferred = []
         self.deferred.append((cls, pk, record, table, obj))
         return obj
 
@@ -192,6 +201,7 @@ class Unvisit:
         turns out invalid reads as None here rather than invalidating the instance.
         """
         queue = self.deferred
+        assert isinstance(queue, list)
         top = self.deps
         index = 0
         while index < len(queue):

@@ -234,7 +234,7 @@ class Entity:
     @classmethod
     def normalize_value(cls, value: Any, parent: Any, key: str | None, ctx: Normalizer) -> Any:
         """Store `value` (and its nested entities) and return its pk."""
-        if not isinstance(value, Mapping):
+        if not isinstance(value, dict) and not isinstance(value, Mapping):  # dict first: no ABC check
             if isinstance(value, (list, tuple)):
                 raise SchemaError(f"Expected a single object for entity {cls.key}, found a list", schema=cls.key)
             if isinstance(value, (str, int, float)) and not isinstance(value, bool):
@@ -264,12 +264,13 @@ class Entity:
         if message:
             raise SchemaError(f"{cls.key} is invalid: {message}", schema=cls.key)
         nested = cls.nested()
-        if ctx.depth >= MAX_DEPTH:  # deep data: finished later, from a fresh stack
-            ctx.defer(cls, pk, processed, nested, value)
-            return pk
-        ctx.depth += 1
-        normalize_members(processed, nested, processed, ctx)
-        ctx.depth -= 1
+        if nested:
+            if ctx.depth >= MAX_DEPTH:  # deep data: finished later, from a fresh stack
+                ctx.defer(cls, pk, processed, nested, value)
+                return pk
+            ctx.depth += 1
+            normalize_members(processed, nested, processed, ctx)
+            ctx.depth -= 1
         if not _CONTAINERS.isdisjoint(map(type, processed.values())):
             freeze_members(processed)  # stored data is read-only: callers never alias it
         ctx.store(cls, pk, processed)
@@ -278,9 +279,11 @@ class Entity:
     @classmethod
     def denormalize_value(cls, value: Any, unvisit: Unvisit) -> Any:
         """The instance for pk `value` (None when missing, INVALID when deleted or invalid)."""
+        if value.__class__ is str:  # the usual case: a pk (checked first, no ABC check)
+            return unvisit.entity(cls, value)
         if isinstance(value, Mapping):  # an entity that was never normalized
             return unvisit.build(cls, None, value)
-        return unvisit.entity(cls, value if value.__class__ is str else to_text(value))
+        return unvisit.entity(cls, to_text(value))
 
     @classmethod
     def query_key(cls, args: tuple[Any, ...], unvisit: Unvisit) -> Any:

@@ -72,7 +72,7 @@ class Normalizer:
         # Depth guard: entities nested deeper than MAX_DEPTH (see _base) are finished later
         # from `deferred`, so the walk's stack stays bounded whatever the data's depth.
         self.depth = 0
-        self.deferred: list[_Deferred] = []
+        self.deferred: list[_Deferred] | tuple[()] = ()  # a list once something is deferred
         self.working_on: _Deferred | None = None
 
     # ----- reads ---------------------------------------------------------------------
@@ -105,11 +105,14 @@ class Normalizer:
                 raise SchemaError(f"The input contains itself (a {schema.key} nested in itself)",
                                   schema=schema.key)
             item = item.parent
+        if not self.deferred:
+            self.deferred = []
         self.deferred.append(_Deferred(schema, pk, record, nested, value, self.creating, self.working_on))
 
     def finish_deferred(self) -> None:
         """Walk every deferred entity, each from a fresh stack (first deferred, first done)."""
         queue = self.deferred
+        assert isinstance(queue, list)
         index = 0
         while index < len(queue):
             item = queue[index]
@@ -144,7 +147,7 @@ class Normalizer:
         if existing is None:
             table[pk] = record
             self.pending_meta[key][pk] = self.meta
-        elif schema._plain_store and isinstance(existing, Mapping):
+        elif schema._plain_store and (isinstance(existing, dict) or isinstance(existing, Mapping)):
             existing_meta = self._stored_meta(key, pk)
             if self.meta["fetched_at"] < existing_meta["fetched_at"]:
                 table[pk] = schema.merge(record, existing)
