@@ -87,7 +87,7 @@ class Object(Schema):
         return "{" + ", ".join(f"{k!r}: {schema_name(v)}" for k, v in self.nodes.items()) + "}"
 
     def normalize_value(self, value: Any, parent: Any, key: str | None, ctx: Normalizer) -> Any:
-        if not isinstance(value, dict) and not isinstance(value, Mapping):
+        if not isinstance(value, (dict, Mapping)):
             raise SchemaError(f"Expected an object, found {type(value).__name__}", schema=repr(self))
         out = dict(value)
         normalize_members(out, self.nodes, value, ctx)
@@ -95,7 +95,7 @@ class Object(Schema):
         return FrozenDict(out)
 
     def denormalize_value(self, value: Any, unvisit: Unvisit) -> Any:
-        if not isinstance(value, dict) and not isinstance(value, Mapping):
+        if not isinstance(value, (dict, Mapping)):
             return value
         out = dict(value)
         for name, node in self.nodes.items():
@@ -142,7 +142,7 @@ class Values(Schema):
         return "{" + schema_name(self.node) + "}"
 
     def normalize_value(self, value: Any, parent: Any, key: str | None, ctx: Normalizer) -> Any:
-        if not isinstance(value, dict) and not isinstance(value, Mapping):
+        if not isinstance(value, (dict, Mapping)):
             raise SchemaError(f"Expected an object, found {type(value).__name__}", schema=repr(self))
         node = self.node
         out = {}

@@ -234,7 +234,7 @@ class Entity:
     @classmethod
     def normalize_value(cls, value: Any, parent: Any, key: str | None, ctx: Normalizer) -> Any:
         """Store `value` (and its nested entities) and return its pk."""
-        if not isinstance(value, dict) and not isinstance(value, Mapping):  # dict first: no ABC check
+        if not isinstance(value, (dict, Mapping)):  # dict first: no ABC check
             if isinstance(value, (list, tuple)):
                 raise SchemaError(f"Expected a single object for entity {cls.key}, found a list", schema=cls.key)
             if isinstance(value, (str, int, float)) and not isinstance(value, bool):

@@ -147,7 +147,7 @@ class Normalizer:
         if existing is None:
             table[pk] = record
             self.pending_meta[key][pk] = self.meta
-        elif schema._plain_store and (isinstance(existing, dict) or isinstance(existing, Mapping)):
+        elif schema._plain_store and isinstance(existing, (dict, Mapping)):
             existing_meta = self._stored_meta(key, pk)
             if self.meta["fetched_at"] < existing_meta["fetched_at"]:
                 table[pk] = schema.merge(record, existing)
