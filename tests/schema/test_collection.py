@@ -407,7 +407,7 @@ def test_values_move_between_collections() -> None:
                   state=values_lists(), meta=meta(2000))
     assert lists(r, "{Todo}") == {K_U1: {}, K_U2: {"2": "2", "1": "1"}}
     assert r.entities["Todo"]["1"]["userId"] == 2
-    assert denormalize(VALUES.move, r.result, r.entities) == {"1": Todo(id=1, userId=2)}
+    assert denormalize(VALUES.move, r.result, r.entities) == {"1": Todo.from_json({"id": 1, "userId": 2})}
 
 
 def test_values_move_with_custom_merge() -> None:
