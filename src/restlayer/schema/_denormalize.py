@@ -133,10 +133,12 @@ class Unvisit:
             return hit[1]
         outer = self.deps
         self.deps = mine = [(key, pk, table, record)]
+        queued = len(self.deferred)
         value = coll.node.denormalize_value(record, self)
         self.deps = outer
         outer.extend(mine)
-        self.cache[(key, pk)] = (record, value, mine, item)
+        if len(self.deferred) == queued:  # deep data deferred inside: its deps are incomplete, not cached
+            self.cache[(key, pk)] = (record, value, mine, item)
         return value
 
     def build(self, cls: Any, pk: str | None, record: Mapping[str, Any]) -> Any:

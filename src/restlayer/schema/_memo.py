@@ -148,10 +148,11 @@ class MemoCache:
     def prune(self, entities: Mapping[str, Any]) -> None:
         """Drop cached instances whose record is no longer the stored one (bounded memory)."""
         stale = []
-        for (cls, pk), hit in self._entities.items():
-            table = entities.get(cls.key)
+        for (owner, pk), hit in self._entities.items():
+            # keyed by entity class (instances) or by collection key (stored lists)
+            table = entities.get(owner if owner.__class__ is str else owner.key)
             if table is None or table.get(pk) is not hit[0]:
-                stale.append((cls, pk))
+                stale.append((owner, pk))
         for item in stale:
             del self._entities[item]
         self._results.clear()
