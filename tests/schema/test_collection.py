@@ -441,3 +441,11 @@ def test_move_of_non_objects_raises_schema_error() -> None:
     assert info.value.path == (1,)
     with pytest.raises(SchemaError, match="A move takes objects, found list"):
         normalize(VALUES.move, [{"id": 1}], args=[{}, {"userId": 2}])
+
+
+@pytest.mark.parametrize("items", [[1, 2], ["x"], [{"id": 1}, None]])
+def test_move_with_non_object_items_is_a_schema_error_naming_the_path(items: Any) -> None:
+    state = normalize(TODOS, [{"id": 1, "userId": 1}], args=[{"userId": 1}])
+    with pytest.raises(SchemaError, match="A move takes objects") as info:
+        normalize(TODOS.move, items, args=[{"id": 1}, {"userId": 2}], state=state)
+    assert info.value.path == (len(items) - 1 if items[0] == {"id": 1} else 0,)
