@@ -35,9 +35,9 @@ from restlayer.core.endpoint import Endpoint
 from restlayer.core.expiry import DATA_EXPIRY, DLE, ERROR_EXPIRY, ExpiryStatus, Response, expiry_length
 from restlayer.core.gc import GCPolicy
 from restlayer.core.manager import Manager, build_chain
-from restlayer.core.network import NetworkManager
+from restlayer.core.network import DEFAULT_MAX_CONCURRENT_REQUESTS, NetworkManager
 from restlayer.core.subscriptions import SubscriptionManager
-from restlayer.errors import ResetError, RestLayerError
+from restlayer.errors import ClosedError, ResetError, RestLayerError
 from restlayer.schema import MemoCache, Schema, SchemaLike
 
 Clock = Callable[[], float]
@@ -48,14 +48,30 @@ def _wall_clock() -> float:
     return time.time() * 1000
 
 
-def _with_defaults(managers: Sequence[Manager] | None) -> list[Manager]:
+def _with_defaults(managers: Sequence[Manager] | None, max_concurrent_requests: int | None) -> list[Manager]:
     """The given managers, plus a NetworkManager and SubscriptionManager unless given."""
     chosen = list(managers or ())
     if not any(isinstance(m, NetworkManager) for m in chosen):
-        chosen.append(NetworkManager())
+        chosen.append(NetworkManager(max_concurrent_requests))
     if not any(isinstance(m, SubscriptionManager) for m in chosen):
         chosen.append(SubscriptionManager())
     return chosen
+
+
+def _run_policy(
+    policy: Callable[[BaseException], str | None], error: BaseException, name: str
+) -> tuple[str | None, RestLayerError | None]:
+    """`policy(error)`, or (None, an error naming the policy) when the policy itself raises."""
+    try:
+        return policy(error), None
+    except Exception as exc:
+        label = getattr(policy, "__qualname__", repr(policy))
+        failure = RestLayerError(
+            f"error_policy {label} of {name} raised {type(exc).__name__}: {exc} "
+            f"(while handling {type(error).__name__}: {error})"
+        )
+        failure.__cause__ = exc
+        return None, failure
 
 
 def _query_args(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
@@ -71,7 +87,9 @@ class Controller:
 
     `managers`: middleware over every action (a NetworkManager and a
     SubscriptionManager are added unless given); `clock`: a callable returning
-    milliseconds (for expiry tests); `gc_policy`: a `GCPolicy` to bound memory.
+    milliseconds (for expiry tests); `gc_policy`: a `GCPolicy` to bound memory;
+    `max_concurrent_requests`: how many requests the default NetworkManager
+    sends at once (the rest wait their turn; `None`: no limit).
     """
 
     def __init__(
@@ -80,10 +98,12 @@ class Controller:
         managers: Sequence[Manager] | None = None,
         clock: Clock | None = None,
         gc_policy: GCPolicy | None = None,
+        max_concurrent_requests: int | None = DEFAULT_MAX_CONCURRENT_REQUESTS,
     ) -> None:
         self.now: Clock = clock or _wall_clock
         self.memo = MemoCache()
-        self.managers = _with_defaults(managers)
+        self.managers = _with_defaults(managers, max_concurrent_requests)
+        self.closed = False
         self.gc_policy = gc_policy
         self._state: State = EMPTY_STATE
         self._resets = 0  # how many resets were committed (a fetch dropped by one is retried by readers)
@@ -129,7 +149,11 @@ class Controller:
         return self._current()
 
     def close(self) -> None:
-        """Stop polling, garbage collection and in-flight requests."""
+        """Stop polling, garbage collection and in-flight requests; their callers get `ClosedError`.
+
+        Later fetches raise `ClosedError`; reads of the store keep working.
+        """
+        self.closed = True
         for manager in self.managers:
             manager.cleanup()
         if self.gc_policy is not None:
@@ -213,6 +237,8 @@ class Controller:
 
     async def _fetch(self, endpoint: Endpoint[object], args: tuple[Any, ...]) -> Any:
         """Dispatch a fetch and wait for its processed value (shared with concurrent callers)."""
+        if self.closed:
+            raise ClosedError(f"The controller is closed: cannot fetch {endpoint.name}")
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self.dispatch(self._new_fetch(endpoint, args, future=future))
         return await future
@@ -222,6 +248,8 @@ class Controller:
         try:
             asyncio.get_running_loop()
         except RuntimeError:
+            return
+        if self.closed:
             return
         self.dispatch(self._new_fetch(endpoint, args, background=True, **options))
 
@@ -240,10 +268,13 @@ class Controller:
             action = act.SetResponse(ep, fetch.args, fetch.key, value, fetch.fetched_at, date, expires, fetch=fetch)
         else:
             expires = date + fetch.error_expiry_length
-            policy = (fetch.error_policy or ep.error_policy)(error)
+            policy, failure = _run_policy(fetch.error_policy or ep.error_policy, error, ep.name)
             action = act.SetResponse(
                 ep, fetch.args, fetch.key, error, fetch.fetched_at, date, expires, True, policy, fetch
             )
+            if failure is not None:
+                self.dispatch(action)
+                return failure
         self.dispatch(action)
         failure = self._failures.pop(action, None)
         if _log.isEnabledFor(logging.DEBUG):
@@ -279,7 +310,12 @@ class Controller:
     async def fetch(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> T:
         """Send the request (GETs of one key share it), store the result, return the stored read of it."""
         bound = endpoint.bind(*args, **kwargs)
-        value = await self._fetch(endpoint, bound)
+        try:
+            value = await self._fetch(endpoint, bound)
+        except Exception:
+            if self.gc_policy is not None and not self.closed:  # a failed fetch's stored error is swept like data
+                self._touch(endpoint, bound)
+            raise
         return cast(T, self._fetched(endpoint, bound, value))
 
     async def fetch_if_stale(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> T:
