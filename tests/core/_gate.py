@@ -116,7 +116,8 @@ class Gates:
 def gate_server() -> Iterator[Gates]:
     """Run a gate server on 127.0.0.1 (the body of a fixture)."""
     gates = Gates()
-    with LocalServer(routes=[Route("/gate/{name}", gates.handle, methods=["GET", "POST"])]) as server:
+    route = Route("/gate/{name}", gates.handle, methods=["GET", "POST", "PUT", "PATCH", "DELETE"])
+    with LocalServer(routes=[route]) as server:
         gates.url = server.url
         yield gates
         gates.open_all()

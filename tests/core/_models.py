@@ -89,3 +89,11 @@ def aborted(a: Any) -> bool:
 def polled(key: str) -> Callable[[Any], bool]:
     """Predicate: a background (polling or refresh) fetch of `key` started."""
     return lambda a: a.type == "fetch" and a.background and a.key == key
+
+
+async def other_tasks_done(timeout: float = 10) -> None:
+    """Wait until every other task on the loop has finished (e.g. a request whose reply is dropped)."""
+    others = asyncio.all_tasks() - {asyncio.current_task()}
+    if others:
+        pending = (await asyncio.wait(others, timeout=timeout))[1]
+        assert not pending, f"{len(pending)} tasks still running"

@@ -42,6 +42,8 @@ from restlayer.schema import MemoCache, Schema, SchemaLike
 
 Clock = Callable[[], float]
 _log = logging.getLogger("restlayer")
+#: `refetch_overtaken(endpoint, args)`: what to refetch, `(endpoint, args)`, after a mutation was overtaken.
+Refetch = Callable[[Any, tuple[Any, ...]], "tuple[Any, tuple[Any, ...]] | None"]
 
 
 def _wall_clock() -> float:
@@ -89,7 +91,11 @@ class Controller:
     SubscriptionManager are added unless given); `clock`: a callable returning
     milliseconds (for expiry tests); `gc_policy`: a `GCPolicy` to bound memory;
     `max_concurrent_requests`: how many requests the default NetworkManager
-    sends at once (the rest wait their turn; `None`: no limit).
+    sends at once (the rest wait their turn; `None`: no limit);
+    `refetch_overtaken(endpoint, args) -> (endpoint, args) | None`: called when a
+    mutation's reply lands after a later-started write of the same entities
+    (so the store shows the later one, which the server may have applied
+    first); the returned read is refetched in the background.
     """
 
     def __init__(
@@ -99,11 +105,13 @@ class Controller:
         clock: Clock | None = None,
         gc_policy: GCPolicy | None = None,
         max_concurrent_requests: int | None = DEFAULT_MAX_CONCURRENT_REQUESTS,
+        refetch_overtaken: Refetch | None = None,
     ) -> None:
         self.now: Clock = clock or _wall_clock
         self.memo = MemoCache()
         self.managers = _with_defaults(managers, max_concurrent_requests)
         self.closed = False
+        self.refetch_overtaken = refetch_overtaken
         self.gc_policy = gc_policy
         self._state: State = EMPTY_STATE
         self._resets = 0  # how many resets were committed (a fetch dropped by one is retried by readers)
@@ -261,22 +269,20 @@ class Controller:
         )
 
     def _resolve_fetch(self, fetch: act.Fetch, value: Any = None, error: BaseException | None = None) -> Any:
-        """Commit a fetch's outcome; returns the processing error when the response did not normalize."""
+        """Commit a fetch's outcome; returns the error its callers get instead (processing or policy failure)."""
         ep, date = fetch.endpoint, self.now()
-        if error is None:
-            expires = date + fetch.data_expiry_length
-            action = act.SetResponse(ep, fetch.args, fetch.key, value, fetch.fetched_at, date, expires, fetch=fetch)
-        else:
-            expires = date + fetch.error_expiry_length
+        if error is not None:
             policy, failure = _run_policy(fetch.error_policy or ep.error_policy, error, ep.name)
-            action = act.SetResponse(
-                ep, fetch.args, fetch.key, error, fetch.fetched_at, date, expires, True, policy, fetch
-            )
-            if failure is not None:
-                self.dispatch(action)
-                return failure
-        self.dispatch(action)
-        failure = self._failures.pop(action, None)
+            action = act.SetResponse(ep, fetch.args, fetch.key, error, fetch.fetched_at, date,
+                                     date + fetch.error_expiry_length, True, policy, fetch)
+            self.dispatch(action)
+        else:
+            action = act.SetResponse(ep, fetch.args, fetch.key, value, fetch.fetched_at, date,
+                                     date + fetch.data_expiry_length, fetch=fetch)
+            self.dispatch(action)
+            failure = self._failures.pop(action, None)
+            if failure is None and self.refetch_overtaken is not None and ep.side_effect:
+                self._refetch_if_overtaken(fetch)
         if _log.isEnabledFor(logging.DEBUG):
             self._log_outcome(fetch, error, action.error_policy, failure)
         return failure
@@ -289,6 +295,26 @@ class Controller:
             _log.debug("stored %s (%d entities)", fetch.key, len(refs))
         elif policy == "soft":
             _log.debug("fetch %s failed under the soft policy, stored data kept: %s", fetch.key, error)
+
+    def _refetch_if_overtaken(self, fetch: act.Fetch) -> None:
+        """A mutation whose entities hold a later-started write: refetch what `refetch_overtaken` names."""
+        state = self._state
+        detail = read_response(self.memo, fetch.endpoint, fetch.args, state)[1]
+        tables = state.entities_meta
+        for key, pk in refs_of(detail):
+            table = tables.get(key)
+            meta = None if table is None else table.get(pk)
+            if meta is not None and meta["fetched_at"] > fetch.fetched_at:
+                break
+        else:
+            return
+        try:
+            target = self.refetch_overtaken(fetch.endpoint, fetch.args) if self.refetch_overtaken else None
+            if target is not None:
+                endpoint, args = target
+                self._start(endpoint, endpoint.bind(*args))
+        except Exception:
+            _log.exception("refetch_overtaken failed after %s", fetch.key)
 
     def _abort_fetch(self, fetch: act.Fetch) -> None:
         """A cancelled request: only its optimistic entry goes."""
