@@ -74,7 +74,7 @@ def test_watch_calls_back_on_change(api: Any) -> None:
         ctrl.fetch(todos.get, id=1)
         stop = ctrl.watch(todos.get, id=1, callback=callback)
         ctrl.fetch(todos.partial_update, {"id": 1}, {"title": "watched"})
-        assert changed.wait(2)
+        assert changed.wait(10)
         stop()
     assert seen[-1] == "watched"
 
