@@ -83,6 +83,8 @@ class _LoopThread:
 
         New calls are refused from the start; calls still waiting afterwards get `ClosedError`.
         """
+        if threading.current_thread() is self.thread:
+            raise RestLayerError("restlayer.sync.Controller cannot be closed from its own loop thread (a callback)")
         with self._lock:
             if self.closed:
                 return

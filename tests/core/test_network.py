@@ -11,7 +11,7 @@ from restlayer.core import Controller, NetworkManager
 from restlayer.core.network import DEFAULT_MAX_CONCURRENT_REQUESTS
 from restlayer.errors import ClosedError, NetworkError, RestLayerError
 from tests.core._gate import Gates
-from tests.core._models import Recorder, aborted, gets
+from tests.core._models import Recorder, Todo, aborted, gets
 
 
 def network(ctrl: Controller) -> NetworkManager:
@@ -86,10 +86,14 @@ async def test_new_caller_never_inherits_a_cancelled_callers_cancellation(
 async def test_close_gives_every_waiting_caller_closed_error(gated: Any, gates: Gates, res: Any) -> None:
     ctrl = Controller()
     name = gates.name()
+    await ctrl.fetch(res.Todo.get, id=1)
     readers = [asyncio.ensure_future(ctrl.fetch(gated, name=name)) for _ in range(3)]
-    mutation = asyncio.ensure_future(ctrl.fetch(gated.extend(method="POST"), {"name": name}, {}))
+    optimistic = res.Todo.partial_update.extend(path="/gate/:name", url_prefix=gates.url)
+    mutation = asyncio.ensure_future(ctrl.fetch(optimistic, {"name": name, "id": 1}, {"title": "guess"}))
     await gates.arrived(name, count=2)
+    assert ctrl.get(Todo, "1").title == "guess"
     ctrl.close()
+    assert ctrl.get(Todo, "1").title == "delectus aut autem"  # the optimistic guess is rolled back
     for task in [*readers, mutation]:
         with pytest.raises(ClosedError):
             await asyncio.wait_for(task, 10)

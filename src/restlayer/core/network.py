@@ -34,10 +34,11 @@ DEFAULT_MAX_CONCURRENT_REQUESTS = 100
 class _Flight:
     """One request in flight and the callers waiting for it."""
 
-    __slots__ = ("dropped", "futures", "key", "pinned", "task")
+    __slots__ = ("action", "dropped", "futures", "key", "pinned", "task")
 
-    def __init__(self, key: str) -> None:
-        self.key = key
+    def __init__(self, action: act.Fetch) -> None:
+        self.action = action
+        self.key = action.key
         self.futures: list[asyncio.Future[Any]] = []
         self.pinned = False
         self.dropped = False
@@ -70,6 +71,11 @@ class NetworkManager(Manager):
         self._by_key: dict[str, _Flight] = {}
         self._flights: set[_Flight] = set()
         self._slots: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None
+        self._controller: Controller | None = None
+
+    def init(self, controller: Controller) -> None:
+        """Remember the controller, to roll back optimistic updates when it closes."""
+        self._controller = controller
 
     def in_flight(self, key: str) -> bool:
         """Whether a deduplicable request for `key` is running."""
@@ -89,7 +95,7 @@ class NetworkManager(Manager):
         dedup = not action.endpoint.side_effect
         flight = self._by_key.get(action.key) if dedup else None
         if flight is None:
-            flight = _Flight(action.key)
+            flight = _Flight(action)
             if dedup:
                 self._by_key[action.key] = flight
             self._flights.add(flight)
@@ -183,9 +189,11 @@ class NetworkManager(Manager):
             flight.settle(error=ResetError())
 
     def cleanup(self) -> None:
-        """Cancel every request in flight; their callers get `ClosedError`."""
+        """Cancel every request in flight; their callers get `ClosedError`, their optimistic updates go."""
         for flight in list(self._flights):
             flight.dropped = True
+            if self._controller is not None and flight.action.optimistic:
+                self._controller._abort_fetch(flight.action)
             flight.settle(error=ClosedError())
             if flight.task is not None:
                 flight.task.cancel()
