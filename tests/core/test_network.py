@@ -136,3 +136,25 @@ def test_max_concurrent_requests_must_be_positive() -> None:
         Controller(max_concurrent_requests=0)
     assert network(Controller()).max_concurrent_requests == DEFAULT_MAX_CONCURRENT_REQUESTS
     assert network(Controller(max_concurrent_requests=None)).max_concurrent_requests is None
+
+
+async def test_close_ends_waiting_live_and_suspense_with_closed_error(res: Any, gated: Any, gates: Gates) -> None:
+    ctrl = Controller()
+    first = asyncio.Event()
+
+    async def follow() -> None:
+        async for _ in ctrl.live(res.Todo.get, id=1):
+            first.set()
+
+    following = asyncio.ensure_future(follow())
+    await asyncio.wait_for(first.wait(), 10)
+    name = gates.name()
+    waiting = asyncio.ensure_future(ctrl.suspense(gated, name=name))
+    await gates.arrived(name)
+    ctrl.close()
+    for task in (following, waiting):
+        with pytest.raises(ClosedError):
+            await asyncio.wait_for(task, 10)
+    with pytest.raises(ClosedError):
+        await ctrl.suspense(gated, name=gates.name())
+    gates.open(name)

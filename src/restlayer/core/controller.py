@@ -111,6 +111,7 @@ class Controller:
         self.memo = MemoCache()
         self.managers = _with_defaults(managers, max_concurrent_requests)
         self.closed = False
+        self._wakeups: set[asyncio.Event] = set()  # `live()` iterators waiting for a change
         self.refetch_overtaken = refetch_overtaken
         self.gc_policy = gc_policy
         self._state: State = EMPTY_STATE
@@ -162,6 +163,8 @@ class Controller:
         Later fetches raise `ClosedError`; reads of the store keep working.
         """
         self.closed = True
+        for event in self._wakeups:
+            event.set()
         for manager in self.managers:
             manager.cleanup()
         if self.gc_policy is not None:
@@ -478,6 +481,8 @@ class Controller:
                 if self._resets != resets:  # really dropped by a reset: ask again
                     continue
                 raise
+            except ClosedError:  # nothing was stored: the controller is gone
+                raise
             except Exception:  # stored for the key; the caller reads and raises it
                 pass
             return self._read(endpoint, args)[0]
@@ -541,6 +546,7 @@ class Controller:
         changes = asyncio.Event()
         unwatch = self.watch(endpoint, *bound, callback=lambda _: changes.set())
         polls = endpoint.poll_frequency is not None
+        self._wakeups.add(changes)
         try:
             if polls:
                 await self.subscribe(endpoint, *bound)
@@ -549,11 +555,14 @@ class Controller:
             while True:
                 await changes.wait()
                 changes.clear()
+                if self.closed:
+                    raise ClosedError("The controller was closed while live() waited for a change")
                 value = await self._suspense(endpoint, bound)
                 if changed(last, value):
                     last = value
                     yield value
         finally:
+            self._wakeups.discard(changes)
             unwatch()
             if polls:
                 await self.unsubscribe(endpoint, *bound)
