@@ -1,8 +1,8 @@
 """A test server whose replies the test releases: no timing guesses about "the request is in flight".
 
 `GET /gate/{name}` records its arrival, then waits until the test calls
-`gates.open(name)` (at most `?hold=` seconds, default 30) and answers
-`{"gate": name}`. Tests wait for arrivals with `await gates.arrived(name)`.
+`gates.open(name)` (at most `?hold=` seconds, default 30, else 504) and
+answers `{"gate": name}`. Tests wait for arrivals with `await gates.arrived(name)`.
 The server also counts, per group of names (`group-i`), how many replies were
 held at once: `max_held(group)`.
 """
@@ -107,6 +107,8 @@ class Gates:
             self._cond.notify_all()
         try:
             await asyncio.wait_for(event.wait(), float(request.query_params.get("hold", 30)))
+        except TimeoutError:
+            return JSONResponse({"gate": name, "error": "never opened"}, status_code=504)
         finally:
             with self._cond:
                 self._held[group] -= 1
