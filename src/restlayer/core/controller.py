@@ -274,6 +274,7 @@ class Controller:
     def _resolve_fetch(self, fetch: act.Fetch, value: Any = None, error: BaseException | None = None) -> Any:
         """Commit a fetch's outcome; returns the error its callers get instead (processing or policy failure)."""
         ep, date = fetch.endpoint, self.now()
+        failure: BaseException | None
         if error is not None:
             policy, failure = _run_policy(fetch.error_policy or ep.error_policy, error, ep.name)
             action = act.SetResponse(ep, fetch.args, fetch.key, error, fetch.fetched_at, date,
