@@ -148,7 +148,7 @@ def test_push_filter() -> None:
     state = prepared()
     r = normalize(TODOS.push, {"id": 3, "userId": 1}, args=[{"userId": 1}, {"title": "x"}], state=state)
     assert r.result == ["3"]  # the stored result of a create is the list of new pks, even for one object
-    assert denormalize(TODOS.push, r.result, r.entities, args=[{"userId": 1}, {"title": "x"}]).id == 3  # read as one item
+    assert denormalize(TODOS.push, r.result, r.entities, args=[{"userId": 1}, {"title": "x"}]).id == 3
     assert lists(r) == {
         K_U1: ["1", "3"],
         K_U2: ["2"],
