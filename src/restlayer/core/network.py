@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from restlayer.core import _actions as act
 from restlayer.core.manager import Manager, Next
-from restlayer.errors import ClosedError, ResetError, RestLayerError
+from restlayer.errors import ClosedError, ParamError, ResetError, RestLayerError
 
 if TYPE_CHECKING:
     from restlayer.core.controller import Controller
@@ -155,6 +155,12 @@ class NetworkManager(Manager):
                 controller._abort_fetch(action)
                 flight.settle(error=ClosedError(f"The request for {action.key} was cancelled before it finished"))
             raise
+        except ParamError as exc:  # a local mistake (bad header, param...): the caller's to fix, never stored
+            if not flight.dropped:
+                self._finish(flight)
+                controller._abort_fetch(action)
+                flight.settle(error=exc)
+            return
         except Exception as exc:
             if not flight.dropped:
                 self._finish(flight)
