@@ -194,7 +194,26 @@ async def todo_map(request: Request) -> Response:
     )
 
 
+#: Failures left per ``key`` of ``/_test/flaky`` (the server's own thread only).
+_FLAKY_FAILURES: dict[str, int] = {}
+
+
+async def flaky(request: Request) -> Response:
+    """Any method: the first ``fail`` requests (default 2) per ``key`` get status ``status``
+    (default 503, with ``Retry-After: after`` when given); later ones ``{"ok": true}``."""
+    key = request.query_params.get("key", "")
+    left = _FLAKY_FAILURES.setdefault(key, _int_param(request, "fail", 2))
+    if left > 0:
+        _FLAKY_FAILURES[key] = left - 1
+        after = request.query_params.get("after")
+        headers = {"Retry-After": after} if after is not None else None
+        code = _int_param(request, "status", 503)
+        return JSONResponse({"message": f"flaky {code}"}, status_code=code, headers=headers)
+    return JSONResponse({"ok": True, "method": request.method})
+
+
 ROUTES: list[BaseRoute] = [
+    Route("/_test/flaky", flaky, methods=ALL_METHODS),
     Route("/_test/html404", html404, methods=["GET"]),
     Route("/_test/500", error500, methods=ALL_METHODS),
     Route("/_test/503", error503, methods=ALL_METHODS),

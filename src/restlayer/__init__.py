@@ -38,7 +38,7 @@ from restlayer.errors import (
     TransportError,
 )
 from restlayer.pagination import paginate
-from restlayer.rest import Resource, RestEndpoint, aclose, client_session, configure_client, resource
+from restlayer.rest import Resource, RestEndpoint, Retry, aclose, client_session, configure_client, resource
 from restlayer.schema import (
     INVALID,
     All,
@@ -96,6 +96,7 @@ __all__ = [
     "Resource",
     "RestEndpoint",
     "RestLayerError",
+    "Retry",
     "SchemaError",
     "Union",
     "Values",

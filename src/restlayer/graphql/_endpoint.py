@@ -215,7 +215,7 @@ class GQLEndpoint(RestEndpoint[T_co]):
         init: Any = self.get_request_init(_variables(args))
         if inspect.isawaitable(init):
             init = await init
-        response = await self.fetch_response(self.url(), init)
+        response = await self.fetch_with_retry(self.url(), init)
         value: Any = self.parse_response(response)
         if inspect.isawaitable(value):
             value = await value

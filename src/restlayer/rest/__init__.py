@@ -2,6 +2,7 @@
 
 from restlayer.errors import NetworkError
 from restlayer.rest._client import aclose, client_session, configure_client, get_client
+from restlayer.rest._retry import Retry
 from restlayer.rest.endpoint import ByteStream, RestEndpoint
 from restlayer.rest.resource import ExtendedResource, Resource, resource
 
@@ -11,6 +12,7 @@ __all__ = [
     "NetworkError",
     "Resource",
     "RestEndpoint",
+    "Retry",
     "aclose",
     "client_session",
     "configure_client",

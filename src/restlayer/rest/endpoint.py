@@ -38,6 +38,7 @@ from restlayer.errors import (
 )
 from restlayer.rest._client import get_client
 from restlayer.rest._path import compile_path
+from restlayer.rest._retry import Retry
 from restlayer.rest._url import build_url
 from restlayer.rest._url import search_to_string as _default_search_to_string
 from restlayer.schema import Schema
@@ -59,7 +60,7 @@ OPTIONS: Final = frozenset(
         "invalid_if_stale", "poll_frequency", "get_optimistic_response", "update",
         "name", "client", "process", "url", "search_to_string", "key", "test_key",
         "get_request_init", "get_headers", "fetch_response", "parse_response",
-        "move_path", "remove_cursor", "max_body_size", "total_timeout",
+        "move_path", "remove_cursor", "max_body_size", "total_timeout", "retry",
     }
 )  # fmt: skip
 
@@ -306,6 +307,8 @@ class RestEndpoint(Generic[T_co]):
     #: Seconds the whole request may take, redirects and body included (`None`: no
     #: limit; httpx's `timeout` still bounds each connect, read and write).
     total_timeout: float | None = None
+    #: When to send a failed request again (`Retry`, or an int: that many retries); None: never.
+    retry: Retry | None = None
 
     @overload
     def __init__(self: RestEndpoint[E], *, schema: type[E], **options: object) -> None: ...
@@ -345,6 +348,7 @@ class RestEndpoint(Generic[T_co]):
         self._raw_ok = not self._schema_set or process_overridden
         self._parts = _RequestParts(self.request_init)
         normalize_time_options(self)
+        self.retry = _retry_policy(self.retry)
 
     def _derive_method(self, options: Mapping[str, Any]) -> None:
         """side_effect from the method unless given; method from side_effect unless given."""
@@ -530,6 +534,14 @@ class RestEndpoint(Generic[T_co]):
                 "and cannot be sent again after a redirect; send bytes or call the final URL"
             ) from exc
 
+    async def fetch_with_retry(self, url: str, init: Mapping[str, Any]) -> httpx.Response:
+        """`fetch_response`, sent again after transient failures as the `retry` policy allows."""
+        retry = self.retry
+        if retry is None:
+            return await self.fetch_response(url, init)
+        method = str(init.get("method", self.method))
+        return await retry.run(method, url, lambda: self.fetch_response(url, init))
+
     def _check_redirect(self, response: httpx.Response, next_request: httpx.Request) -> None:
         """Refuse a redirect that would repeat a mutation as a GET."""
         status = response.status_code
@@ -673,7 +685,7 @@ class RestEndpoint(Generic[T_co]):
         init: Any = self.get_request_init(body)
         if inspect.isawaitable(init):
             init = await init
-        response = await self.fetch_response(self.url(params), init)
+        response = await self.fetch_with_retry(self.url(params), init)
         value: Any = self.parse_response(response)
         if inspect.isawaitable(value):
             value = await value
@@ -837,6 +849,15 @@ def _loop_advice(name: str, exc: BaseException) -> str:
         "loop (e.g. `async with httpx.AsyncClient() as client:` in the coroutine passed to asyncio.run), "
         "or leave `client` unset so restlayer keeps one client per loop."
     )
+
+
+def _retry_policy(value: Any) -> Retry | None:
+    """The `retry` option as a `Retry` (an int means that many retries with the defaults)."""
+    if value is None or isinstance(value, Retry):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return Retry(attempts=value)
+    raise ParamError(f"retry must be a Retry, an int (number of retries) or None, not {value!r}")
 
 
 def _field_remover(field: str) -> Callable[..., list[Any]]:
