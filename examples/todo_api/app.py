@@ -22,6 +22,7 @@ from starlette.routing import BaseRoute, Route
 from examples.todo_api import extras
 from examples.todo_api.db import RESOURCES, Record, Resource, TodoDB
 from examples.todo_api.graphql_api import REJECT_TITLE, run_graphql
+from examples.todo_api.live import EventHub, live_routes
 from examples.todo_api.recording import RecordedRequest, RecordingMiddleware, RequestLog
 
 __all__ = ["ApiError", "RecordedRequest", "RequestLog", "create_app"]
@@ -227,7 +228,9 @@ def _resource_routes(res: Resource) -> list[BaseRoute]:
 
     async def create_item(request: Request) -> Response:
         values = _validate(res, await _json_body(request), partial=False)
-        return JSONResponse(_db(request).insert(res.name, values), status_code=201)
+        record = _db(request).insert(res.name, values)
+        _announce(request, f"{res.name}.created", record)
+        return JSONResponse(record, status_code=201)
 
     async def get_item(request: Request) -> Response:
         db = _db(request)
@@ -247,11 +250,13 @@ def _resource_routes(res: Resource) -> list[BaseRoute]:
         updated = db.update(res.name, pk, values)
         if updated is None:
             raise ApiError(404, "Not found")
+        _announce(request, f"{res.name}.updated", updated)
         return JSONResponse(updated)
 
     async def delete_item(request: Request) -> Response:
         if not _db(request).delete(res.name, request.path_params["id"]):
             raise ApiError(404, "Not found")
+        _announce(request, f"{res.name}.deleted", {"id": request.path_params["id"]})
         return Response(status_code=204)
 
     async def collection(request: Request) -> Response:
@@ -280,6 +285,12 @@ def _resource_routes(res: Resource) -> list[BaseRoute]:
         if rel.kind == "many":
             routes.append(_nested_route(res, rel_name, rel))
     return routes
+
+
+def _announce(request: Request, event: str, data: Any) -> None:
+    """Push a change to the SSE and WebSocket listeners (see ``examples.todo_api.live``)."""
+    hub: EventHub = request.app.state.events
+    hub.publish(event, data)
 
 
 def _nested_route(parent: Resource, rel_name: str, rel: Relation) -> Route:
@@ -358,6 +369,7 @@ def create_app(
         routes.extend(_resource_routes(res))
     routes.append(Route("/graphql", graphql_endpoint, methods=["POST"], name="graphql"))
     routes.extend(extras.ROUTES)
+    routes.extend(live_routes())
     app = Starlette(
         routes=routes,
         middleware=[Middleware(RecordingMiddleware, log=log)],
@@ -369,4 +381,5 @@ def create_app(
     )
     app.state.db = db
     app.state.requests = log
+    app.state.events = EventHub()
     return app

@@ -1,0 +1,85 @@
+"""`SSEStream`: Server-Sent Events over httpx (parsed by httpx-sse), resumed with `Last-Event-ID`."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Callable, Mapping
+from typing import Any
+
+import httpx
+from httpx_sse import ServerSentEvent, aconnect_sse
+
+from restlayer.streams._stream import Backoff, ServerStopped, Stream, decode_json
+from restlayer.streams._writes import Handler, Message, Target
+
+__all__ = ["SSEStream"]
+
+#: No read timeout: an event stream is quiet for as long as nothing changes.
+DEFAULT_TIMEOUT = httpx.Timeout(10.0, read=None)
+
+
+class SSEStream(Stream):
+    """An `text/event-stream` at `url`: each event becomes a `Message(event, data, id)`.
+
+    `data` is decoded by `decode` (JSON by default); the event type is the SSE
+    `event:` field (`"message"` when absent). After a reconnect the last seen id
+    is sent as `Last-Event-ID`; a `retry:` field sets the reconnection time. A
+    reply with status 204 stops the stream. `client`: an `httpx.AsyncClient` to
+    use (default: one of its own, without read timeout, closed with the stream).
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        on: Mapping[str, Target] | Handler,
+        name: str | None = None,
+        backoff: Backoff | None = None,
+        headers: Mapping[str, str] | None = None,
+        decode: Callable[[str], Any] = decode_json,
+        client: httpx.AsyncClient | None = None,
+    ) -> None:
+        super().__init__(url, on=on, name=name, backoff=backoff, headers=headers)
+        self.decode = decode
+        self.client = client
+
+    async def _messages(self) -> AsyncGenerator[Message | None, None]:
+        if self.client is not None:
+            async for message in self._read(self.client):
+                yield message
+            return
+        async with httpx.AsyncClient(timeout=DEFAULT_TIMEOUT) as client:
+            async for message in self._read(client):
+                yield message
+
+    async def _read(self, client: httpx.AsyncClient) -> AsyncGenerator[Message | None, None]:
+        headers = dict(self.headers)
+        if self.last_event_id:
+            headers["Last-Event-ID"] = self.last_event_id
+        async with aconnect_sse(client, "GET", self.url, headers=headers) as source:
+            response = source.response
+            if response.status_code == 204:
+                raise ServerStopped(f"{self.url} answered 204 No Content")
+            if not response.is_success:
+                raise httpx.HTTPStatusError(
+                    f"{self.url} answered {response.status_code}", request=response.request, response=response
+                )
+            self._opened()
+            async for sse in source.aiter_sse():
+                yield self._message(sse)
+
+    def _message(self, sse: ServerSentEvent) -> Message | None:
+        """The Message of one event; None for a `retry:`-only frame or undecodable data (logged)."""
+        if sse.retry is not None:
+            self.server_retry = sse.retry / 1000
+        event_id = sse.id or None
+        event = sse.event or "message"
+        if not sse.data:  # not dispatched (SSE spec): a `retry:` or `id:` only frame
+            if event_id is not None:
+                self.last_event_id = event_id
+            return None
+        try:
+            data = self.decode(sse.data)
+        except Exception as exc:
+            self.malformed(event, event_id, f"{type(exc).__name__}: {exc}")
+            return None
+        return Message(event, data, event_id)

@@ -1,0 +1,199 @@
+"""`Stream`: one pushed connection kept open, reconnected with capped exponential backoff and jitter.
+
+A subclass only opens one connection and yields its `Message`s
+(`_messages`); this base turns each into store writes, remembers the last
+event id for resuming, reconnects after any failure and reports its status.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import random
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from restlayer.errors import ParamError
+from restlayer.streams._writes import Handler, Message, Target, Writes, handler_for
+
+if TYPE_CHECKING:
+    from restlayer.core import Controller
+
+__all__ = ["Backoff", "ServerStopped", "Stream"]
+
+log = logging.getLogger("restlayer")
+
+
+class ServerStopped(Exception):
+    """Raised inside a stream when the server says to stop (an SSE reply with status 204); never escapes `run`."""
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """Waits between reconnects: `initial * factor ** (n - 1)` seconds, at most `cap`,
+    shortened by up to `jitter` (a fraction) at random. A server's own reconnection
+    time (SSE `retry:`) replaces `initial`."""
+
+    initial: float = 0.5
+    factor: float = 2.0
+    cap: float = 30.0
+    jitter: float = 0.5
+    #: Awaited with the wait in seconds; replace it to drive time in tests.
+    sleep: Callable[[float], Awaitable[Any]] = field(default=asyncio.sleep, repr=False, compare=False)
+    random: Callable[[], float] = field(default=random.random, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        for name in ("initial", "factor", "cap", "jitter"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                raise ParamError(f"Backoff: {name} must be a non-negative number, not {value!r}")
+        if self.jitter > 1:
+            raise ParamError(f"Backoff: jitter is a fraction in [0, 1], not {self.jitter!r}")
+
+    def delay(self, failures: int, initial: float | None = None) -> float:
+        """Seconds to wait after `failures` consecutive failed connections (1-based)."""
+        base = self.initial if initial is None else initial
+        return min(self.cap, base * self.factor ** max(0, failures - 1)) * (1 - self.jitter * self.random())
+
+
+def decode_json(text: str | bytes) -> Any:
+    """A message's data as JSON; a `ValueError` when it is not JSON."""
+    return json.loads(text)
+
+
+class Stream:
+    """A long-lived connection whose messages become store writes (see `SSEStream`, `WebSocketStream`).
+
+    `on`: a function `(message, writes)` or a table `{event type: endpoint | schema | function}`.
+    Counters (`connects`, `applied`, `ignored`) and `connected` / `last_event_id`
+    tell its state; `await stream.until(predicate)` waits for one.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        on: Mapping[str, Target] | Handler,
+        name: str | None = None,
+        backoff: Backoff | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        if not isinstance(url, str) or not url:
+            raise ParamError(f"{type(self).__name__} needs a url (str), not {url!r}")
+        self.url = url
+        self.name = name or url
+        self.backoff = backoff or Backoff()
+        self.headers = dict(headers or {})
+        self._handle = handler_for(on)
+        self.connected = False
+        self.closed = False
+        self.last_event_id: str | None = None
+        self.connects = 0
+        self.applied = 0
+        self.ignored = 0
+        #: The server's reconnection time in seconds (SSE `retry:`), replacing `backoff.initial`.
+        self.server_retry: float | None = None
+        self._changed: asyncio.Event | None = None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r}, connected={self.connected})"
+
+    # -- status --------------------------------------------------------------------------
+
+    def _tick(self) -> None:
+        """Wake whoever waits in `until`."""
+        if self._changed is not None:
+            self._changed.set()
+
+    async def until(self, predicate: Callable[[Stream], bool], timeout: float = 10.0) -> None:
+        """Wait until `predicate(stream)` holds (checked after every status change); TimeoutError after `timeout` s."""
+        if self._changed is None:
+            self._changed = asyncio.Event()
+        changed = self._changed
+
+        async def wait() -> None:
+            while not predicate(self):
+                changed.clear()
+                await changed.wait()
+
+        await asyncio.wait_for(wait(), timeout)
+
+    # -- one connection (subclasses) ------------------------------------------------------
+
+    def _messages(self) -> AsyncGenerator[Message | None, None]:  # pragma: no cover - abstract
+        """Open one connection and yield its messages (None for a frame that is not a message)."""
+        raise NotImplementedError
+
+    def _opened(self) -> None:
+        """Subclasses call this once the connection is established."""
+        self.connected = True
+        self.connects += 1
+        log.debug("stream %s: connected (last event id %s)", self.name, self.last_event_id)
+        self._tick()
+
+    # -- the loop --------------------------------------------------------------------------
+
+    async def run(self, controller: Controller) -> None:
+        """Keep the stream connected and apply its messages until cancelled or closed by the server."""
+        failures = 0
+        try:
+            while True:
+                received = False
+                try:
+                    async with contextlib.aclosing(self._messages()) as messages:
+                        async for message in messages:
+                            received = True
+                            if message is not None:
+                                self.apply(controller, message)
+                    reason = "the server ended the stream"
+                except ServerStopped as exc:
+                    log.info("stream %s: closed by the server: %s", self.name, exc)
+                    return
+                except Exception as exc:
+                    reason = f"{type(exc).__name__}: {exc}"
+                self._lost(reason)
+                failures = 1 if received else failures + 1
+                await self.backoff.sleep(self.backoff.delay(failures, self.server_retry))
+        finally:
+            self.connected = False
+            self.closed = True
+            self._tick()
+
+    def _lost(self, reason: str) -> None:
+        if self.connected:
+            log.warning("stream %s: connection lost (%s); reconnecting", self.name, reason)
+        else:
+            log.warning("stream %s: cannot connect (%s); retrying", self.name, reason)
+        self.connected = False
+        self._tick()
+
+    def apply(self, controller: Controller, message: Message) -> bool:
+        """Turn one message into store writes, all or none; False (logged, nothing changed) when it does not fit."""
+        writes = Writes()
+        try:
+            if not self._handle(message, writes):
+                return self._ignore(message, "no mapping for this event type")
+            writes.commit(controller)
+        except Exception as exc:
+            return self._ignore(message, f"{type(exc).__name__}: {exc}")
+        finally:
+            if message.id is not None:
+                self.last_event_id = message.id
+        self.applied += 1
+        self._tick()
+        return True
+
+    def _ignore(self, message: Message, reason: str) -> bool:
+        log.warning("stream %s: event %r (id %s) ignored: %s", self.name, message.event, message.id, reason)
+        self.ignored += 1
+        self._tick()
+        return False
+
+    def malformed(self, event: str, event_id: str | None, reason: str) -> None:
+        """Log a frame whose data cannot be decoded (its id still counts as seen)."""
+        if event_id is not None:
+            self.last_event_id = event_id
+        self._ignore(Message(event, None, event_id), f"malformed data ({reason})")

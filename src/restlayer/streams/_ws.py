@@ -1,0 +1,78 @@
+"""`WebSocketStream`: messages over a WebSocket (the `websockets` library)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
+from typing import Any
+
+from websockets.asyncio.client import connect
+
+from restlayer.streams._stream import Backoff, Stream, decode_json
+from restlayer.streams._writes import Handler, Message, Target
+
+__all__ = ["WebSocketStream", "parse_json_message"]
+
+
+def parse_json_message(frame: str | bytes) -> Message:
+    """A frame `{"type": ..., "data": ..., "id": ...}` (`event` may name the type); ValueError otherwise."""
+    body = decode_json(frame)
+    if not isinstance(body, dict):
+        raise ValueError(f"expected a JSON object, got {type(body).__name__}")
+    event = body.get("type", body.get("event"))
+    if not isinstance(event, str):
+        raise ValueError("no event type (a string under 'type' or 'event')")
+    event_id = body.get("id")
+    return Message(event, body.get("data"), None if event_id is None else str(event_id))
+
+
+class WebSocketStream(Stream):
+    """A WebSocket at `url` (`ws://` or `wss://`): each frame becomes a Message through `parse`.
+
+    `on_open(last_event_id)` returns the messages to send once connected (to
+    subscribe, or to resume after the last event seen); dicts and lists are sent
+    as JSON text. Pings keep the connection checked (the library's keepalive).
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        on: Mapping[str, Target] | Handler,
+        name: str | None = None,
+        backoff: Backoff | None = None,
+        headers: Mapping[str, str] | None = None,
+        parse: Callable[[str | bytes], Message] = parse_json_message,
+        on_open: Callable[[str | None], Iterable[Any]] | None = None,
+        open_timeout: float = 10.0,
+    ) -> None:
+        super().__init__(url, on=on, name=name, backoff=backoff, headers=headers)
+        self.parse = parse
+        self.on_open = on_open
+        self.open_timeout = open_timeout
+
+    async def _messages(self) -> AsyncGenerator[Message | None, None]:
+        async with connect(self.url, additional_headers=self.headers, open_timeout=self.open_timeout) as socket:
+            self._opened()
+            for hello in self.on_open(self.last_event_id) if self.on_open is not None else ():
+                await socket.send(hello if isinstance(hello, (str, bytes)) else json.dumps(hello))
+            async for frame in socket:
+                yield self._message(frame)
+
+    def _message(self, frame: str | bytes) -> Message | None:
+        """The Message of one frame; None (logged) when it cannot be parsed."""
+        try:
+            return self.parse(frame)
+        except Exception as exc:
+            self.malformed(_event_type(frame), None, f"{type(exc).__name__}: {exc}")
+            return None
+
+
+def _event_type(frame: str | bytes) -> str:
+    """Best-effort event type of a frame that did not parse, for the log line."""
+    try:
+        body = json.loads(frame)
+    except ValueError:
+        return "?"
+    event = body.get("type", body.get("event")) if isinstance(body, dict) else None
+    return event if isinstance(event, str) else "?"

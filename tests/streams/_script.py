@@ -1,0 +1,94 @@
+"""Scripted push endpoints for fault tests: each test writes a `Script`, the server plays it.
+
+``GET /_stream/sse?key=K`` and ``/_stream/ws?key=K`` send the script's events after
+the client's last event id (``Last-Event-ID``, or the WebSocket subscribe
+message), drop the first connection after ``drop_after`` events (an SSE one in
+the middle of an event), and record the last id each connection asked for.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import BaseRoute, Route, WebSocketRoute
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+
+@dataclass
+class Script:
+    """Events as (id, type, data text); `data` is sent as is, so it may be malformed."""
+
+    events: list[tuple[int, str, str]]
+    drop_after: int | None = None
+    retry_ms: int | None = None
+    status: int = 200
+    #: The last event id each connection resumed from ("" when none), in order.
+    resumed_from: list[str] = field(default_factory=list)
+    dropped: bool = False
+
+
+SCRIPTS: dict[str, Script] = {}
+
+
+def _pending(script: Script, last: str) -> list[tuple[int, str, str]]:
+    after = int(last) if last.isdigit() else 0
+    return [e for e in script.events if e[0] > after]
+
+
+async def _forever() -> None:
+    """Hold a connection open until the client leaves (the server cancels the handler then)."""
+    await asyncio.get_running_loop().create_future()
+
+
+async def sse(request: Request) -> Response:
+    script = SCRIPTS[request.query_params["key"]]
+    last = request.headers.get("last-event-id", "")
+    script.resumed_from.append(last)
+    if script.status != 200:
+        return Response(status_code=script.status)
+    events = _pending(script, last)
+
+    async def body() -> AsyncIterator[bytes]:
+        if script.retry_ms is not None:
+            yield f"retry: {script.retry_ms}\n\n".encode()
+        for count, (event_id, event, data) in enumerate(events):
+            if script.drop_after == count and not script.dropped:
+                script.dropped = True
+                yield f"id: {event_id}\nevent: {event}\ndata: {data[: len(data) // 2]}".encode()
+                raise ConnectionResetError("dropped by the script")
+            yield f"id: {event_id}\nevent: {event}\ndata: {data}\n\n".encode()
+        await _forever()
+        yield b""  # pragma: no cover
+
+    return StreamingResponse(body(), media_type="text/event-stream")
+
+
+async def ws(websocket: WebSocket) -> None:
+    script = SCRIPTS[websocket.query_params["key"]]
+    await websocket.accept()
+    try:
+        hello = await websocket.receive_json()
+        last = hello.get("lastEventId")
+        script.resumed_from.append("" if last is None else str(last))
+        for count, (event_id, event, data) in enumerate(_pending(script, "" if last is None else str(last))):
+            if script.drop_after == count and not script.dropped:
+                script.dropped = True
+                await websocket.close(code=1011)
+                return
+            try:
+                frame = json.dumps({"id": event_id, "type": event, "data": json.loads(data)})
+            except ValueError:
+                frame = data
+            await websocket.send_text(frame)
+        while (await websocket.receive())["type"] != "websocket.disconnect":
+            pass
+    except WebSocketDisconnect:
+        return
+
+
+ROUTES: list[BaseRoute] = [Route("/_stream/sse", sse, methods=["GET"]), WebSocketRoute("/_stream/ws", ws)]

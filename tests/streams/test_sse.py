@@ -1,0 +1,246 @@
+"""SSEStream against real servers on 127.0.0.1: the example API's /events feed and scripted faults."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import pytest
+
+from examples.todo_api import LocalServer
+from restlayer import All, Controller, Entity, Invalidate, resource
+from restlayer.streams import Backoff, Message, SSEStream, StreamManager, Writes
+from tests.streams._script import Script
+
+ScriptFactory = Callable[..., tuple[str, Script]]
+
+
+class Todo(Entity):
+    id: int = 0
+    userId: int = 0
+    title: str = ""
+    completed: bool = False
+
+
+def todos(api: LocalServer) -> Any:
+    return resource(path="/todos/:id", schema=Todo, url_prefix=api.url)
+
+
+def table(api: LocalServer) -> dict[str, Any]:
+    """The example API's events mapped to store writes."""
+    return {
+        "todos.created": todos(api).get_list.push,
+        "todos.updated": Todo,
+        "todos.deleted": Invalidate(Todo),
+    }
+
+
+class Delays:
+    """An injectable backoff sleep: records each wait and yields to the loop once."""
+
+    def __init__(self) -> None:
+        self.delays: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.delays.append(seconds)
+        await asyncio.sleep(0)
+
+
+def fast(delays: Delays | None = None) -> Backoff:
+    return Backoff(jitter=0, sleep=delays or Delays())
+
+
+async def changed(ctrl: Controller, endpoint: Any, *args: Any, action: Any) -> Any:
+    """Run `action()` and wait (bounded) until the watched value changes; the new value."""
+    seen: asyncio.Queue[Any] = asyncio.Queue()
+    unwatch = ctrl.watch(endpoint, *args, callback=seen.put_nowait)
+    try:
+        await action()
+        return await asyncio.wait_for(seen.get(), 10)
+    finally:
+        unwatch()
+
+
+# -- the example API's feed ---------------------------------------------------------------
+
+
+async def test_an_update_by_another_client_reaches_the_store_by_push(api: LocalServer) -> None:
+    ctrl = Controller()
+    await ctrl.fetch(todos(api).get, id=1)
+    stream = SSEStream(f"{api.url}/events", on=table(api), backoff=fast())
+    async with StreamManager(ctrl, [stream]), httpx.AsyncClient() as other:
+        await stream.until(lambda s: s.connected)
+
+        async def edit() -> None:
+            (await other.patch(f"{api.url}/todos/1", json={"title": "pushed"})).raise_for_status()
+
+        value = await changed(ctrl, todos(api).get, {"id": 1}, action=edit)
+    assert value.title == "pushed"
+    assert ctrl.cache(todos(api).get, id=1).title == "pushed"
+    assert len(api.requests.matching("GET", "/todos/1")) == 1  # no refetch: the push carried the data
+
+
+async def test_a_create_grows_the_list_and_a_delete_removes_the_item(api: LocalServer) -> None:
+    ctrl = Controller()
+    before = await ctrl.fetch(todos(api).get_list)
+    stream = SSEStream(f"{api.url}/events", on=table(api), backoff=fast())
+    async with StreamManager(ctrl, [stream]), httpx.AsyncClient() as other:
+        await stream.until(lambda s: s.connected)
+
+        async def create() -> None:
+            (await other.post(f"{api.url}/todos", json={"userId": 1, "title": "new"})).raise_for_status()
+
+        grown = await changed(ctrl, todos(api).get_list, action=create)
+        assert [t.title for t in grown[len(before) :]] == ["new"]
+
+        async def delete() -> None:
+            (await other.delete(f"{api.url}/todos/1")).raise_for_status()
+
+        shrunk = await changed(ctrl, todos(api).get_list, action=delete)
+        assert 1 not in [t.id for t in shrunk]
+        assert len(shrunk) == len(before)
+
+
+# -- scripted faults ----------------------------------------------------------------------
+
+
+def updated(event_id: int, todo_id: int, title: str) -> tuple[int, str, str]:
+    return (event_id, "todos.updated", json.dumps({"id": todo_id, "title": title}))
+
+
+async def test_a_connection_dropped_mid_event_resumes_from_the_last_complete_id(
+    script_server: LocalServer, script: ScriptFactory
+) -> None:
+    query, played = script([updated(1, 1, "a"), updated(2, 2, "b"), updated(3, 1, "c")], drop_after=1)
+    ctrl = Controller()
+    stream = SSEStream(f"{script_server.url}/_stream/sse{query}", on={"todos.updated": Todo}, backoff=fast())
+    async with StreamManager(ctrl, [stream]):
+        await stream.until(lambda s: s.applied == 3)
+    assert played.resumed_from == ["", "1"]
+    assert stream.connects == 2
+    assert stream.ignored == 0  # the half-sent event was never applied
+    assert titles(ctrl) == {1: "c", 2: "b"}
+    assert stream.last_event_id == "3"
+
+
+def titles(ctrl: Controller) -> dict[int, str]:
+    """Every Todo in the store: id -> title."""
+    return {t.id: t.title for t in ctrl.get(All(Todo))}
+
+
+async def test_malformed_and_unknown_events_are_logged_and_change_nothing(
+    script_server: LocalServer, script: ScriptFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    events = [
+        (1, "todos.updated", '{"id": 1, "title": '),
+        (2, "widgets.updated", json.dumps({"id": 7})),
+        (3, "todos.updated", json.dumps({"title": "no id"})),
+        updated(4, 2, "fine"),
+    ]
+    query, _ = script(events)
+    ctrl = Controller()
+    stream = SSEStream(f"{script_server.url}/_stream/sse{query}", on={"todos.updated": Todo}, backoff=fast())
+    with caplog.at_level(logging.WARNING, logger="restlayer"):
+        async with StreamManager(ctrl, [stream]):
+            await stream.until(lambda s: s.applied + s.ignored == 4)
+    assert (stream.applied, stream.ignored) == (1, 3)
+    assert titles(ctrl) == {2: "fine"}
+    lines = [r.getMessage() for r in caplog.records if "ignored" in r.getMessage()]
+    assert "'todos.updated' (id 1) ignored: malformed data" in lines[0]
+    assert "'widgets.updated' (id 2) ignored: no mapping for this event type" in lines[1]
+    assert "'todos.updated' (id 3) ignored: SchemaError" in lines[2]
+    assert stream.last_event_id == "4"
+
+
+async def test_a_message_whose_second_write_does_not_fit_applies_none(
+    script_server: LocalServer, script: ScriptFactory
+) -> None:
+    query, _ = script([(1, "pair", json.dumps([{"id": 1, "title": "x"}, {"title": "no id"}])), updated(2, 3, "ok")])
+
+    def pair(message: Message, writes: Writes) -> None:
+        for item in message.data:
+            writes.set(Todo, item)
+
+    ctrl = Controller()
+    stream = SSEStream(
+        f"{script_server.url}/_stream/sse{query}", on={"pair": pair, "todos.updated": Todo}, backoff=fast()
+    )
+    async with StreamManager(ctrl, [stream]):
+        await stream.until(lambda s: s.applied + s.ignored == 2)
+    assert titles(ctrl) == {3: "ok"}
+    assert stream.ignored == 1
+
+
+async def test_the_servers_retry_field_sets_the_reconnection_time(
+    script_server: LocalServer, script: ScriptFactory
+) -> None:
+    query, played = script([updated(1, 1, "a"), updated(2, 1, "b")], drop_after=1, retry_ms=250)
+    delays = Delays()
+    stream = SSEStream(f"{script_server.url}/_stream/sse{query}", on={"todos.updated": Todo}, backoff=fast(delays))
+    async with StreamManager(Controller(), [stream]):
+        await stream.until(lambda s: s.applied == 2)
+    assert delays.delays == [0.25]
+    assert played.resumed_from == ["", "1"]
+
+
+async def test_failed_connections_back_off_exponentially_up_to_the_cap(
+    script_server: LocalServer, script: ScriptFactory
+) -> None:
+    query, played = script([], status=503)
+    delays = Delays()
+    backoff = Backoff(initial=1, factor=2, cap=3, jitter=0, sleep=delays)
+    stream = SSEStream(f"{script_server.url}/_stream/sse{query}", on={}, backoff=backoff)
+    async with StreamManager(Controller(), [stream]):
+        await stream.until(lambda s: len(delays.delays) >= 4)
+    assert delays.delays[:4] == [1, 2, 3, 3]
+    assert stream.connects == 0
+    assert played.resumed_from[:4] == ["", "", "", ""]
+
+
+async def test_status_204_stops_the_stream(script_server: LocalServer, script: ScriptFactory) -> None:
+    query, played = script([], status=204)
+    stream = SSEStream(f"{script_server.url}/_stream/sse{query}", on={}, backoff=fast())
+    async with StreamManager(Controller(), [stream]):
+        await stream.until(lambda s: s.closed)
+    assert played.resumed_from == [""]
+
+
+async def test_closing_the_manager_leaves_no_task_behind(script_server: LocalServer, script: ScriptFactory) -> None:
+    query, _ = script([updated(1, 1, "a")])
+    stream = SSEStream(f"{script_server.url}/_stream/sse{query}", on={"todos.updated": Todo})
+    manager = StreamManager(Controller(), [stream])
+    manager.start()
+    await stream.until(lambda s: s.applied == 1)
+    await manager.aclose()
+    assert stream.closed and not stream.connected
+    assert [t for t in asyncio.all_tasks() if t.get_name().startswith("restlayer-stream")] == []
+
+
+async def test_a_server_restarted_on_the_same_port_is_reconnected_and_resumed(api: LocalServer) -> None:
+    ctrl = Controller()
+    with LocalServer() as first:
+        port = first.port
+        stream = SSEStream(f"{first.url}/events", on={"todos.updated": Todo}, backoff=Backoff(initial=0.01, cap=0.1))
+        manager = StreamManager(ctrl, [stream])
+        manager.start()
+        await stream.until(lambda s: s.connected)
+        async with httpx.AsyncClient() as other:
+            await other.patch(f"{first.url}/todos/1", json={"title": "before restart"})
+            await stream.until(lambda s: s.applied == 1)
+            resumed = stream.last_event_id
+    try:
+        await stream.until(lambda s: not s.connected)
+        with LocalServer(port=port) as second:
+            await stream.until(lambda s: s.connected)
+            async with httpx.AsyncClient() as other:
+                await other.patch(f"{second.url}/todos/2", json={"title": "after restart"})
+            await stream.until(lambda s: s.applied == 2)
+            assert second.requests.matching("GET", "/events")[0].headers["last-event-id"] == resumed
+            await manager.aclose()
+    finally:
+        await manager.aclose()
+    assert titles(ctrl) == {1: "before restart", 2: "after restart"}
