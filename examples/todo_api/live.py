@@ -4,7 +4,8 @@
 ``event:`` = ``todos.updated`` etc., ``data:`` = the record as JSON, or
 ``{"id": N}`` for a delete) that replays what a client missed after
 ``Last-Event-ID``. ``/ws`` is a WebSocket: the client first sends
-``{"type": "subscribe", "lastEventId": N | null}``, then receives
+``{"type": "subscribe", "lastEventId": N | null}``, receives the missed events,
+then ``{"type": "subscribed", "id": N}`` (it is listening from event N on), then
 ``{"id", "type", "data"}`` JSON frames.
 """
 
@@ -69,6 +70,11 @@ class EventHub:
             queue.put_nowait(event)
         return event
 
+    @property
+    def last_id(self) -> int:
+        """The id of the latest event (announced or not yet: where a new client starts)."""
+        return self._next_id - 1
+
     def since(self, last_id: int | None) -> list[Event]:
         """The kept events after `last_id` (none when `last_id` is None: a new client starts now)."""
         if last_id is None:
@@ -106,6 +112,7 @@ async def sse_events(request: Request) -> Response:
     last = _last_id(request.headers.get("last-event-id") or request.query_params.get("lastEventId"))
     queue = hub.listen()
     backlog = hub.since(last)
+    start = hub.last_id
 
     async def body() -> AsyncIterator[bytes]:
         try:
@@ -114,6 +121,9 @@ async def sse_events(request: Request) -> Response:
             for event in backlog:
                 seen = event.id
                 yield event.sse()
+            # `id:` without data moves the client's last event id without an event: a client
+            # that reconnects before the next change resumes from here.
+            yield f"id: {start}\n\n".encode()
             while True:
                 try:
                     event = await asyncio.wait_for(queue.get(), HEARTBEAT_S)
@@ -140,12 +150,14 @@ async def ws_events(websocket: WebSocket) -> None:
         await websocket.close(code=1008, reason='first message must be {"type": "subscribe"}')
         return
     queue = hub.listen()
+    start = hub.last_id
     try:
         last = _last_id(hello.get("lastEventId"))
         seen = last or 0
         for event in hub.since(last):
             seen = event.id
             await websocket.send_text(event.frame())
+        await websocket.send_text(json.dumps({"type": "subscribed", "id": start}))
         closed = asyncio.ensure_future(_until_closed(websocket))
         try:
             while not closed.done():

@@ -65,17 +65,14 @@ class StreamManager:
         if stream in self.streams:
             self.streams.remove(stream)
         if task is not None:
-            await _stop(task)
+            await _stop([task])
 
     async def aclose(self) -> None:
         """Stop every stream and wait until each connection is closed; no task is left behind."""
         self._running = False
         tasks = list(self._tasks.values())
         self._tasks.clear()
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            await _stop(task)
+        await _stop(tasks)
 
     async def __aenter__(self) -> StreamManager:
         self.start()
@@ -87,9 +84,17 @@ class StreamManager:
         await self.aclose()
 
 
-async def _stop(task: asyncio.Task[None]) -> None:
-    """Cancel `task` and wait until it has finished (a cancelled caller still stops waiting)."""
-    task.cancel()
-    await asyncio.wait({task})
-    if not task.cancelled() and task.exception() is not None:
-        log.error("stream task %s failed", task.get_name(), exc_info=task.exception())
+async def _stop(tasks: list[asyncio.Task[None]]) -> None:
+    """Cancel each task once and wait until all have finished closing their connections.
+
+    Cancelling only once matters: a second cancel would interrupt a stream while it
+    closes its connection, leaving the socket (or a library task) behind.
+    """
+    if not tasks:
+        return
+    for task in tasks:
+        task.cancel()
+    await asyncio.wait(tasks)
+    for task in tasks:
+        if not task.cancelled() and task.exception() is not None:
+            log.error("stream task %s failed", task.get_name(), exc_info=task.exception())

@@ -8,6 +8,7 @@ from typing import Any
 import httpx
 from httpx_sse import ServerSentEvent, aconnect_sse
 
+from restlayer.rest import get_client
 from restlayer.streams._stream import Backoff, ServerStopped, Stream, decode_json
 from restlayer.streams._writes import Handler, Message, Target
 
@@ -23,8 +24,8 @@ class SSEStream(Stream):
     `data` is decoded by `decode` (JSON by default); the event type is the SSE
     `event:` field (`"message"` when absent). After a reconnect the last seen id
     is sent as `Last-Event-ID`; a `retry:` field sets the reconnection time. A
-    reply with status 204 stops the stream. `client`: an `httpx.AsyncClient` to
-    use (default: one of its own, without read timeout, closed with the stream).
+    reply with status 204 stops the stream. `client`: the `httpx.AsyncClient` to
+    use (default: restlayer's shared one); `timeout`: connect 10 s, no read timeout.
     """
 
     def __init__(
@@ -37,25 +38,22 @@ class SSEStream(Stream):
         headers: Mapping[str, str] | None = None,
         decode: Callable[[str], Any] = decode_json,
         client: httpx.AsyncClient | None = None,
+        timeout: httpx.Timeout = DEFAULT_TIMEOUT,
     ) -> None:
         super().__init__(url, on=on, name=name, backoff=backoff, headers=headers)
         self.decode = decode
         self.client = client
+        self.timeout = timeout
 
     async def _messages(self) -> AsyncGenerator[Message | None, None]:
-        if self.client is not None:
-            async for message in self._read(self.client):
-                yield message
-            return
-        async with httpx.AsyncClient(timeout=DEFAULT_TIMEOUT) as client:
-            async for message in self._read(client):
-                yield message
+        async for message in self._read(self.client or get_client()):
+            yield message
 
     async def _read(self, client: httpx.AsyncClient) -> AsyncGenerator[Message | None, None]:
         headers = dict(self.headers)
         if self.last_event_id:
             headers["Last-Event-ID"] = self.last_event_id
-        async with aconnect_sse(client, "GET", self.url, headers=headers) as source:
+        async with aconnect_sse(client, "GET", self.url, headers=headers, timeout=self.timeout) as source:
             response = source.response
             if response.status_code == 204:
                 raise ServerStopped(f"{self.url} answered 204 No Content")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
 from typing import Any
@@ -52,12 +53,20 @@ class WebSocketStream(Stream):
         self.open_timeout = open_timeout
 
     async def _messages(self) -> AsyncGenerator[Message | None, None]:
-        async with connect(self.url, additional_headers=self.headers, open_timeout=self.open_timeout) as socket:
+        socket = await connect(self.url, additional_headers=self.headers, open_timeout=self.open_timeout)
+        # The library cancels its keepalive task on close without waiting for it (and forgets
+        # it): keep a reference and wait for it, so a closed stream leaves no task behind.
+        keepalive = socket.keepalive_task
+        try:
             self._opened()
             for hello in self.on_open(self.last_event_id) if self.on_open is not None else ():
                 await socket.send(hello if isinstance(hello, (str, bytes)) else json.dumps(hello))
             async for frame in socket:
                 yield self._message(frame)
+        finally:
+            await socket.close()
+            if keepalive is not None:
+                await asyncio.wait({keepalive})
 
     def _message(self, frame: str | bytes) -> Message | None:
         """The Message of one frame; None (logged) when it cannot be parsed."""

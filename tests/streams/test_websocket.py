@@ -1,0 +1,120 @@
+"""WebSocketStream against real servers on 127.0.0.1: the example API's /ws feed and scripted faults."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import pytest
+
+from examples.todo_api import LocalServer
+from restlayer import All, Controller, Entity, ParamError
+from restlayer.streams import Backoff, Message, StreamManager, WebSocketStream, parse_json_message
+from tests.streams._script import Script
+
+ScriptFactory = Callable[..., tuple[str, Script]]
+
+
+class Todo(Entity):
+    id: int = 0
+    userId: int = 0
+    title: str = ""
+    completed: bool = False
+
+
+def subscribe(last_event_id: str | None) -> list[dict[str, Any]]:
+    """The first message both servers expect: subscribe, resuming after the last id seen."""
+    return [{"type": "subscribe", "lastEventId": last_event_id}]
+
+
+class Delays:
+    def __init__(self) -> None:
+        self.delays: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.delays.append(seconds)
+        await asyncio.sleep(0)
+
+
+def ws_url(server: LocalServer, path: str) -> str:
+    return server.url.replace("http://", "ws://") + path
+
+
+def titles(ctrl: Controller) -> dict[int, str]:
+    return {t.id: t.title for t in ctrl.get(All(Todo))}
+
+
+async def test_an_update_by_another_client_arrives_over_the_websocket(api: LocalServer) -> None:
+    ctrl = Controller()
+    on = {"todos.updated": Todo, "subscribed": lambda message, writes: None}
+    stream = WebSocketStream(ws_url(api, "/ws"), on=on, on_open=subscribe, backoff=Backoff(sleep=Delays()))
+    async with StreamManager(ctrl, [stream]), httpx.AsyncClient() as other:
+        await stream.until(lambda s: s.applied == 1)  # the server's "subscribed": it listens now
+        (await other.patch(f"{api.url}/todos/2", json={"title": "by push"})).raise_for_status()
+        await stream.until(lambda s: s.applied == 2)
+    assert titles(ctrl) == {2: "by push"}
+    assert stream.last_event_id is not None and int(stream.last_event_id) > 0
+
+
+async def test_an_abnormal_close_reconnects_and_resumes_after_the_last_id(
+    script_server: LocalServer, script: ScriptFactory
+) -> None:
+    events = [(i, "todos.updated", json.dumps({"id": i, "title": f"t{i}"})) for i in (1, 2, 3)]
+    query, played = script(events, drop_after=2)
+    delays = Delays()
+    stream = WebSocketStream(
+        ws_url(script_server, f"/_stream/ws{query}"),
+        on={"todos.updated": Todo},
+        on_open=subscribe,
+        backoff=Backoff(initial=0.2, jitter=0, sleep=delays),
+    )
+    ctrl = Controller()
+    async with StreamManager(ctrl, [stream]):
+        await stream.until(lambda s: s.applied == 3)
+    assert played.resumed_from == ["", "2"]
+    assert delays.delays == [0.2]
+    assert titles(ctrl) == {1: "t1", 2: "t2", 3: "t3"}
+
+
+async def test_malformed_frames_and_unknown_types_are_logged_and_change_nothing(
+    script_server: LocalServer, script: ScriptFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    events = [
+        (1, "todos.updated", "{not json"),
+        (2, "gadgets.created", json.dumps({"id": 1})),
+        (3, "todos.updated", json.dumps({"id": 5, "title": "kept"})),
+    ]
+    query, _ = script(events)
+    stream = WebSocketStream(
+        ws_url(script_server, f"/_stream/ws{query}"), on={"todos.updated": Todo}, on_open=subscribe
+    )
+    ctrl = Controller()
+    with caplog.at_level(logging.WARNING, logger="restlayer"):
+        async with StreamManager(ctrl, [stream]):
+            await stream.until(lambda s: s.applied + s.ignored == 3)
+    assert titles(ctrl) == {5: "kept"}
+    lines = [r.getMessage() for r in caplog.records if "ignored" in r.getMessage()]
+    assert "event '?' (id None) ignored: malformed data" in lines[0]
+    assert "event 'gadgets.created' (id 2) ignored: no mapping" in lines[1]
+
+
+def test_parse_json_message_reads_type_data_and_id() -> None:
+    assert parse_json_message('{"type": "a", "data": [1], "id": 7}') == Message("a", [1], "7")
+    assert parse_json_message('{"event": "b"}') == Message("b", None, None)
+    with pytest.raises(ValueError, match="no event type"):
+        parse_json_message('{"data": 1}')
+    with pytest.raises(ValueError, match="JSON object"):
+        parse_json_message("[1]")
+
+
+def test_bad_stream_options_raise_param_error() -> None:
+    with pytest.raises(ParamError, match="needs a url"):
+        WebSocketStream("", on={})
+    with pytest.raises(ParamError, match="on= must be"):
+        WebSocketStream("ws://127.0.0.1:1/", on=42)  # type: ignore[arg-type]
+    with pytest.raises(ParamError, match="jitter"):
+        Backoff(jitter=3)
