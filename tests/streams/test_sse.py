@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from examples.todo_api import LocalServer
-from restlayer import All, Controller, Entity, Invalidate, resource
+from restlayer import All, Controller, Entity, Invalidate, SubscriptionManager, resource
 from restlayer.streams import Backoff, Message, SSEStream, StreamManager, Writes
 from tests.streams._script import Script
 
@@ -244,3 +244,52 @@ async def test_a_server_restarted_on_the_same_port_is_reconnected_and_resumed(ap
     finally:
         await manager.aclose()
     assert titles(ctrl) == {1: "before restart", 2: "after restart"}
+
+
+class Gate:
+    """A backoff sleep that waits until the test opens it (the stream stays down meanwhile)."""
+
+    def __init__(self) -> None:
+        self.waiting = asyncio.Event()
+        self.open = asyncio.Event()
+
+    async def __call__(self, seconds: float) -> None:
+        self.waiting.set()
+        await self.open.wait()
+
+
+async def test_polling_pauses_while_a_covering_stream_is_up_and_resumes_while_it_is_down(
+    api: LocalServer, script_server: LocalServer, script: ScriptFactory
+) -> None:
+    polled = todos(api).get.extend(poll_frequency=20)
+    query, played = script([updated(1, 1, "a"), updated(2, 1, "b")], drop_after=1)
+    gate = Gate()
+    stream = SSEStream(
+        f"{script_server.url}/_stream/sse{query}",
+        on={"todos.updated": Todo},
+        covers=[polled],
+        backoff=Backoff(sleep=gate),
+    )
+    manager = StreamManager(streams=[stream])
+    ctrl = Controller(managers=[manager])
+    subscriptions = next(m for m in ctrl.managers if isinstance(m, SubscriptionManager))
+    key = polled.key({"id": 1})
+    async with manager:
+        await stream.until(lambda s: s.applied == 1)
+        async with ctrl.subscription(polled, id=1):
+            assert not manager.polling(key)
+            assert key not in subscriptions.polls
+            await asyncio.wait_for(gate.waiting.wait(), 10)  # the script dropped the connection
+            assert manager.polling(key) and key in subscriptions.polls
+            value = await changed(ctrl, polled, {"id": 1}, action=_nothing)  # a poll refetched it
+            assert value.title == "delectus aut autem"
+            gate.open.set()
+            await stream.until(lambda s: s.applied == 2)
+            assert not manager.polling(key)
+            assert key not in subscriptions.polls
+        assert manager.polling(key) is False
+    assert played.resumed_from == ["", "1"]
+
+
+async def _nothing() -> None:
+    """No action: the change comes by itself."""

@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterable
+from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from restlayer.core.manager import Manager, Next
 from restlayer.errors import RestLayerError
 from restlayer.streams._stream import Stream
 
@@ -19,21 +21,106 @@ __all__ = ["StreamManager"]
 log = logging.getLogger("restlayer")
 
 
-class StreamManager:
+@dataclass(eq=False)
+class _Held:
+    """One subscription to a key a stream covers: paused (`polling` False) or passed on to polling."""
+
+    endpoint: Any
+    args: tuple[Any, ...]
+    key: str
+    polling: bool
+
+
+class StreamManager(Manager):
     """Keeps one connection per stream open, writing its messages into `controller`'s store.
 
     `async with StreamManager(ctrl, [stream, ...]) as streams:` starts them and
     stops them on exit; or call `start()` (inside a running loop) and
     `await aclose()`. `add()` starts a stream at once when already running.
+
+    Given to the controller as a manager (`Controller(managers=[StreamManager(streams=[...])])`),
+    it also pauses the polling of `subscription()` / `live()` for keys a connected
+    stream `covers`, and resumes it while that stream is down.
     """
 
-    def __init__(self, controller: Controller, streams: Iterable[Stream] = ()) -> None:
+    def __init__(self, controller: Controller | None = None, streams: Iterable[Stream] = ()) -> None:
         self.controller = controller
         self.streams: list[Stream] = []
         self._tasks: dict[Stream, asyncio.Task[None]] = {}
         self._running = False
+        self._held: list[_Held] = []
+        self._passing = False
         for stream in streams:
             self.add(stream)
+
+    # -- as a manager: polling only while no connected stream covers the key --------------
+
+    def init(self, controller: Controller) -> None:
+        """Serve `controller` (the one given to the constructor, if any, must be the same)."""
+        if self.controller is not None and self.controller is not controller:
+            raise RestLayerError("this StreamManager already serves another controller")
+        self.controller = controller
+
+    def middleware(self, controller: Controller, action: Any, next: Next) -> None:
+        """Hold back `subscribe` for keys a connected stream covers; pass everything else on."""
+        kind = action.type
+        if self._passing or kind not in ("subscribe", "unsubscribe"):
+            next(action)
+            return
+        stream = self._covering(action.key)
+        if kind == "subscribe":
+            if stream is None and not self._covered(action.key):
+                next(action)
+                return
+            held = _Held(action.endpoint, action.args, action.key, polling=stream is None)
+            self._held.append(held)
+            if held.polling:
+                next(action)
+            return
+        held_for_key = next_held(self._held, action)
+        if held_for_key is None:
+            next(action)
+            return
+        self._held.remove(held_for_key)
+        if held_for_key.polling:
+            next(action)
+
+    def polling(self, key: str) -> bool:
+        """Whether subscriptions to `key` poll now (no connected stream covers it)."""
+        return any(h.polling for h in self._held if h.key == key)
+
+    def _covered(self, key: str) -> bool:
+        return any(stream.covers(key) for stream in self.streams)
+
+    def _covering(self, key: str) -> Stream | None:
+        """A connected stream that covers `key`."""
+        for stream in self.streams:
+            if stream.connected and stream.covers(key):
+                return stream
+        return None
+
+    async def _status(self, stream: Stream) -> None:
+        """A stream connected or lost its connection: pause or resume the polling it covers."""
+        controller = self.controller
+        if controller is None:
+            return
+        for held in list(self._held):
+            if not stream.covers(held.key):
+                continue
+            want_polling = self._covering(held.key) is None
+            if want_polling == held.polling:
+                continue
+            held.polling = want_polling
+            self._passing = True
+            try:
+                if want_polling:
+                    await controller.subscribe(held.endpoint, *held.args)
+                else:
+                    await controller.unsubscribe(held.endpoint, *held.args)
+            finally:
+                self._passing = False
+
+    # -- running the streams ----------------------------------------------------------------
 
     def add(self, stream: Stream) -> Stream:
         """Manage `stream` (started now when the manager runs); returns it."""
@@ -42,6 +129,7 @@ class StreamManager:
         if stream in self.streams:
             raise RestLayerError(f"stream {stream.name} is already managed")
         self.streams.append(stream)
+        stream.add_listener(self._status)
         if self._running:
             self._launch(stream)
         return stream
@@ -49,12 +137,15 @@ class StreamManager:
     def start(self) -> None:
         """Connect every stream (needs a running event loop)."""
         asyncio.get_running_loop()
+        if self.controller is None:
+            raise RestLayerError("StreamManager.start: no controller (pass one, or give the manager to a Controller)")
         self._running = True
         for stream in self.streams:
             if stream not in self._tasks:
                 self._launch(stream)
 
     def _launch(self, stream: Stream) -> None:
+        assert self.controller is not None
         self._tasks[stream] = asyncio.get_running_loop().create_task(
             stream.run(self.controller), name=f"restlayer-stream:{stream.name}"
         )
@@ -74,6 +165,13 @@ class StreamManager:
         self._tasks.clear()
         await _stop(tasks)
 
+    def cleanup(self) -> None:
+        """`Controller.close()`: cancel the streams' tasks (`await aclose()` also waits for them)."""
+        self._running = False
+        for task in self._tasks.values():
+            task.cancel()
+        self._tasks.clear()
+
     async def __aenter__(self) -> StreamManager:
         self.start()
         return self
@@ -82,6 +180,15 @@ class StreamManager:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self.aclose()
+
+
+def next_held(held: list[_Held], action: Any) -> _Held | None:
+    """The subscription an `unsubscribe` ends (same key and frequency): a paused one first."""
+    frequency = action.endpoint.poll_frequency
+    candidates = [h for h in held if h.key == action.key and h.endpoint.poll_frequency == frequency]
+    if not candidates:
+        return None
+    return next((h for h in candidates if not h.polling), candidates[0])
 
 
 async def _stop(tasks: list[asyncio.Task[None]]) -> None:

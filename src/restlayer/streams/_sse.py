@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
 from typing import Any
 
 import httpx
@@ -36,11 +36,12 @@ class SSEStream(Stream):
         name: str | None = None,
         backoff: Backoff | None = None,
         headers: Mapping[str, str] | None = None,
+        covers: Iterable[Any] | Callable[[str], bool] | None = None,
         decode: Callable[[str], Any] = decode_json,
         client: httpx.AsyncClient | None = None,
         timeout: httpx.Timeout = DEFAULT_TIMEOUT,
     ) -> None:
-        super().__init__(url, on=on, name=name, backoff=backoff, headers=headers)
+        super().__init__(url, on=on, name=name, backoff=backoff, headers=headers, covers=covers)
         self.decode = decode
         self.client = client
         self.timeout = timeout
@@ -61,7 +62,7 @@ class SSEStream(Stream):
                 raise httpx.HTTPStatusError(
                     f"{self.url} answered {response.status_code}", request=response.request, response=response
                 )
-            self._opened()
+            await self._opened()
             async for sse in source.aiter_sse():
                 yield self._message(sse)
 

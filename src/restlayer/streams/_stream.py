@@ -12,7 +12,7 @@ import contextlib
 import json
 import logging
 import random
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -59,6 +59,19 @@ class Backoff:
         return min(self.cap, base * self.factor ** max(0, failures - 1)) * (1 - self.jitter * self.random())
 
 
+def _key_test(covers: Iterable[Any] | Callable[[str], bool] | None) -> Callable[[str], bool]:
+    """`covers` as a key predicate: endpoints (their `test_key`), a predicate, or nothing."""
+    if covers is None:
+        return lambda key: False
+    if callable(covers) and not hasattr(covers, "test_key"):
+        return covers
+    endpoints = [covers] if hasattr(covers, "test_key") else list(covers)  # type: ignore[arg-type]
+    for endpoint in endpoints:
+        if not callable(getattr(endpoint, "test_key", None)):
+            raise ParamError(f"covers= takes endpoints or a key predicate, not {endpoint!r}")
+    return lambda key: any(endpoint.test_key(key) for endpoint in endpoints)
+
+
 def decode_json(text: str | bytes) -> Any:
     """A message's data as JSON; a `ValueError` when it is not JSON."""
     return json.loads(text)
@@ -68,6 +81,9 @@ class Stream:
     """A long-lived connection whose messages become store writes (see `SSEStream`, `WebSocketStream`).
 
     `on`: a function `(message, writes)` or a table `{event type: endpoint | schema | function}`.
+    `covers`: the endpoints (or a store-key predicate) whose data this stream keeps
+    fresh; a `StreamManager` among the controller's managers pauses their polling
+    while the stream is connected.
     Counters (`connects`, `applied`, `ignored`) and `connected` / `last_event_id`
     tell its state; `await stream.until(predicate)` waits for one.
     """
@@ -80,6 +96,7 @@ class Stream:
         name: str | None = None,
         backoff: Backoff | None = None,
         headers: Mapping[str, str] | None = None,
+        covers: Iterable[Any] | Callable[[str], bool] | None = None,
     ) -> None:
         if not isinstance(url, str) or not url:
             raise ParamError(f"{type(self).__name__} needs a url (str), not {url!r}")
@@ -88,6 +105,8 @@ class Stream:
         self.backoff = backoff or Backoff()
         self.headers = dict(headers or {})
         self._handle = handler_for(on)
+        self._covers = _key_test(covers)
+        self._listeners: list[Callable[[Stream], Awaitable[None]]] = []
         self.connected = False
         self.closed = False
         self.last_event_id: str | None = None
@@ -121,24 +140,41 @@ class Stream:
 
         await asyncio.wait_for(wait(), timeout)
 
+    def covers(self, key: str) -> bool:
+        """Whether this stream pushes the changes of the store key `key` (then polling it can pause)."""
+        return self._covers(key)
+
+    def add_listener(self, listener: Callable[[Stream], Awaitable[None]]) -> None:
+        """Await `listener(stream)` after each connect and each lost connection."""
+        self._listeners.append(listener)
+
+    async def _notify(self) -> None:
+        self._tick()
+        for listener in list(self._listeners):
+            try:
+                await listener(self)
+            except Exception:
+                log.exception("stream %s: status listener failed", self.name)
+
     # -- one connection (subclasses) ------------------------------------------------------
 
     def _messages(self) -> AsyncGenerator[Message | None, None]:  # pragma: no cover - abstract
         """Open one connection and yield its messages (None for a frame that is not a message)."""
         raise NotImplementedError
 
-    def _opened(self) -> None:
-        """Subclasses call this once the connection is established."""
+    async def _opened(self) -> None:
+        """Subclasses await this once the connection is established."""
         self.connected = True
         self.connects += 1
         log.debug("stream %s: connected (last event id %s)", self.name, self.last_event_id)
-        self._tick()
+        await self._notify()
 
     # -- the loop --------------------------------------------------------------------------
 
     async def run(self, controller: Controller) -> None:
         """Keep the stream connected and apply its messages until cancelled or closed by the server."""
         failures = 0
+        self.closed = False
         try:
             while True:
                 received = False
@@ -154,21 +190,24 @@ class Stream:
                     return
                 except Exception as exc:
                     reason = f"{type(exc).__name__}: {exc}"
-                self._lost(reason)
+                await self._lost(reason)
                 failures = 1 if received else failures + 1
                 await self.backoff.sleep(self.backoff.delay(failures, self.server_retry))
         finally:
-            self.connected = False
-            self.closed = True
-            self._tick()
+            was_connected, self.connected, self.closed = self.connected, False, True
+            if was_connected:
+                await self._notify()  # what this stream covered must be polled again
+            else:
+                self._tick()
 
-    def _lost(self, reason: str) -> None:
-        if self.connected:
-            log.warning("stream %s: connection lost (%s); reconnecting", self.name, reason)
-        else:
+    async def _lost(self, reason: str) -> None:
+        if not self.connected:
             log.warning("stream %s: cannot connect (%s); retrying", self.name, reason)
+            self._tick()
+            return
+        log.warning("stream %s: connection lost (%s); reconnecting", self.name, reason)
         self.connected = False
-        self._tick()
+        await self._notify()
 
     def apply(self, controller: Controller, message: Message) -> bool:
         """Turn one message into store writes, all or none; False (logged, nothing changed) when it does not fit."""

@@ -43,11 +43,12 @@ class WebSocketStream(Stream):
         name: str | None = None,
         backoff: Backoff | None = None,
         headers: Mapping[str, str] | None = None,
+        covers: Iterable[Any] | Callable[[str], bool] | None = None,
         parse: Callable[[str | bytes], Message] = parse_json_message,
         on_open: Callable[[str | None], Iterable[Any]] | None = None,
         open_timeout: float = 10.0,
     ) -> None:
-        super().__init__(url, on=on, name=name, backoff=backoff, headers=headers)
+        super().__init__(url, on=on, name=name, backoff=backoff, headers=headers, covers=covers)
         self.parse = parse
         self.on_open = on_open
         self.open_timeout = open_timeout
@@ -58,7 +59,7 @@ class WebSocketStream(Stream):
         # it): keep a reference and wait for it, so a closed stream leaves no task behind.
         keepalive = socket.keepalive_task
         try:
-            self._opened()
+            await self._opened()
             for hello in self.on_open(self.last_event_id) if self.on_open is not None else ():
                 await socket.send(hello if isinstance(hello, (str, bytes)) else json.dumps(hello))
             async for frame in socket:
