@@ -293,3 +293,36 @@ async def test_polling_pauses_while_a_covering_stream_is_up_and_resumes_while_it
 
 async def _nothing() -> None:
     """No action: the change comes by itself."""
+
+
+async def test_five_thousand_events_are_all_applied_in_order_per_entity(
+    script_server: LocalServer, script: ScriptFactory
+) -> None:
+    count, entities = 5000, 100
+    events = [updated(n, n % entities + 1, f"t{n}") for n in range(1, count + 1)]
+    query, _ = script(events)
+    ctrl = Controller()
+    stream = SSEStream(f"{script_server.url}/_stream/sse{query}", on={"todos.updated": Todo}, backoff=fast())
+    seen: dict[int, list[int]] = {}
+
+    def record(todo: Any) -> None:
+        if todo is not None:
+            seen.setdefault(todo.id, []).append(int(todo.title[1:]))
+
+    for pk in (1, 50):
+        ctrl.watch(todos_entity(), {"id": pk}, callback=record)
+    async with StreamManager(ctrl, [stream]):
+        await stream.until(lambda s: s.applied == count, timeout=60)
+    assert stream.ignored == 0
+    last = {pk: max(n for n in range(1, count + 1) if n % entities + 1 == pk) for pk in range(1, entities + 1)}
+    assert titles(ctrl) == {pk: f"t{n}" for pk, n in last.items()}
+    assert set(seen) == {1, 50}
+    for pk, numbers in seen.items():
+        assert numbers == sorted(numbers) and numbers[-1] == last[pk]
+
+
+def todos_entity() -> Any:
+    """An endpoint-like reader of one Todo by id, for `watch` (no network)."""
+    from restlayer import RestEndpoint
+
+    return RestEndpoint(path="/todos/:id", schema=Todo, url_prefix="http://127.0.0.1:9")

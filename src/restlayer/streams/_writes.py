@@ -85,9 +85,15 @@ class Writes:
 
     def commit(self, controller: Controller) -> None:
         """Check every write against the store, then apply them all; raises (changing nothing) if one does not fit."""
+        ops = self._ops
+        if len(ops) == 1 and ops[0][0] == "set":
+            # One entity write needs no dry run: a `set` that fails leaves the store unchanged.
+            _, schema, args, value = ops[0]
+            controller.set(schema, *args, value)
+            return
         scratch: Any = controller.get_state()
         resolved: list[tuple[str, Any, tuple[Any, ...], Any]] = []
-        for kind, target, args, value in self._ops:
+        for kind, target, args, value in ops:
             if kind == "set" and callable(value) and not isinstance(value, type):
                 value = value(controller.get(target, *args))
             if kind == "invalidate":
