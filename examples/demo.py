@@ -17,6 +17,7 @@ import httpx
 from examples.todo_api.server import LocalServer
 from restlayer import Controller, Entity, NetworkError, resource
 from restlayer.graphql import GQLEndpoint
+from restlayer.streams import SSEStream, StreamManager
 
 
 # --- 1. A resource in a few lines -------------------------------------------------------------
@@ -141,6 +142,20 @@ async def run(server: LocalServer) -> None:
             break
     await writer
     check("saw both remote edits through polling", changes[-2:] == ["Edited elsewhere #1", "Edited elsewhere #2"])
+
+    step("Server push: another client's edit arrives over SSE the moment it is made, no polling")
+    stream = SSEStream(f"{api}/events", on={"todos.updated": Todo})
+    arrived = asyncio.Event()
+    async with StreamManager(ctrl, [stream]), httpx.AsyncClient() as client:
+        await stream.until(lambda s: s.connected)
+        unwatch = ctrl.watch(TodoResource.get, {"id": target.id}, callback=lambda todo: arrived.set())
+        sent = time.perf_counter()
+        await client.patch(f"{api}/todos/{target.id}", json={"title": "Pushed from elsewhere"})
+        await asyncio.wait_for(arrived.wait(), 5)
+        delay_ms = (time.perf_counter() - sent) * 1000
+        unwatch()
+    say(f"watch callback {delay_ms:.1f} ms after the edit was sent (polling above: up to 200 ms)")
+    check("saw the remote edit by push", ctrl.get(Todo, {"id": target.id}).title == "Pushed from elsewhere")
 
     step("GraphQL: the same entity fetched over GraphQL is the same entity in the store")
     gql = GQLEndpoint(f"{api}/graphql")

@@ -23,6 +23,7 @@ def test_demo_runs_every_step() -> None:
         "gone from the list and from the entity table",
         "optimistic value shown, then rolled back",
         "saw both remote edits through polling",
+        "saw the remote edit by push",
         "REST view of the entity shows the GraphQL data",
     ]
     for claim in claims:
