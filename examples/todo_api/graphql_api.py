@@ -7,6 +7,7 @@ every app instance. ``id`` fields are GraphQL ``ID`` and so travel as strings.
 from __future__ import annotations
 
 import inspect
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from graphql import (
@@ -25,6 +26,7 @@ from graphql import (
     GraphQLString,
     execute,
     parse,
+    subscribe,
     validate,
 )
 
@@ -132,7 +134,36 @@ TodoType: GraphQLObjectType = GraphQLObjectType(
     },
 )
 
+
+async def _subscribe_todo_changed(root: Any, info: Info, id: str | None = None) -> AsyncIterator[Record]:
+    """Each created or updated todo (only todo `id` when given, starting with its current state)."""
+    hub = info.context["events"]
+    queue = hub.listen()
+    try:
+        if id is not None:
+            current = info.context["db"].get("todos", int(id))
+            if current is not None:
+                yield current
+        while True:
+            event = await queue.get()
+            if event.type in ("todos.created", "todos.updated") and (id is None or str(event.data["id"]) == id):
+                yield event.data
+    finally:
+        hub.unlisten(queue)
+
+
 schema = GraphQLSchema(
+    subscription=GraphQLObjectType(
+        "Subscription",
+        {
+            "todoChanged": GraphQLField(
+                TodoType,
+                args={"id": GraphQLArgument(GraphQLID)},
+                subscribe=_subscribe_todo_changed,
+                resolve=lambda record, info, **args: record,
+            ),
+        },
+    ),
     query=GraphQLObjectType(
         "Query",
         {
@@ -215,3 +246,32 @@ async def run_graphql(
 def _started_execution(result: ExecutionResult) -> bool:
     """False when execution never began (bad variables, unknown operation): no ``data`` then."""
     return any(e.path is not None for e in result.errors or [])
+
+
+async def run_subscription(
+    db: TodoDB, events: Any, query: str, variables: dict[str, Any] | None = None
+) -> AsyncIterator[dict[str, Any]] | list[dict[str, Any]]:
+    """Start a subscription: an async iterator of response maps, or the list of request errors."""
+    try:
+        document = parse(query)
+    except GraphQLError as error:
+        return [error.formatted]
+    validation_errors = validate(schema, document)
+    if validation_errors:
+        return [e.formatted for e in validation_errors]
+    result: Any = subscribe(schema, document, variable_values=variables, context_value={"db": db, "events": events})
+    if inspect.isawaitable(result):
+        result = await result
+    if isinstance(result, ExecutionResult):
+        return [e.formatted for e in result.errors or []] or [{"message": "not a subscription"}]
+    return _formatted(result)
+
+
+async def _formatted(results: AsyncIterator[ExecutionResult]) -> AsyncIterator[dict[str, Any]]:
+    try:
+        async for result in results:
+            yield dict(result.formatted)
+    finally:
+        aclose = getattr(results, "aclose", None)
+        if aclose is not None:
+            await aclose()

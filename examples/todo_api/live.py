@@ -6,7 +6,8 @@
 ``Last-Event-ID``. ``/ws`` is a WebSocket: the client first sends
 ``{"type": "subscribe", "lastEventId": N | null}``, receives the missed events,
 then ``{"type": "subscribed", "id": N}`` (it is listening from event N on), then
-``{"id", "type", "data"}`` JSON frames.
+``{"id", "type", "data"}`` JSON frames. ``/graphql`` also speaks WebSocket, with the
+graphql-transport-ws protocol, for the ``todoChanged`` subscription.
 """
 
 from __future__ import annotations
@@ -183,6 +184,54 @@ async def _until_closed(websocket: WebSocket) -> None:
             return
 
 
+GRAPHQL_WS = "graphql-transport-ws"
+
+
+async def graphql_ws(websocket: WebSocket) -> None:
+    """``/graphql`` over WebSocket, protocol graphql-transport-ws: subscriptions (``todoChanged``)."""
+    from examples.todo_api.graphql_api import run_subscription
+
+    await websocket.accept(subprotocol=GRAPHQL_WS)
+    running: dict[str, asyncio.Task[None]] = {}
+    try:
+        init = await websocket.receive_json()
+        if not isinstance(init, dict) or init.get("type") != "connection_init":
+            await websocket.close(code=4400, reason="connection_init expected")
+            return
+        await websocket.send_json({"type": "connection_ack"})
+        while True:
+            message = await websocket.receive_json()
+            kind, op_id = message.get("type"), message.get("id")
+            if kind == "ping":
+                await websocket.send_json({"type": "pong"})
+            elif kind == "complete" and op_id in running:
+                running.pop(op_id).cancel()
+            elif kind == "subscribe" and isinstance(op_id, str):
+                payload = message.get("payload") or {}
+                db, hub = websocket.app.state.db, _hub(websocket.app)
+                results = await run_subscription(db, hub, payload.get("query", ""), payload.get("variables"))
+                if isinstance(results, list):
+                    await websocket.send_json({"type": "error", "id": op_id, "payload": results})
+                else:
+                    running[op_id] = asyncio.ensure_future(_forward(websocket, op_id, results))
+    except (WebSocketDisconnect, ValueError):
+        return
+    finally:
+        for task in running.values():
+            task.cancel()
+
+
+async def _forward(websocket: WebSocket, op_id: str, results: AsyncIterator[dict[str, Any]]) -> None:
+    """Send each result of one subscription as ``next``, then ``complete``."""
+    async for result in results:
+        await websocket.send_json({"type": "next", "id": op_id, "payload": result})
+    await websocket.send_json({"type": "complete", "id": op_id})
+
+
 def live_routes() -> list[BaseRoute]:
-    """The push endpoints: ``GET /events`` (SSE) and ``/ws`` (WebSocket)."""
-    return [Route("/events", sse_events, methods=["GET"], name="events"), WebSocketRoute("/ws", ws_events)]
+    """The push endpoints: ``GET /events`` (SSE), ``/ws`` and ``/graphql`` (WebSockets)."""
+    return [
+        Route("/events", sse_events, methods=["GET"], name="events"),
+        WebSocketRoute("/ws", ws_events),
+        WebSocketRoute("/graphql", graphql_ws),
+    ]

@@ -7,5 +7,14 @@ Controller and can be mixed into a `resource()` with `extend`.
 from restlayer.graphql._endpoint import GQLEndpoint, QueryText, clean_query
 from restlayer.graphql._entity import GQLEntity
 from restlayer.graphql._errors import GQLNetworkError
+from restlayer.graphql._subscription import GQLEvents, GQLSubscription
 
-__all__ = ["GQLEndpoint", "GQLEntity", "GQLNetworkError", "QueryText", "clean_query"]
+__all__ = [
+    "GQLEndpoint",
+    "GQLEntity",
+    "GQLEvents",
+    "GQLNetworkError",
+    "GQLSubscription",
+    "QueryText",
+    "clean_query",
+]

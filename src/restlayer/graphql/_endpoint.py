@@ -11,7 +11,7 @@ import inspect
 import json
 import re
 from collections.abc import Callable, Mapping
-from typing import Any, Final, overload
+from typing import TYPE_CHECKING, Any, Final, overload
 
 import httpx
 
@@ -20,6 +20,9 @@ from restlayer.errors import NetworkError, ParamError, RestLayerError
 from restlayer.graphql._errors import GQLNetworkError
 from restlayer.rest.endpoint import RestEndpoint
 from restlayer.schema import Schema
+
+if TYPE_CHECKING:
+    from restlayer.graphql._subscription import GQLSubscription
 
 __all__ = ["GQLEndpoint", "QueryText"]
 
@@ -135,6 +138,18 @@ class GQLEndpoint(RestEndpoint[T_co]):
     def mutation(self, query: QueryText, schema: Any = None, **options: Any) -> GQLEndpoint[Any]:
         """Like `query`, but a side effect: never read from the cache, always sent."""
         return self._operation(query, schema, True, options)
+
+    def subscription(
+        self, query: QueryText, schema: Any = None, *, ws_url: str | None = None, **options: Any
+    ) -> GQLSubscription:
+        """A subscription over WebSocket (graphql-transport-ws) whose events are stored like `query` results.
+
+        `ws_url` defaults to this endpoint's url with `ws://` (`wss://`) for `http://` (`https://`).
+        """
+        from restlayer.graphql._subscription import GQLSubscription, ws_url_of
+
+        endpoint = self._operation(query, schema, None, options)
+        return GQLSubscription(endpoint, ws_url or ws_url_of(self.url_prefix))
 
     def _operation(
         self, query: QueryText, schema: Any, side_effect: bool | None, options: dict[str, Any]

@@ -1,0 +1,66 @@
+"""GraphQL subscriptions over WebSocket (graphql-transport-ws) against the example API's /graphql."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+
+from examples.todo_api import LocalServer
+from restlayer import Controller, Entity, NetworkError
+from restlayer.graphql import GQLEndpoint, GQLNetworkError
+from restlayer.rest import aclose
+
+TODO_CHANGED = "subscription changed($id: ID) { todoChanged(id: $id) { id title completed userId } }"
+
+
+class Todo(Entity):
+    id: int = 0
+    userId: int = 0
+    title: str = ""
+    completed: bool = False
+
+
+@pytest.fixture(autouse=True)
+async def _close_shared_client() -> AsyncIterator[None]:
+    yield
+    await aclose()
+
+
+async def test_subscription_events_are_stored_like_query_results(api: LocalServer) -> None:
+    gql = GQLEndpoint(f"{api.url}/graphql")
+    changed = gql.subscription(TODO_CHANGED, {"todoChanged": Todo})
+    ctrl = Controller()
+    seen: list[str] = []
+    async with changed.events(ctrl, {"id": "1"}) as events, httpx.AsyncClient() as other:
+        async for data in events:
+            seen.append(data["todoChanged"].title)
+            if len(seen) == 1:  # the current state: the server listens from now on
+                (await other.patch(f"{api.url}/todos/1", json={"title": "by subscription"})).raise_for_status()
+            else:
+                break
+    assert seen == ["delectus aut autem", "by subscription"]
+    assert ctrl.get(Todo, {"id": 1}).title == "by subscription"
+    assert ctrl.cache(changed.endpoint, {"id": "1"})["todoChanged"].title == "by subscription"
+
+
+async def test_an_invalid_subscription_raises_gql_network_error(api: LocalServer) -> None:
+    gql = GQLEndpoint(f"{api.url}/graphql")
+    bad = gql.subscription("subscription { nosuchField { id } }")
+    with pytest.raises(GQLNetworkError, match="nosuchField"):
+        async with bad.events() as events:
+            async for _ in events:
+                pass
+
+
+async def test_no_server_raises_network_error() -> None:
+    gql = GQLEndpoint("http://127.0.0.1:9/graphql")
+    with pytest.raises(NetworkError, match="cannot open the subscription socket"):
+        async for _ in gql.subscription(TODO_CHANGED).events():
+            pass
+
+
+def test_ws_url_follows_the_http_url() -> None:
+    assert GQLEndpoint("https://example.org/graphql").subscription(TODO_CHANGED).ws_url == "wss://example.org/graphql"
+    assert GQLEndpoint("http://a/graphql").subscription(TODO_CHANGED, ws_url="ws://b/ws").ws_url == "ws://b/ws"
