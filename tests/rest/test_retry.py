@@ -254,3 +254,22 @@ def test_bad_retry_options_raise_param_error(options: dict[str, Any]) -> None:
 def test_retry_option_of_the_wrong_type_is_refused() -> None:
     with pytest.raises(ParamError, match="retry must be a Retry"):
         RestEndpoint(path="/x", retry="often")
+
+
+async def test_an_unreadable_retry_after_falls_back_to_the_backoff(api: LocalServer) -> None:
+    waits = Waits()
+    ep, key = flaky(api, sleep=waits, jitter=0)
+    await ep(key=key, fail=1, after="soon")
+    assert waits.delays == [0.5]
+
+
+async def test_a_graphql_reply_with_a_transient_status_is_retried(api: LocalServer) -> None:
+    from restlayer.graphql import GQLEndpoint
+
+    key = uuid.uuid4().hex
+    waits = Waits()
+    retry = Retry(sleep=waits, methods={"POST"})
+    gql = GQLEndpoint(f"{api.url}{FLAKY}?key={key}&fail=1", retry=retry).query("{ ok }")
+    assert await gql() is None  # the flaky route answers {"ok": true}, which has no "data"
+    assert sent(api, key) == 2
+    assert len(waits.delays) == 1

@@ -91,4 +91,34 @@ async def ws(websocket: WebSocket) -> None:
         return
 
 
-ROUTES: list[BaseRoute] = [Route("/_stream/sse", sse, methods=["GET"]), WebSocketRoute("/_stream/ws", ws)]
+#: graphql-transport-ws scripts: key -> frames sent after `subscribe` (raw text), and what the client sent.
+GQL_SCRIPTS: dict[str, tuple[list[str], list[dict[str, object]]]] = {}
+
+
+async def gql(websocket: WebSocket) -> None:
+    """A graphql-transport-ws server that acks, then plays its script's frames after `subscribe`."""
+    frames, received = GQL_SCRIPTS[websocket.query_params["key"]]
+    await websocket.accept(subprotocol="graphql-transport-ws")
+    try:
+        received.append(await websocket.receive_json())  # connection_init
+        await websocket.send_json({"type": "connection_ack"})
+        received.append(await websocket.receive_json())  # subscribe
+        for frame in frames:
+            if frame == "CLOSE":
+                await websocket.close(code=1011)
+                return
+            await websocket.send_text(frame)
+        while True:
+            message = await websocket.receive()
+            if message["type"] == "websocket.disconnect":
+                return
+            received.append(json.loads(message["text"]))
+    except WebSocketDisconnect:
+        return
+
+
+ROUTES: list[BaseRoute] = [
+    Route("/_stream/sse", sse, methods=["GET"]),
+    WebSocketRoute("/_stream/ws", ws),
+    WebSocketRoute("/_stream/gql", gql),
+]

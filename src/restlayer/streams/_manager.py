@@ -77,7 +77,7 @@ class StreamManager(Manager):
             if held.polling:
                 next(action)
             return
-        held_for_key = next_held(self._held, action)
+        held_for_key = _next_held(self._held, action)
         if held_for_key is None:
             next(action)
             return
@@ -182,7 +182,7 @@ class StreamManager(Manager):
         await self.aclose()
 
 
-def next_held(held: list[_Held], action: Any) -> _Held | None:
+def _next_held(held: list[_Held], action: Any) -> _Held | None:
     """The subscription an `unsubscribe` ends (same key and frequency): a paused one first."""
     frequency = action.endpoint.poll_frequency
     candidates = [h for h in held if h.key == action.key and h.endpoint.poll_frequency == frequency]

@@ -1,0 +1,96 @@
+"""StreamManager: running, removing and closing streams; polling of keys no connected stream covers."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import pytest
+
+from examples.todo_api import LocalServer
+from restlayer import Controller, Entity, ParamError, RestLayerError, SubscriptionManager, resource
+from restlayer.streams import SSEStream, StreamManager
+from tests.streams._script import Script
+
+ScriptFactory = Callable[..., tuple[str, Script]]
+
+
+class Todo(Entity):
+    id: int = 0
+    title: str = ""
+
+
+def event(n: int) -> tuple[int, str, str]:
+    return (n, "todos.updated", json.dumps({"id": n, "title": f"t{n}"}))
+
+
+def test_only_streams_are_managed_and_only_once() -> None:
+    manager = StreamManager(Controller())
+    with pytest.raises(RestLayerError, match="needs a Stream"):
+        manager.add("http://127.0.0.1:9/events")  # type: ignore[arg-type]
+    stream = manager.add(SSEStream("http://127.0.0.1:9/events", on={}))
+    with pytest.raises(RestLayerError, match="already managed"):
+        manager.add(stream)
+
+
+async def test_starting_without_a_controller_is_refused() -> None:
+    with pytest.raises(RestLayerError, match="no controller"):
+        StreamManager().start()
+
+
+def test_a_manager_serves_one_controller() -> None:
+    manager = StreamManager(Controller())
+    with pytest.raises(RestLayerError, match="another controller"):
+        Controller(managers=[manager])
+
+
+def test_covers_takes_endpoints_or_a_key_test() -> None:
+    todos = resource(path="/todos/:id", schema=Todo, url_prefix="http://127.0.0.1:9")
+    by_endpoint = SSEStream("http://127.0.0.1:9/e", on={}, covers=todos.get)
+    by_function = SSEStream("http://127.0.0.1:9/e", on={}, covers=lambda key: key.endswith("/todos/1"))
+    key = todos.get.key({"id": 1})
+    assert by_endpoint.covers(key) and by_function.covers(key)
+    assert not by_endpoint.covers(todos.get_list.key())
+    with pytest.raises(ParamError, match="covers="):
+        SSEStream("http://127.0.0.1:9/e", on={}, covers=[42])
+
+
+async def test_a_stream_added_while_running_starts_and_remove_stops_it(
+    script_server: LocalServer, script: ScriptFactory
+) -> None:
+    query, _ = script([event(1)])
+    ctrl = Controller()
+    async with StreamManager(ctrl) as manager:
+        stream = manager.add(SSEStream(f"{script_server.url}/_stream/sse{query}", on={"todos.updated": Todo}))
+        await stream.until(lambda s: s.applied == 1)
+        await manager.remove(stream)
+        assert stream.closed and manager.streams == []
+    assert ctrl.get(Todo, {"id": 1}).title == "t1"
+
+
+async def test_controller_close_cancels_the_streams(script_server: LocalServer, script: ScriptFactory) -> None:
+    query, _ = script([event(1)])
+    stream = SSEStream(f"{script_server.url}/_stream/sse{query}", on={"todos.updated": Todo})
+    manager = StreamManager(streams=[stream])
+    ctrl = Controller(managers=[manager])
+    manager.start()
+    await stream.until(lambda s: s.applied == 1)
+    ctrl.close()
+    await stream.until(lambda s: s.closed)
+    assert not stream.connected
+
+
+async def test_keys_of_a_stream_that_is_down_are_polled(api: LocalServer) -> None:
+    todos = resource(path="/todos/:id", schema=Todo, url_prefix=api.url, poll_frequency=10_000)
+    stream = SSEStream(f"{api.url}/events", on={}, covers=[todos.get])  # never started: down
+    manager = StreamManager(streams=[stream])
+    ctrl = Controller(managers=[manager])
+    polls = next(m for m in ctrl.managers if isinstance(m, SubscriptionManager)).polls
+    covered, other = todos.get.key({"id": 1}), todos.get_list.key()
+    await ctrl.subscribe(todos.get, id=1)  # the stream never connected: polling it is
+    await ctrl.subscribe(todos.get_list)  # not covered: passed straight on
+    assert manager.polling(covered) and covered in polls and other in polls
+    await ctrl.unsubscribe(todos.get, id=1)
+    await ctrl.unsubscribe(todos.get_list)
+    assert not manager.polling(covered) and covered not in polls and other not in polls
+    ctrl.close()
