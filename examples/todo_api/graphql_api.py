@@ -250,7 +250,7 @@ def _started_execution(result: ExecutionResult) -> bool:
 
 async def run_subscription(
     db: TodoDB, events: Any, query: str, variables: dict[str, Any] | None = None
-) -> AsyncIterator[dict[str, Any]] | list[dict[str, Any]]:
+) -> AsyncIterator[dict[str, Any]] | list[Any]:
     """Start a subscription: an async iterator of response maps, or the list of request errors."""
     try:
         document = parse(query)

@@ -41,8 +41,10 @@ async def test_subscription_events_are_stored_like_query_results(api: LocalServe
             else:
                 break
     assert seen == ["delectus aut autem", "by subscription"]
-    assert ctrl.get(Todo, {"id": 1}).title == "by subscription"
-    assert ctrl.cache(changed.endpoint, {"id": "1"})["todoChanged"].title == "by subscription"
+    stored = ctrl.get(Todo, {"id": 1})
+    assert stored is not None and stored.title == "by subscription"
+    cached = ctrl.cache(changed.endpoint, {"id": "1"})
+    assert cached is not None and cached["todoChanged"] is stored
 
 
 async def test_an_invalid_subscription_raises_gql_network_error(api: LocalServer) -> None:

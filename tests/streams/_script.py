@@ -12,6 +12,7 @@ import asyncio
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
@@ -92,7 +93,7 @@ async def ws(websocket: WebSocket) -> None:
 
 
 #: graphql-transport-ws scripts: key -> frames sent after `subscribe` (raw text), and what the client sent.
-GQL_SCRIPTS: dict[str, tuple[list[str], list[dict[str, object]]]] = {}
+GQL_SCRIPTS: dict[str, tuple[list[str], list[dict[str, Any]]]] = {}
 
 
 async def gql(websocket: WebSocket) -> None:

@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
 from examples.todo_api import LocalServer
 from restlayer import Controller, Entity, NetworkError, RestLayerError
-from restlayer.graphql import GQLEndpoint, GQLNetworkError
+from restlayer.graphql import GQLEndpoint, GQLNetworkError, GQLSubscription
 from tests.streams._script import GQL_SCRIPTS
 
 QUERY = "subscription { todoChanged { id title } }"
@@ -26,52 +27,57 @@ def nxt(payload: object) -> str:
     return json.dumps({"id": "1", "type": "next", "payload": payload})
 
 
+Received = list[dict[str, Any]]
+Scripted = Callable[[list[str]], tuple[GQLSubscription, Received]]
+
+
 @pytest.fixture
-def scripted(script_server: LocalServer) -> Iterator[object]:
+def scripted(script_server: LocalServer) -> Iterator[Scripted]:
+    """`scripted(frames)`: a subscription to a server playing `frames`, and what that server received."""
     keys: list[str] = []
 
-    def make(frames: list[str]) -> tuple[GQLEndpoint, list[dict[str, object]]]:
+    def make(frames: list[str]) -> tuple[GQLSubscription, Received]:
         key = uuid.uuid4().hex
         keys.append(key)
-        received: list[dict[str, object]] = []
+        received: Received = []
         GQL_SCRIPTS[key] = (frames, received)
         gql = GQLEndpoint(f"{script_server.url}/graphql")
         ws = script_server.url.replace("http://", "ws://") + f"/_stream/gql?key={key}"
-        return gql.subscription(QUERY, {"todoChanged": Todo}, ws_url=ws), received  # type: ignore[return-value]
+        return gql.subscription(QUERY, {"todoChanged": Todo}, ws_url=ws), received
 
     yield make
     for key in keys:
         GQL_SCRIPTS.pop(key, None)
 
 
-async def test_ping_is_answered_and_a_server_complete_ends_the_iteration(scripted: object) -> None:
+async def test_ping_is_answered_and_a_server_complete_ends_the_iteration(scripted: Scripted) -> None:
     sub, received = scripted(
         [
             json.dumps({"type": "ping"}),
             nxt({"data": {"todoChanged": {"id": 1, "title": "a"}}}),
             json.dumps({"id": "1", "type": "complete"}),
         ]
-    )  # type: ignore[operator]
+    )
     ctrl = Controller()
     seen = [data["todoChanged"].title async for data in sub.events(ctrl)]
     assert seen == ["a"]
     assert received[0] == {"type": "connection_init", "payload": {}}
-    assert received[1]["type"] == "subscribe" and received[1]["payload"]["query"] == QUERY  # type: ignore[index]
+    assert received[1]["type"] == "subscribe" and received[1]["payload"]["query"] == QUERY
     assert {"type": "pong"} in received
-    assert ctrl.get(Todo, {"id": 1}).title == "a"
+    assert ctrl.get(Todo, {"id": 1}) == Todo(id=1, title="a")
     assert "GQLSubscription(name=" in repr(sub)
 
 
-async def test_without_a_controller_the_data_is_yielded_as_sent(scripted: object) -> None:
-    sub, _ = scripted([nxt({"data": {"todoChanged": {"id": 2, "title": "raw"}}})])  # type: ignore[operator]
+async def test_without_a_controller_the_data_is_yielded_as_sent(scripted: Scripted) -> None:
+    sub, _ = scripted([nxt({"data": {"todoChanged": {"id": 2, "title": "raw"}}})])
     async with sub.events() as events:
         async for data in events:
             assert data == {"todoChanged": {"id": 2, "title": "raw"}}
             break
 
 
-async def test_leaving_early_sends_complete(scripted: object, script_server: LocalServer) -> None:
-    sub, received = scripted([nxt({"data": {"todoChanged": {"id": 3, "title": "x"}}})])  # type: ignore[operator]
+async def test_leaving_early_sends_complete(scripted: Scripted, script_server: LocalServer) -> None:
+    sub, received = scripted([nxt({"data": {"todoChanged": {"id": 3, "title": "x"}}})])
     async with sub.events(Controller()) as events:
         async for _ in events:
             break
@@ -96,9 +102,9 @@ async def test_leaving_early_sends_complete(scripted: object, script_server: Loc
     ],
 )
 async def test_protocol_failures_raise_restlayer_errors(
-    scripted: object, frames: list[str], error: type[Exception], match: str
+    scripted: Scripted, frames: list[str], error: type[Exception], match: str
 ) -> None:
-    sub, _ = scripted(frames)  # type: ignore[operator]
+    sub, _ = scripted(frames)
     with pytest.raises(error, match=match):
         async with sub.events(Controller()) as events:
             async for _ in events:

@@ -65,7 +65,7 @@ async def test_a_stream_added_while_running_starts_and_remove_stops_it(
         await stream.until(lambda s: s.applied == 1)
         await manager.remove(stream)
         assert stream.closed and manager.streams == []
-    assert ctrl.get(Todo, {"id": 1}).title == "t1"
+    assert ctrl.get(Todo, {"id": 1}) == Todo(id=1, title="t1")
 
 
 async def test_controller_close_cancels_the_streams(script_server: LocalServer, script: ScriptFactory) -> None:

@@ -45,7 +45,7 @@ def ws_url(server: LocalServer, path: str) -> str:
 
 
 def titles(ctrl: Controller) -> dict[int, str]:
-    return {t.id: t.title for t in ctrl.get(All(Todo))}
+    return {t.id: t.title for t in ctrl.get(All(Todo)) or []}
 
 
 async def test_an_update_by_another_client_arrives_over_the_websocket(api: LocalServer) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from typing import Any
 
 import httpx
@@ -36,7 +36,7 @@ class SSEStream(Stream):
         name: str | None = None,
         backoff: Backoff | None = None,
         headers: Mapping[str, str] | None = None,
-        covers: Iterable[Any] | Callable[[str], bool] | None = None,
+        covers: Any = None,
         decode: Callable[[str], Any] = decode_json,
         client: httpx.AsyncClient | None = None,
         timeout: httpx.Timeout = DEFAULT_TIMEOUT,

@@ -12,7 +12,7 @@ import contextlib
 import json
 import logging
 import random
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -59,13 +59,14 @@ class Backoff:
         return min(self.cap, base * self.factor ** max(0, failures - 1)) * (1 - self.jitter * self.random())
 
 
-def _key_test(covers: Iterable[Any] | Callable[[str], bool] | None) -> Callable[[str], bool]:
+def _key_test(covers: Any) -> Callable[[str], bool]:
     """`covers` as a key predicate: endpoints (their `test_key`), a predicate, or nothing."""
     if covers is None:
         return lambda key: False
     if callable(covers) and not hasattr(covers, "test_key"):
-        return covers
-    endpoints = [covers] if hasattr(covers, "test_key") else list(covers)  # type: ignore[arg-type]
+        predicate: Callable[[str], bool] = covers
+        return predicate
+    endpoints = [covers] if hasattr(covers, "test_key") else list(covers)
     for endpoint in endpoints:
         if not callable(getattr(endpoint, "test_key", None)):
             raise ParamError(f"covers= takes endpoints or a key predicate, not {endpoint!r}")
@@ -96,7 +97,7 @@ class Stream:
         name: str | None = None,
         backoff: Backoff | None = None,
         headers: Mapping[str, str] | None = None,
-        covers: Iterable[Any] | Callable[[str], bool] | None = None,
+        covers: Any = None,
     ) -> None:
         if not isinstance(url, str) or not url:
             raise ParamError(f"{type(self).__name__} needs a url (str), not {url!r}")

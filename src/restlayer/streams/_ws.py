@@ -43,7 +43,7 @@ class WebSocketStream(Stream):
         name: str | None = None,
         backoff: Backoff | None = None,
         headers: Mapping[str, str] | None = None,
-        covers: Iterable[Any] | Callable[[str], bool] | None = None,
+        covers: Any = None,
         parse: Callable[[str | bytes], Message] = parse_json_message,
         on_open: Callable[[str | None], Iterable[Any]] | None = None,
         open_timeout: float = 10.0,
