@@ -35,6 +35,7 @@ from restlayer.errors import (
     RestLayerError,
     SchemaError,
     StatusError,
+    StreamTimeoutError,
     TransportError,
 )
 from restlayer.pagination import paginate
@@ -93,6 +94,7 @@ __all__ = [
     "ParamError",
     "Query",
     "ResetError",
+    "StreamTimeoutError",
     "Resource",
     "RestEndpoint",
     "RestLayerError",

@@ -16,6 +16,7 @@
     ├── ClientLoopError            the httpx client belongs to another or a closed event loop
     ├── ResetError                 a fetch was dropped by `reset_entire_store()`
     ├── ClosedError                the controller was closed while a call waited, or before it
+    ├── StreamTimeoutError         a stream did not reach the awaited state in time (also a TimeoutError)
     └── AbortOptimistic            raised to cancel an optimistic update
 
 Catch `NetworkError` for "the request did not give usable data" and a subclass
@@ -183,6 +184,10 @@ class ClosedError(RestLayerError):
 
     def __init__(self, message: str = "The controller is closed") -> None:
         super().__init__(message)
+
+
+class StreamTimeoutError(RestLayerError, TimeoutError):
+    """`Stream.until(predicate, timeout)` waited `timeout` seconds and the predicate still did not hold."""
 
 
 class AbortOptimistic(RestLayerError):

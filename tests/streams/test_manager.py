@@ -8,7 +8,15 @@ from collections.abc import Callable
 import pytest
 
 from examples.todo_api import LocalServer
-from restlayer import Controller, Entity, ParamError, RestLayerError, SubscriptionManager, resource
+from restlayer import (
+    Controller,
+    Entity,
+    ParamError,
+    RestLayerError,
+    StreamTimeoutError,
+    SubscriptionManager,
+    resource,
+)
 from restlayer.streams import SSEStream, StreamManager
 from tests.streams._script import Script
 
@@ -94,3 +102,10 @@ async def test_keys_of_a_stream_that_is_down_are_polled(api: LocalServer) -> Non
     await ctrl.unsubscribe(todos.get_list)
     assert not manager.polling(covered) and covered not in polls and other not in polls
     ctrl.close()
+
+
+async def test_until_raises_stream_timeout_error_naming_the_state() -> None:
+    stream = SSEStream("http://127.0.0.1:9/events", on={})  # never started
+    with pytest.raises(StreamTimeoutError, match="connected=False, applied=0") as info:
+        await stream.until(lambda s: s.connected, timeout=0.01)
+    assert isinstance(info.value, TimeoutError)

@@ -16,7 +16,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final
 
-from restlayer.errors import NetworkError, RestLayerError
+from restlayer.errors import NetworkError, RestLayerError, TransportError
 from restlayer.graphql._errors import GQLNetworkError
 
 if TYPE_CHECKING:
@@ -91,7 +91,7 @@ async def _run(sub: GQLSubscription, controller: Controller | None, args: tuple[
     try:
         socket = await connect(sub.ws_url, subprotocols=[PROTOCOL], open_timeout=sub.open_timeout)  # type: ignore[list-item]
     except (OSError, asyncio.TimeoutError, WebSocketException) as exc:
-        raise NetworkError(f"{sub.ws_url}: cannot open the subscription socket: {exc}", status=500) from exc
+        raise TransportError(f"{sub.ws_url}: cannot open the subscription socket: {exc}", status=500) from exc
     keepalive = socket.keepalive_task
     completed = False
     try:
@@ -113,9 +113,9 @@ async def _run(sub: GQLSubscription, controller: Controller | None, args: tuple[
                 return
             elif kind == "next" and message.get("id") == _OP_ID:
                 yield _deliver(controller, endpoint, args, message.get("payload"))
-        raise NetworkError(f"{sub.ws_url}: the server closed the subscription socket", status=500)
+        raise TransportError(f"{sub.ws_url}: the server closed the subscription socket", status=500)
     except WebSocketException as exc:
-        raise NetworkError(f"{sub.ws_url}: subscription socket failed: {exc}", status=500) from exc
+        raise TransportError(f"{sub.ws_url}: subscription socket failed: {exc}", status=500) from exc
     finally:
         with contextlib.suppress(WebSocketException, OSError):
             if not completed:

@@ -16,7 +16,7 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from restlayer.errors import ParamError
+from restlayer.errors import ParamError, StreamTimeoutError
 from restlayer.streams._writes import Handler, Message, Target, Writes, handler_for
 
 if TYPE_CHECKING:
@@ -129,7 +129,7 @@ class Stream:
             self._changed.set()
 
     async def until(self, predicate: Callable[[Stream], bool], timeout: float = 10.0) -> None:
-        """Wait until `predicate(stream)` holds (checked after every status change); TimeoutError after `timeout` s."""
+        """Wait until `predicate(stream)` holds (checked at each status change); else StreamTimeoutError."""
         if self._changed is None:
             self._changed = asyncio.Event()
         changed = self._changed
@@ -139,7 +139,13 @@ class Stream:
                 changed.clear()
                 await changed.wait()
 
-        await asyncio.wait_for(wait(), timeout)
+        try:
+            await asyncio.wait_for(wait(), timeout)
+        except asyncio.TimeoutError:
+            raise StreamTimeoutError(
+                f"stream {self.name}: not in the awaited state after {timeout}s "
+                f"(connected={self.connected}, applied={self.applied}, ignored={self.ignored})"
+            ) from None
 
     def covers(self, key: str) -> bool:
         """Whether this stream pushes the changes of the store key `key` (then polling it can pause)."""
