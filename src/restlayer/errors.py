@@ -184,3 +184,11 @@ class AbortOptimistic(RestLayerError):
 class PathTemplateWarning(UserWarning):
     """A path template that is valid but almost certainly not what was meant
     (e.g. `/todos/{id}`, a literal optional "id", where `/todos/:id` was intended)."""
+
+
+class SharedStoreError(RestLayerError):
+    """A shared store (Redis, a SQLite file) is unreachable or holds an unusable value.
+
+    The controller catches it and keeps working on its local store; a store
+    backend raises it for every failure of its own transport.
+    """

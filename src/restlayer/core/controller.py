@@ -36,6 +36,7 @@ from restlayer.core.expiry import DATA_EXPIRY, DLE, ERROR_EXPIRY, ExpiryStatus, 
 from restlayer.core.gc import GCPolicy
 from restlayer.core.manager import Manager, build_chain
 from restlayer.core.network import NetworkManager
+from restlayer.core.shared import SharedManager, SharedStore
 from restlayer.core.subscriptions import SubscriptionManager
 from restlayer.errors import ResetError, RestLayerError
 from restlayer.schema import MemoCache, Schema, SchemaLike
@@ -48,9 +49,11 @@ def _wall_clock() -> float:
     return time.time() * 1000
 
 
-def _with_defaults(managers: Sequence[Manager] | None) -> list[Manager]:
-    """The given managers, plus a NetworkManager and SubscriptionManager unless given."""
+def _with_defaults(managers: Sequence[Manager] | None, shared: SharedStore | SharedManager | None) -> list[Manager]:
+    """The given managers, the shared store's, plus a NetworkManager and SubscriptionManager unless given."""
     chosen = list(managers or ())
+    if shared is not None:
+        chosen.append(shared if isinstance(shared, SharedManager) else SharedManager(shared))
     if not any(isinstance(m, NetworkManager) for m in chosen):
         chosen.append(NetworkManager())
     if not any(isinstance(m, SubscriptionManager) for m in chosen):
@@ -71,7 +74,8 @@ class Controller:
 
     `managers`: middleware over every action (a NetworkManager and a
     SubscriptionManager are added unless given); `clock`: a callable returning
-    milliseconds (for expiry tests); `gc_policy`: a `GCPolicy` to bound memory.
+    milliseconds (for expiry tests); `gc_policy`: a `GCPolicy` to bound memory;
+    `shared`: a store backend shared with other processes or runs (see `SharedManager`).
     """
 
     def __init__(
@@ -80,10 +84,11 @@ class Controller:
         managers: Sequence[Manager] | None = None,
         clock: Clock | None = None,
         gc_policy: GCPolicy | None = None,
+        shared: SharedStore | SharedManager | None = None,
     ) -> None:
         self.now: Clock = clock or _wall_clock
         self.memo = MemoCache()
-        self.managers = _with_defaults(managers)
+        self.managers = _with_defaults(managers, shared)
         self.gc_policy = gc_policy
         self._state: State = EMPTY_STATE
         self._resets = 0  # how many resets were committed (a fetch dropped by one is retried by readers)
@@ -127,6 +132,10 @@ class Controller:
     def get_state(self) -> State:
         """A read-only snapshot of the store, pending optimistic updates applied; never changes later."""
         return self._current()
+
+    def get_committed_state(self) -> State:
+        """The store without pending optimistic updates (what responses actually wrote)."""
+        return self._state
 
     def close(self) -> None:
         """Stop polling, garbage collection and in-flight requests."""
