@@ -20,7 +20,7 @@ from restlayer.schema import INVALID
 
 Meta = dict[str, float]
 EntityRow = tuple[str, str, Any, Meta]
-"""(entity key, pk, stored record or None when deleted, {"fetched_at", "date", "expires_at"})."""
+"""(entity key, pk, stored record (a dict; a list for a collection) or None when deleted, {"fetched_at", "date", "expires_at"})."""
 EndpointRow = tuple[str, Any, Meta]
 """(endpoint key, normalized result, meta)."""
 IndexRow = tuple[str, str, str, Any]
@@ -100,8 +100,8 @@ def entity_row(row: Any) -> EntityRow:
     if not isinstance(row, (list, tuple)) or len(row) != 4:
         raise ValueError("an entity row is [key, pk, record, meta]")
     key, pk, record, meta = row
-    if record is not None and not isinstance(record, Mapping):
-        raise ValueError("an entity record must be an object or null")
+    if record is not None and not isinstance(record, (Mapping, list)):
+        raise ValueError("an entity record must be an object, a list (a collection) or null")
     return _text(key, "entity key"), _text(pk, "pk"), record, meta_of(meta)
 
 

@@ -334,7 +334,7 @@ class SharedManager(Manager):
             log.exception("could not share %s", action.key)
             return
         patch = Patch(entities=rows, endpoints=((action.key, state.endpoints.get(action.key), meta),),
-                      indexes=indexes)
+                      indexes=indexes, released=released)
         self._enqueue(Write(patch, {action.key: (action.response, refs)}, unlock, controller.now()))
 
     # ----- writing ----------------------------------------------------------------------------

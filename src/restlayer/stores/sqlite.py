@@ -33,6 +33,9 @@ CREATE TABLE IF NOT EXISTS indexes (
 """
 
 
+_EXPIRED, _INVALIDATED = 1, 2  # the `expired` column: 0 fresh, 1 stale, 2 invalidated (a tombstone)
+
+
 def _now_ms() -> float:
     return time.time() * 1000
 
@@ -83,14 +86,17 @@ class SQLiteStore:
                 entities.append(row)
         endpoints: list[EndpointRow] = []
         expired: list[str] = []
-        for key, text, is_expired in db.execute("SELECT key, data, expired FROM endpoints"):
+        invalidated: list[str] = []
+        for key, text, state in db.execute("SELECT key, data, expired FROM endpoints"):
             parsed = parse_endpoint(text, key)
             if parsed is not None:
                 endpoints.append((key, json.loads(text).get("result"), parsed[1]))
-                if is_expired:
+                if state == _EXPIRED:
                     expired.append(key)
+                elif state == _INVALIDATED:
+                    invalidated.append(key)
         indexes: list[IndexRow] = [tuple(row) for row in db.execute("SELECT key, field, value, pk FROM indexes")]
-        return Patch(tuple(entities), tuple(endpoints), tuple(indexes), expired=tuple(expired))
+        return Patch(tuple(entities), tuple(endpoints), tuple(indexes), tuple(invalidated), tuple(expired))
 
     async def run(self) -> None:
         """Nothing is ever announced to a file: returns at once."""
@@ -132,8 +138,10 @@ class SQLiteStore:
                 (key, meta["fetched_at"], endpoint_record(response, result, meta, deps), self._until(meta, write.now)),
             )
         db.executemany("INSERT OR REPLACE INTO indexes VALUES (?, ?, ?, ?)", patch.indexes)
-        db.executemany("DELETE FROM endpoints WHERE key = ?", [(k,) for k in patch.invalidated])
-        db.executemany("UPDATE endpoints SET expired = 1 WHERE key = ?", [(k,) for k in patch.expired])
+        db.executemany(f"UPDATE endpoints SET expired = {_INVALIDATED} WHERE key = ?",
+                       [(k,) for k in patch.invalidated])
+        db.executemany(f"UPDATE endpoints SET expired = {_EXPIRED} WHERE key = ? AND expired = 0",
+                       [(k,) for k in patch.expired])
 
     def _until(self, meta: dict[str, float], now: float) -> float:
         return (now or _now_ms()) + lifetime_ms(meta, now or _now_ms(), self.keep_ms)
@@ -143,7 +151,7 @@ class SQLiteStore:
         db = self._conn()
         try:
             found = db.execute("SELECT data, expired FROM endpoints WHERE key = ?", (key,)).fetchone()
-            if found is None:
+            if found is None or found[1] == _INVALIDATED:
                 return None
             parsed = parse_endpoint(found[0], key)
             if parsed is None:
