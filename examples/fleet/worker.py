@@ -99,6 +99,11 @@ def memo_reads(ctrl: Controller, todos: Any, n: int) -> float:
 
 
 def main() -> None:
+    import logging
+    import os
+    if os.environ.get("FLEET_DEBUG"):
+        logging.basicConfig(level=logging.DEBUG, format=f"{os.getpid()} %(name)s %(message)s")
+        logging.getLogger("redis").setLevel(logging.WARNING)
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--api", required=True)
     parser.add_argument("--redis", default="")

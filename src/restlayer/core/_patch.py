@@ -20,7 +20,7 @@ from restlayer.schema import INVALID
 
 Meta = dict[str, float]
 EntityRow = tuple[str, str, Any, Meta]
-"""(entity key, pk, stored record (a dict; a list for a collection) or None when deleted, {"fetched_at", "date", "expires_at"})."""
+"""(entity key, pk, record: a dict, a list for a collection, None when deleted; meta)."""
 EndpointRow = tuple[str, Any, Meta]
 """(endpoint key, normalized result, meta)."""
 IndexRow = tuple[str, str, str, Any]

@@ -382,11 +382,12 @@ class SharedManager(Manager):
         """Serve the key's waiting fetches from the backend, or send them on to the network."""
         try:
             await self._first.wait()
-            found = await self._find(controller, key) if self.online and not _fresh(controller, key) else None
+            found = await self._find(controller, key) if self.online else None
         except SharedStoreError as exc:
             self._went_offline(exc)
             found = None
         actions = self._pending.pop(key, [])
+        log.debug("read-through of %s: %s", key, type(found).__name__)
         if not actions:  # a reset dropped them
             if isinstance(found, str):
                 self._enqueue(Write(Patch(released=(key,)), unlock=((key, found),), now=controller.now()))

@@ -72,7 +72,7 @@ class RedisStore:
     """
 
     def __init__(self, url: str, *, namespace: str = "restlayer", keep_ms: float = 600_000,
-                 timeout: float = 2.0) -> None:
+                 timeout: float = 10.0) -> None:
         if not namespace or any(c in namespace for c in "{}"):
             raise SharedStoreError(f"namespace {namespace!r} must be non-empty and without braces")
         self.url = url
@@ -83,6 +83,7 @@ class RedisStore:
         self.channel = self.prefix + "announce"
         self.source = secrets.token_hex(8)
         self._client: Any = None
+        self._listener: Any = None
         self._pubsub: Any = None
         self._script: Any = None
         self._on_patch: Callable[[Patch], None] | None = None
@@ -112,21 +113,28 @@ class RedisStore:
         try:
             yield self._client
         except _FAILURES as exc:
+            log.debug("redis call failed", exc_info=True)
             raise SharedStoreError(f"redis at {self.url}: {exc}") from exc
 
     async def open(self, on_patch: Callable[[Patch], None]) -> None:
         """Connect and subscribe to the namespace's announcements."""
         await self.close()
         self._on_patch = on_patch
-        self._client = aioredis.Redis.from_url(
-            self.url, socket_timeout=self.timeout, socket_connect_timeout=self.timeout,
-            retry=Retry(NoBackoff(), 0), retry_on_error=[],
-        )
+        self._client = self._connect(self.timeout)
+        # The subscription waits for announcements indefinitely: its own client, without a read timeout
+        # (a dead server closes the socket, which ends the wait).
+        self._listener = self._connect(None)
         async with self._calls() as client:
             await client.ping()
             self._script = client.register_script(_WRITE)
-            self._pubsub = client.pubsub(ignore_subscribe_messages=True)
+            self._pubsub = self._listener.pubsub(ignore_subscribe_messages=True)
             await self._pubsub.subscribe(self.channel)
+
+    def _connect(self, read_timeout: float | None) -> Any:
+        return aioredis.Redis.from_url(
+            self.url, socket_timeout=read_timeout, socket_connect_timeout=self.timeout, socket_keepalive=True,
+            retry=Retry(NoBackoff(), 0), retry_on_error=[],
+        )
 
     async def run(self) -> None:
         """Hand every announced patch to `on_patch` until the connection drops."""
@@ -155,13 +163,14 @@ class RedisStore:
 
     async def close(self) -> None:
         """Disconnect (safe to call twice)."""
-        pubsub, client = self._pubsub, self._client
-        self._pubsub = self._client = None
+        pubsub, clients = self._pubsub, (self._listener, self._client)
+        self._pubsub = self._client = self._listener = None
         with contextlib.suppress(*_FAILURES):
             if pubsub is not None:
                 await pubsub.aclose()
-            if client is not None:
-                await client.aclose()
+            for client in clients:
+                if client is not None:
+                    await client.aclose()
 
     # ----- writes -------------------------------------------------------------------------------
     async def write(self, write: Write) -> None:
