@@ -5,7 +5,7 @@ prints `{"ready": true, "online": ...}`, then answers each command line:
 
 - `{"op": "read", "ids": [1, 2]}`: suspense-read those todos -> `{"titles": [...]}`
 - `{"op": "watch", "id": 1, "title": "x"}`: later prints `{"seen": 1, "at": <epoch s>}` when todo 1 has that title
-- `{"op": "patch", "id": 1, "title": "x"}`: PATCH it -> `{"patched": 1, "at": <epoch s when sent>}`
+- `{"op": "patch", "id": 1, "title": "x"}`: PATCH it -> `{"patched": 1, "at": <sent>, "committed": <stored>}`
 - `{"op": "memo", "n": 10000}`: time n memo-hit reads of todo 1 -> `{"per_read_us": ...}`
 - `{"op": "quit"}`
 """
@@ -15,6 +15,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
+import os
 import sys
 import time
 from typing import Any
@@ -68,7 +70,7 @@ async def serve(args: argparse.Namespace) -> None:
         elif op == "patch":
             at = time.time()
             await ctrl.fetch(todos.partial_update, {"id": command["id"]}, {"title": command["title"]})
-            emit({"patched": command["id"], "at": at})
+            emit({"patched": command["id"], "at": at, "committed": time.time()})
         elif op == "memo":
             emit({"per_read_us": memo_reads(ctrl, todos, command["n"])})
     if manager is not None:
@@ -99,10 +101,8 @@ def memo_reads(ctrl: Controller, todos: Any, n: int) -> float:
 
 
 def main() -> None:
-    import logging
-    import os
-    if os.environ.get("FLEET_DEBUG"):
-        logging.basicConfig(level=logging.DEBUG, format=f"{os.getpid()} %(name)s %(message)s")
+    if os.environ.get("FLEET_DEBUG"):  # decisions of the shared store on stderr
+        logging.basicConfig(level=logging.DEBUG, format=f"%(created).3f {os.getpid()} %(name)s %(message)s")
         logging.getLogger("redis").setLevel(logging.WARNING)
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--api", required=True)

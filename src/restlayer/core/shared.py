@@ -88,22 +88,26 @@ class SharedStore(Protocol):
     async def lock(self, key: str, ttl_ms: int) -> str | None:
         """Take the fleet-wide lock of `key` for at most `ttl_ms`: a token, or None when held elsewhere."""
 
+    async def extend(self, key: str, token: str, ttl_ms: int) -> bool:
+        """Keep holding `key`'s lock for `ttl_ms` more (while its request runs); False when no longer held."""
+
     async def close(self) -> None:
         """Disconnect (the backend can be opened again)."""
 
 
 Queued = Write | Callable[[], Awaitable[Write]]
+_ATTEMPTS = 8  # rounds of read / lock / wait before a waiter fetches without the lock
 
 
 class SharedManager(Manager):
     """Connects a controller to a `SharedStore`: write-through, propagation, read-through, one request per key.
 
-    `lock_ms` bounds how long other processes wait for a key's fetching process
-    before fetching themselves; `clear_on_reset` makes `reset_entire_store` clear
+    `lock_ms` bounds how long other processes wait for a dead fetching process
+    before fetching themselves (a live one extends its lock every `lock_ms / 3`); `clear_on_reset` makes `reset_entire_store` clear
     the shared store too (otherwise a reset is local).
     """
 
-    def __init__(self, store: SharedStore, *, lock_ms: int = 5000, clear_on_reset: bool = False) -> None:
+    def __init__(self, store: SharedStore, *, lock_ms: int = 30_000, clear_on_reset: bool = False) -> None:
         self.store = store
         self.lock_ms = lock_ms
         self.clear_on_reset = clear_on_reset
@@ -121,6 +125,7 @@ class SharedManager(Manager):
         self._pending: dict[str, list[act.Fetch]] = {}
         self._waiters: dict[str, list[asyncio.Future[str]]] = {}
         self._tokens: dict[act.Fetch, tuple[str, str]] = {}
+        self._held: set[tuple[str, str]] = set()  # locks this process holds until their write is done
         self._tasks: set[asyncio.Task[Any]] = set()
         self.received = 0
         self._arrivals = asyncio.Condition()
@@ -220,6 +225,7 @@ class SharedManager(Manager):
 
     def _went_offline(self, error: BaseException) -> None:
         self.online = False
+        self._held.clear()
         self._online_event.clear()
         self._ever_offline = True
         if not self._reported:
@@ -357,6 +363,8 @@ class SharedManager(Manager):
                 self._queue.task_done()
 
     async def _write_one(self, item: Queued) -> None:
+        if isinstance(item, Write):
+            self._held.difference_update(item.unlock)
         try:
             write = item if isinstance(item, Write) else await item()
             await self.store.write(write)
@@ -397,17 +405,35 @@ class SharedManager(Manager):
             return
         if isinstance(found, str):
             self._tokens[actions[0]] = (key, found)
+            self._held.add((key, found))
+            self._spawn(self._keep_lock(key, found))
         for action in actions:
             next(action)
 
+    async def _keep_lock(self, key: str, token: str) -> None:
+        """Extend the lock until the write releasing it is done (a dead process stops extending)."""
+        while True:
+            await asyncio.sleep(self.lock_ms / 3000)
+            if (key, token) not in self._held or not self.online:
+                return
+            try:
+                extended = await self.store.extend(key, token, self.lock_ms)
+                log.debug("lock of %s extended: %s", key, extended)
+                if not extended:
+                    return
+            except SharedStoreError as exc:
+                self._went_offline(exc)
+                return
+
     async def _find(self, controller: Controller, key: str) -> Snapshot | str | None:
         """A usable snapshot, the lock's token (fetch it), or None (fetch without the lock)."""
-        for _ in range(3):
+        for _ in range(_ATTEMPTS):
             snapshot = await self.store.read(key)
             if _usable(snapshot, controller.now()):
                 return snapshot
             with self._waiting(key) as waiter:
                 token = await self.store.lock(key, self.lock_ms)
+                log.debug("lock of %s: %s", key, token)
                 if token is not None:
                     snapshot = await self.store.read(key)
                     if _usable(snapshot, controller.now()):
@@ -417,7 +443,7 @@ class SharedManager(Manager):
                 try:
                     how = await asyncio.wait_for(asyncio.shield(waiter), self.lock_ms / 1000)
                 except asyncio.TimeoutError:
-                    continue  # the holder died: its lock has expired by now
+                    continue  # the holder died (its lock expires) or is slow (it extends the lock): look again
                 if how == "released":
                     continue  # the holder is done (failed, or found the data): look again
         return None

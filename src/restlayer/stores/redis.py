@@ -61,6 +61,11 @@ redis.call('PUBLISH', ARGV[1], ARGV[2] .. rows .. ARGV[3])
 return #e + #r
 """
 
+_EXTEND = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0
+"""
+
 _FAILURES = (RedisError, OSError, asyncio.TimeoutError)
 
 
@@ -68,17 +73,19 @@ class RedisStore:
     """A `SharedStore` on Redis: `Controller(shared=RedisStore("redis://127.0.0.1:6379/0", namespace="app"))`.
 
     `keep_ms`: how long data stays in Redis after it expires (served stale while
-    refetched); `timeout`: seconds before an unanswered Redis call counts as down.
+    refetched); `timeout`: seconds before an unanswered Redis call counts as down;
+    `max_connections`: concurrent Redis calls of this process (more wait their turn).
     """
 
     def __init__(self, url: str, *, namespace: str = "restlayer", keep_ms: float = 600_000,
-                 timeout: float = 10.0) -> None:
+                 timeout: float = 30.0, max_connections: int = 64) -> None:
         if not namespace or any(c in namespace for c in "{}"):
             raise SharedStoreError(f"namespace {namespace!r} must be non-empty and without braces")
         self.url = url
         self.namespace = namespace
         self.keep_ms = keep_ms
         self.timeout = timeout
+        self.max_connections = max_connections
         self.prefix = f"rl:{{{namespace}}}:"
         self.channel = self.prefix + "announce"
         self.source = secrets.token_hex(8)
@@ -86,6 +93,7 @@ class RedisStore:
         self._listener: Any = None
         self._pubsub: Any = None
         self._script: Any = None
+        self._extend: Any = None
         self._on_patch: Callable[[Patch], None] | None = None
 
     def __repr__(self) -> str:
@@ -127,14 +135,17 @@ class RedisStore:
         async with self._calls() as client:
             await client.ping()
             self._script = client.register_script(_WRITE)
+            self._extend = client.register_script(_EXTEND)
             self._pubsub = self._listener.pubsub(ignore_subscribe_messages=True)
             await self._pubsub.subscribe(self.channel)
 
     def _connect(self, read_timeout: float | None) -> Any:
-        return aioredis.Redis.from_url(
-            self.url, socket_timeout=read_timeout, socket_connect_timeout=self.timeout, socket_keepalive=True,
-            retry=Retry(NoBackoff(), 0), retry_on_error=[],
+        """A client whose calls wait (up to `timeout`) for one of `max_connections` connections."""
+        pool = aioredis.BlockingConnectionPool.from_url(
+            self.url, max_connections=self.max_connections, timeout=self.timeout, socket_timeout=read_timeout,
+            socket_connect_timeout=self.timeout, socket_keepalive=True,
         )
+        return aioredis.Redis(connection_pool=pool, retry=Retry(NoBackoff(), 0), retry_on_error=[])
 
     async def run(self) -> None:
         """Hand every announced patch to `on_patch` until the connection drops."""
@@ -257,3 +268,8 @@ class RedisStore:
         async with self._calls() as client:
             taken = await client.set(self.lock_key(key), token, nx=True, px=int(ttl_ms))
         return token if taken else None
+
+    async def extend(self, key: str, token: str, ttl_ms: int) -> bool:
+        """Push the lock's expiry `ttl_ms` further while `token` still holds it."""
+        async with self._calls():
+            return bool(await self._extend(keys=[self.lock_key(key)], args=[token, int(ttl_ms)]))

@@ -177,5 +177,9 @@ class SQLiteStore:
         """One process per file: the lock is always free."""
         return secrets.token_hex(4)
 
+    async def extend(self, key: str, token: str, ttl_ms: int) -> bool:
+        """One process per file: the lock stays held."""
+        return True
+
 
 __all__ = ["SQLiteStore"]
