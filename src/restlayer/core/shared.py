@@ -103,8 +103,9 @@ class SharedManager(Manager):
     """Connects a controller to a `SharedStore`: write-through, propagation, read-through, one request per key.
 
     `lock_ms` bounds how long other processes wait for a dead fetching process
-    before fetching themselves (a live one extends its lock every `lock_ms / 3`); `clear_on_reset` makes `reset_entire_store` clear
-    the shared store too (otherwise a reset is local).
+    before fetching themselves (a live one extends its lock every `lock_ms / 3`);
+    `clear_on_reset` makes `reset_entire_store` clear the shared store too
+    (otherwise a reset is local).
     """
 
     def __init__(self, store: SharedStore, *, lock_ms: int = 30_000, clear_on_reset: bool = False) -> None:
