@@ -255,3 +255,21 @@ async def test_redis_dying_mid_run_logs_once_and_reads_keep_working(
 def test_namespace_with_braces_is_refused() -> None:
     with pytest.raises(SharedStoreError, match="namespace"):
         RedisStore("redis://127.0.0.1:1/0", namespace="a}b")
+
+
+async def test_expire_all_reaches_keys_only_other_processes_hold(make: Make, res: Any) -> None:
+    holder, other = make(), make()
+    await started(holder, other)
+    await holder.suspense(res.Todo.get, id=4)
+    await shared(holder).flush()
+    other.expire_all(lambda key: key.endswith("/todos/4"))
+    await until(holder, lambda: holder.get_response(res.Todo.get, id=4).expires_at == 1)
+    assert holder.cache(res.Todo.get, id=4).id == 4  # stale data is still served
+
+
+async def test_set_of_an_entity_reaches_the_other_controller(make: Make, res: Any) -> None:
+    writer, reader = make(), make()
+    await started(writer, reader)
+    await reader.suspense(res.Todo.get, id=5)
+    writer.set(Todo, {"id": 5}, {"id": 5, "title": "set by another process"})
+    await until(reader, lambda: reader.get(Todo, {"id": 5}).title == "set by another process")
