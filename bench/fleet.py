@@ -99,7 +99,7 @@ async def in_process(server: LocalServer, redis_url: str) -> tuple[float, float,
     shared_ms = (time.perf_counter() - start) / n * 1000
     local.close()
     shared.close()
-    await asyncio.sleep(0)
+    await manager.wait_closed()
     return memo_local / memo_shared, shared_ms, shared_ms / (1000 / local_write)
 
 

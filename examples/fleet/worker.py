@@ -76,7 +76,8 @@ async def serve(args: argparse.Namespace) -> None:
     if manager is not None:
         await manager.flush()
     ctrl.close()
-    await asyncio.sleep(0)
+    if manager is not None:
+        await manager.wait_closed()
 
 
 def watch(ctrl: Controller, todos: Any, todo_id: int, title: str) -> Any:

@@ -26,7 +26,7 @@ async def run(path: Path, work: Any) -> Any:
         return result
     finally:
         ctrl.close()
-        await asyncio.sleep(0)
+        await manager.wait_closed()
 
 
 async def test_second_run_serves_fresh_reads_from_the_file(tmp_path: Path, res: Any, api: Any) -> None:
@@ -47,6 +47,7 @@ async def test_second_run_sees_stored_data_in_plain_cache_reads(tmp_path: Path, 
 
     async def cached(ctrl: Controller) -> Any:
         user = ctrl.cache(res.User.get, id=1)
+        assert user is not None
         return user, ctrl.get(res.User.get.schema, {"username": user.username})
 
     user, by_index = await run(path, cached)
@@ -100,3 +101,4 @@ async def test_an_unopenable_file_leaves_the_controller_working_locally(
         assert "unreachable" in caplog.text
     finally:
         ctrl.close()
+        await manager.wait_closed()

@@ -128,6 +128,7 @@ class SharedManager(Manager):
         self._tokens: dict[act.Fetch, tuple[str, str]] = {}
         self._held: set[tuple[str, str]] = set()  # locks this process holds until their write is done
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._closing: asyncio.Task[None] | None = None
         self.received = 0
         self._arrivals = asyncio.Condition()
 
@@ -183,7 +184,12 @@ class SharedManager(Manager):
         for task in list(self._tasks):
             task.cancel()
         with contextlib.suppress(RuntimeError):
-            asyncio.get_running_loop().create_task(self._close_store())
+            self._closing = asyncio.get_running_loop().create_task(self._close_store())
+
+    async def wait_closed(self) -> None:
+        """After `Controller.close()`: wait until the backend's connections are closed."""
+        if self._closing is not None:
+            await asyncio.wait_for(asyncio.shield(self._closing), 10)
 
     async def _close_store(self) -> None:
         with contextlib.suppress(SharedStoreError):

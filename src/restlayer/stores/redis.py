@@ -182,6 +182,7 @@ class RedisStore:
             for client in clients:
                 if client is not None:
                     await client.aclose()
+                    await client.connection_pool.disconnect()  # a pool given to the client is not closed by it
 
     # ----- writes -------------------------------------------------------------------------------
     async def write(self, write: Write) -> None:
