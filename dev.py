@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import venv
@@ -35,9 +36,36 @@ def _lock_hash() -> str:
 
 
 def setup() -> None:
-    """Create .venv and install the locked dev dependencies unless already done."""
-    if STAMP.exists() and STAMP.read_text() == _lock_hash():
+    """Create .venv and install the locked dev dependencies unless already done; see to redis-server."""
+    if not (STAMP.exists() and STAMP.read_text() == _lock_hash()):
+        _install()
+    _redis_server()
+
+
+def _redis_server() -> None:
+    """The shared-store tests run a real redis-server: as root on Debian/Ubuntu, install it (quietly, once)."""
+    if shutil.which("redis-server") or os.name != "posix" or os.geteuid() != 0:
         return
+    tried = VENV / ".redis-server-tried"
+    if tried.exists() or not Path("/etc/debian_version").exists() or not shutil.which("apt-get"):
+        return
+    print("+ apt-get install -y redis-server  (for the shared-store tests)", flush=True)
+    code = _quiet("apt-get", "install", "-y", "-qq", "redis-server")
+    if code != 0:  # a fresh machine may have no package lists yet
+        _quiet("apt-get", "update", "-qq")
+        code = _quiet("apt-get", "install", "-y", "-qq", "redis-server")
+    if code != 0:
+        print("  could not install redis-server: the Redis tests skip (and fail under CI=true)", flush=True)
+    tried.write_text(str(code))
+
+
+def _quiet(*cmd: str) -> int:
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    return subprocess.call(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+
+
+def _install() -> None:
+    """Create .venv and install the locked dev dependencies."""
     if not (BIN / "python").exists():
         venv.create(VENV, with_pip=True)
     steps = [

@@ -17,6 +17,7 @@
     ├── ResetError                 a fetch was dropped by `reset_entire_store()`
     ├── ClosedError                the controller was closed while a call waited, or before it
     ├── StreamTimeoutError         a stream did not reach the awaited state in time (also a TimeoutError)
+    ├── SharedStoreError           a shared store (Redis, a SQLite file) failed; the controller goes on locally
     └── AbortOptimistic            raised to cancel an optimistic update
 
 Catch `NetworkError` for "the request did not give usable data" and a subclass
@@ -197,3 +198,11 @@ class AbortOptimistic(RestLayerError):
 class PathTemplateWarning(UserWarning):
     """A path template that is valid but almost certainly not what was meant
     (e.g. `/todos/{id}`, a literal optional "id", where `/todos/:id` was intended)."""
+
+
+class SharedStoreError(RestLayerError):
+    """A shared store (Redis, a SQLite file) is unreachable or holds an unusable value.
+
+    The controller catches it and keeps working on its local store; a store
+    backend raises it for every failure of its own transport.
+    """

@@ -262,6 +262,10 @@ class Controller:
         """An immutable snapshot of the store."""
         return self._thread.call(self._async.get_state)
 
+    def get_committed_state(self) -> State:
+        """The store without pending optimistic updates (what responses actually wrote)."""
+        return self._thread.call(self._async.get_committed_state)
+
     def watch(
         self, endpoint: Endpoint[T], *args: object, callback: Callable[[T], object], **kwargs: object
     ) -> Callable[[], None]:

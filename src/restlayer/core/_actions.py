@@ -137,4 +137,14 @@ class GC:
     entity_refs: tuple[tuple[str, str], ...] = field(default_factory=tuple)
 
 
-Action = Fetch | SetResponse | Set | Invalidate | InvalidateAll | ExpireAll | Reset | Subscribe | Unsubscribe | GC
+@dataclass(eq=False)
+class Merge:
+    """Apply changes another process (or a store file) announced: rows win by `fetched_at`."""
+
+    type: ClassVar[str] = "merge"
+    patch: Any
+
+
+Action = (
+    Fetch | SetResponse | Set | Invalidate | InvalidateAll | ExpireAll | Reset | Subscribe | Unsubscribe | GC | Merge
+)

@@ -13,6 +13,7 @@ from typing import Any
 
 from restlayer._pmap import EMPTY, PMap
 from restlayer.core import _actions as act
+from restlayer.core._patch import merge_patch
 from restlayer.core._state import EMPTY_STATE, State
 from restlayer.core.endpoint import Endpoint
 from restlayer.errors import ProcessingError, SchemaError
@@ -44,6 +45,8 @@ def apply(state: State, action: act.Action) -> tuple[State, BaseException | None
         return EMPTY_STATE.evolve(last_reset=action.date), None
     if isinstance(action, act.GC):
         return _gc(state, action), None
+    if isinstance(action, act.Merge):
+        return merge_patch(state, action.patch), None
     return state, None
 
 

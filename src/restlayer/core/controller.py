@@ -36,6 +36,7 @@ from restlayer.core.expiry import DATA_EXPIRY, DLE, ERROR_EXPIRY, ExpiryStatus, 
 from restlayer.core.gc import GCPolicy
 from restlayer.core.manager import Manager, build_chain
 from restlayer.core.network import DEFAULT_MAX_CONCURRENT_REQUESTS, NetworkManager
+from restlayer.core.shared import SharedManager, SharedStore
 from restlayer.core.subscriptions import SubscriptionManager
 from restlayer.errors import ClosedError, ResetError, RestLayerError
 from restlayer.schema import MemoCache, Schema, SchemaLike
@@ -50,9 +51,15 @@ def _wall_clock() -> float:
     return time.time() * 1000
 
 
-def _with_defaults(managers: Sequence[Manager] | None, max_concurrent_requests: int | None) -> list[Manager]:
-    """The given managers, plus a NetworkManager and SubscriptionManager unless given."""
+def _with_defaults(
+    managers: Sequence[Manager] | None,
+    max_concurrent_requests: int | None,
+    shared: SharedStore | SharedManager | None,
+) -> list[Manager]:
+    """The given managers, the shared store's, plus a NetworkManager and SubscriptionManager unless given."""
     chosen = list(managers or ())
+    if shared is not None:
+        chosen.append(shared if isinstance(shared, SharedManager) else SharedManager(shared))
     if not any(isinstance(m, NetworkManager) for m in chosen):
         chosen.append(NetworkManager(max_concurrent_requests))
     if not any(isinstance(m, SubscriptionManager) for m in chosen):
@@ -96,6 +103,7 @@ class Controller:
     mutation's reply lands after a later-started write of the same entities
     (so the store shows the later one, which the server may have applied
     first); the returned read is refetched in the background.
+    `shared`: a store backend shared with other processes or runs (see `SharedManager`).
     """
 
     def __init__(
@@ -106,10 +114,11 @@ class Controller:
         gc_policy: GCPolicy | None = None,
         max_concurrent_requests: int | None = DEFAULT_MAX_CONCURRENT_REQUESTS,
         refetch_overtaken: Refetch | None = None,
+        shared: SharedStore | SharedManager | None = None,
     ) -> None:
         self.now: Clock = clock or _wall_clock
         self.memo = MemoCache()
-        self.managers = _with_defaults(managers, max_concurrent_requests)
+        self.managers = _with_defaults(managers, max_concurrent_requests, shared)
         self.closed = False
         self._wakeups: set[asyncio.Event] = set()  # `live()` iterators waiting for a change
         self.refetch_overtaken = refetch_overtaken
@@ -156,6 +165,10 @@ class Controller:
     def get_state(self) -> State:
         """A read-only snapshot of the store, pending optimistic updates applied; never changes later."""
         return self._current()
+
+    def get_committed_state(self) -> State:
+        """The store without pending optimistic updates (what responses actually wrote)."""
+        return self._state
 
     def close(self) -> None:
         """Stop polling, garbage collection and in-flight requests; their callers get `ClosedError`.

@@ -1,0 +1,231 @@
+"""`Patch`: the JSON-only changes one store write makes, and how a store merges them in.
+
+A patch travels between processes (through Redis) or survives a restart (in a
+SQLite file), so it holds nothing but JSON values: a deleted entity or a dropped
+index entry is `None`. Merging follows the single-process rule: a row written by
+a later-started request (`fetched_at`) wins, so every process converges on the
+same rows whatever order the announcements arrive in.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from restlayer._pmap import EMPTY, OrderedPMap, PMap
+from restlayer.core._state import State
+from restlayer.schema import INVALID
+
+Meta = dict[str, float]
+EntityRow = tuple[str, str, Any, Meta]
+"""(entity key, pk, record: a dict, a list for a collection, None when deleted; meta)."""
+EndpointRow = tuple[str, Any, Meta]
+"""(endpoint key, normalized result, meta)."""
+IndexRow = tuple[str, str, str, Any]
+"""(entity key, field, value, pk or None when the value no longer maps to a pk)."""
+
+_META_FIELDS = ("fetched_at", "date", "expires_at")
+
+
+@dataclass(frozen=True)
+class Patch:
+    """Rows to merge plus endpoint keys to invalidate, expire or announce as released."""
+
+    entities: tuple[EntityRow, ...] = ()
+    endpoints: tuple[EndpointRow, ...] = ()
+    indexes: tuple[IndexRow, ...] = ()
+    invalidated: tuple[str, ...] = ()
+    expired: tuple[str, ...] = ()
+    released: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return any((self.entities, self.endpoints, self.indexes, self.invalidated, self.expired, self.released))
+
+    def to_json(self) -> dict[str, Any]:
+        """A dict of lists (for `json.dumps`)."""
+        return {
+            "e": [list(row) for row in self.entities],
+            "r": [list(row) for row in self.endpoints],
+            "i": [list(row) for row in self.indexes],
+            "x": list(self.invalidated),
+            "o": list(self.expired),
+            "u": list(self.released),
+        }
+
+    @classmethod
+    def from_json(cls, data: Any) -> Patch:
+        """Validate decoded JSON (from another process: untrusted) into a Patch; ValueError when malformed."""
+        if not isinstance(data, Mapping):
+            raise ValueError("a patch must be a JSON object")
+        return cls(
+            entities=tuple(entity_row(row) for row in _list(data, "e")),
+            endpoints=tuple(endpoint_row(row) for row in _list(data, "r")),
+            indexes=tuple(_index_row(row) for row in _list(data, "i")),
+            invalidated=tuple(_text(k, "invalidated key") for k in _list(data, "x")),
+            expired=tuple(_text(k, "expired key") for k in _list(data, "o")),
+            released=tuple(_text(k, "released key") for k in _list(data, "u")),
+        )
+
+
+def _list(data: Mapping[str, Any], name: str) -> list[Any]:
+    value = data.get(name, [])
+    if not isinstance(value, list):
+        raise ValueError(f"patch field {name!r} must be a list")
+    return value
+
+
+def _text(value: Any, what: str) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"{what} must be a string, got {type(value).__name__}")
+    return value
+
+
+def meta_of(value: Any) -> Meta:
+    """A validated meta dict: numeric `fetched_at`, `date`, `expires_at` (ValueError otherwise)."""
+    if not isinstance(value, Mapping):
+        raise ValueError("meta must be an object")
+    meta: Meta = {}
+    for name in _META_FIELDS:
+        number = value.get(name)
+        if isinstance(number, bool) or not isinstance(number, (int, float)) or math.isnan(number):
+            raise ValueError(f"meta {name!r} must be a number")
+        meta[name] = number
+    return meta
+
+
+def entity_row(row: Any) -> EntityRow:
+    """A validated (key, pk, record | None, meta) row."""
+    if not isinstance(row, (list, tuple)) or len(row) != 4:
+        raise ValueError("an entity row is [key, pk, record, meta]")
+    key, pk, record, meta = row
+    if record is not None and not isinstance(record, (Mapping, list)):
+        raise ValueError("an entity record must be an object, a list (a collection) or null")
+    return _text(key, "entity key"), _text(pk, "pk"), record, meta_of(meta)
+
+
+def endpoint_row(row: Any) -> EndpointRow:
+    """A validated (key, result, meta) row."""
+    if not isinstance(row, (list, tuple)) or len(row) != 3:
+        raise ValueError("an endpoint row is [key, result, meta]")
+    return _text(row[0], "endpoint key"), row[1], meta_of(row[2])
+
+
+def _index_row(row: Any) -> IndexRow:
+    if not isinstance(row, (list, tuple)) or len(row) != 4:
+        raise ValueError("an index row is [key, field, value, pk]")
+    pk = row[3]
+    if pk is not None:
+        _text(pk, "index pk")
+    return _text(row[0], "index key"), _text(row[1], "index field"), _text(row[2], "index value"), pk
+
+
+def _newer(incoming: Meta, existing: Mapping[str, Any] | None) -> bool:
+    """Whether a row with `incoming` meta replaces one with `existing` (ties: the later write wins)."""
+    return existing is None or incoming["fetched_at"] >= existing.get("fetched_at", 0)
+
+
+def _same_meta(a: Mapping[str, Any] | None, b: Meta) -> bool:
+    return a is not None and all(a.get(name) == b[name] for name in _META_FIELDS)
+
+
+def merge_patch(state: State, patch: Patch) -> State:
+    """`state` with `patch` merged in; unchanged rows keep the very same state (no watcher wakes)."""
+    entities, entities_meta = _merge_entities(state, patch.entities)
+    indexes = _merge_indexes(state.indexes, patch.indexes)
+    endpoints, meta = _merge_endpoints(state, patch.endpoints)
+    endpoints, meta = _drop_endpoints(endpoints, meta, patch.invalidated)
+    meta = _expire(meta, patch.expired)
+    before = (state.entities, state.entities_meta, state.indexes, state.endpoints, state.meta)
+    if all(a is b for a, b in zip((entities, entities_meta, indexes, endpoints, meta), before, strict=True)):
+        return state
+    return state.evolve(entities=entities, entities_meta=entities_meta, indexes=indexes, endpoints=endpoints, meta=meta)
+
+
+def _merge_entities(state: State, rows: Iterable[EntityRow]) -> tuple[Any, Any]:
+    entities, entities_meta = state.entities, state.entities_meta
+    tables: dict[str, dict[str, Any]] = {}
+    metas: dict[str, dict[str, Any]] = {}
+    for key, pk, record, meta in rows:
+        table, meta_table = entities.get(key) or EMPTY, entities_meta.get(key) or EMPTY
+        existing_meta = meta_table.get(pk)
+        if not _newer(meta, existing_meta):
+            continue
+        value = INVALID if record is None else record
+        existing = table.get(pk)
+        if _same_meta(existing_meta, meta) and (existing is value or existing == value):
+            continue
+        tables.setdefault(key, {})[pk] = value
+        metas.setdefault(key, {})[pk] = meta
+    return _update_rows(entities, tables, ordered=True), _update_rows(entities_meta, metas)
+
+
+def _update_rows(tables: PMap[str, Any], rows: dict[str, dict[str, Any]], ordered: bool = False) -> PMap[str, Any]:
+    """`tables` with `rows` set; entity tables (`ordered`) keep remembering their insertion order."""
+    if not rows:
+        return tables
+    changes: dict[str, PMap[str, Any]] = {}
+    for key, new in rows.items():
+        current = tables.get(key)
+        if not ordered:
+            changes[key] = PMap(new) if current is None else current.update(new)
+        elif current is None:
+            changes[key] = OrderedPMap(new)
+        else:
+            table = current if current.__class__ is OrderedPMap else OrderedPMap(dict(current.items()))
+            changes[key] = table.update(new)
+    return tables.update(changes)
+
+
+def _merge_indexes(indexes: PMap[str, Any], rows: Iterable[IndexRow]) -> PMap[str, Any]:
+    changes: dict[str, dict[str, dict[str, Any]]] = {}
+    for key, field, value, pk in rows:
+        target = INVALID if pk is None else pk
+        current = (indexes.get(key) or EMPTY).get(field) or EMPTY
+        if current.get(value) is not target and current.get(value) != target:
+            changes.setdefault(key, {}).setdefault(field, {})[value] = target
+    if not changes:
+        return indexes
+    updated = {}
+    for key, fields in changes.items():
+        per_key = indexes.get(key) or EMPTY
+        updated[key] = per_key.update({f: (per_key.get(f) or EMPTY).update(v) for f, v in fields.items()})
+    return indexes.update(updated)
+
+
+def _merge_endpoints(state: State, rows: Iterable[EndpointRow]) -> tuple[PMap[str, Any], PMap[str, Any]]:
+    endpoints, meta = state.endpoints, state.meta
+    results: dict[str, Any] = {}
+    metas: dict[str, Any] = {}
+    for key, result, row_meta in rows:
+        existing = meta.get(key)
+        if not _newer(row_meta, existing):
+            continue
+        if _same_meta(existing, row_meta) and key in endpoints and endpoints[key] == result:
+            continue
+        results[key] = result
+        previous = None if existing is None else existing.get("expires_at")
+        metas[key] = {**row_meta, "prev_expires_at": previous}
+    return endpoints.update(results), meta.update(metas)
+
+
+def _drop_endpoints(
+    endpoints: PMap[str, Any], meta: PMap[str, Any], keys: Iterable[str]
+) -> tuple[PMap[str, Any], PMap[str, Any]]:
+    """Invalidate `keys` as `Controller.invalidate` does (known keys only)."""
+    changes: dict[str, Any] = {}
+    for key in keys:
+        if key not in endpoints and key not in meta:
+            continue
+        item = {k: v for k, v in (meta.get(key) or {}).items() if k != "error"}
+        if item.get("invalidated") and key not in endpoints:
+            continue
+        endpoints = endpoints.delete(key)
+        changes[key] = {**item, "expires_at": 0, "invalidated": True}
+    return endpoints, meta.update(changes)
+
+
+def _expire(meta: PMap[str, Any], keys: Iterable[str]) -> PMap[str, Any]:
+    changes = {key: {**meta[key], "expires_at": 1} for key in keys if key in meta and meta[key].get("expires_at") != 1}
+    return meta.update(changes)

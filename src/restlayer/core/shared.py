@@ -1,0 +1,535 @@
+"""One store for many processes: a `SharedStore` backend behind every controller write.
+
+The controller keeps reading its own in-process store (reads never wait on the
+backend). `SharedManager`, a manager given the backend, adds three things:
+
+- write-through: each committed response, `set`, invalidation and expiry is
+  queued as one `Write` (rows as JSON) and the backend stores and announces it
+  atomically;
+- propagation: announced patches from other processes are merged into the
+  local store (later-started request wins), so watchers see them as local changes;
+- read-through with one request per key for the fleet: a fetch of a key the
+  process lacks (or holds stale) first looks in the backend, then takes the
+  key's lock and sends the request, or waits for the holder's announcement.
+
+When the backend is unreachable the controller works locally, logs once and
+rejoins (expiring its local data, a coarse resync) when the backend is back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+
+from restlayer.core import _actions as act
+from restlayer.core._patch import EntityRow, IndexRow, Meta, Patch, merge_patch
+from restlayer.core.manager import Manager, Next
+from restlayer.errors import ResetError, SharedStoreError
+from restlayer.schema import INVALID, normalize
+
+if TYPE_CHECKING:
+    from restlayer.core._state import State
+    from restlayer.core.controller import Controller
+
+log = logging.getLogger("restlayer.shared")
+Ref = tuple[str, str]
+
+
+class Snapshot(NamedTuple):
+    """What a backend holds for one endpoint key: the response as fetched, its meta, its entities now."""
+
+    response: Any
+    meta: Meta
+    entities: tuple[EntityRow, ...] = ()
+    expired: bool = False
+
+
+@dataclass(frozen=True)
+class Write:
+    """One atomic backend write: `patch` (stored and announced), the raw responses, lock releases.
+
+    `responses` maps an endpoint key to (the response as fetched, the entities it
+    references), what a read-through needs; `now` (ms) dates the key lifetimes.
+    """
+
+    patch: Patch
+    responses: Mapping[str, tuple[Any, tuple[Ref, ...]]] = field(default_factory=dict)
+    unlock: tuple[tuple[str, str], ...] = ()
+    now: float = 0
+    clear: bool = False
+
+
+class SharedStore(Protocol):
+    """A store backend shared by processes (Redis) or across runs (a SQLite file).
+
+    Every method raises `SharedStoreError` when the backend cannot be reached; a
+    malformed stored value is logged and read as absent.
+    """
+
+    async def open(self, on_patch: Callable[[Patch], None]) -> None:
+        """Connect; from now on announcements (other processes' patches) go to `on_patch`."""
+
+    async def run(self) -> None:
+        """Deliver announcements until the connection drops (raises); returns at once if none ever come."""
+
+    async def write(self, write: Write) -> None:
+        """Store and announce `write` atomically (rows older than the stored ones are skipped)."""
+
+    async def read(self, key: str) -> Snapshot | None:
+        """The stored response of endpoint `key` with its entities' current rows, or None."""
+
+    async def keys(self) -> list[str]:
+        """Every stored endpoint key (for `invalidate_all` and `expire_all`)."""
+
+    async def lock(self, key: str, ttl_ms: int) -> str | None:
+        """Take the fleet-wide lock of `key` for at most `ttl_ms`: a token, or None when held elsewhere."""
+
+    async def extend(self, key: str, token: str, ttl_ms: int) -> bool:
+        """Keep holding `key`'s lock for `ttl_ms` more (while its request runs); False when no longer held."""
+
+    async def close(self) -> None:
+        """Disconnect (the backend can be opened again)."""
+
+
+Queued = Write | Callable[[], Awaitable[Write]]
+_ATTEMPTS = 8  # rounds of read / lock / wait before a waiter fetches without the lock
+
+
+class SharedManager(Manager):
+    """Connects a controller to a `SharedStore`: write-through, propagation, read-through, one request per key.
+
+    `lock_ms` bounds how long other processes wait for a dead fetching process
+    before fetching themselves (a live one extends its lock every `lock_ms / 3`);
+    `clear_on_reset` makes `reset_entire_store` clear the shared store too
+    (otherwise a reset is local).
+    """
+
+    def __init__(self, store: SharedStore, *, lock_ms: int = 30_000, clear_on_reset: bool = False) -> None:
+        self.store = store
+        self.lock_ms = lock_ms
+        self.clear_on_reset = clear_on_reset
+        self.online = False
+        self._controller: Controller | None = None
+        self._replaying = False
+        self._reported = False
+        self._ever_offline = False
+        self._started = False
+        self._closed = False
+        self._first = asyncio.Event()
+        self._online_event = asyncio.Event()
+        self._kick = asyncio.Event()
+        self._queue: asyncio.Queue[Queued] = asyncio.Queue()
+        self._pending: dict[str, list[act.Fetch]] = {}
+        self._waiters: dict[str, list[asyncio.Future[str]]] = {}
+        self._tokens: dict[act.Fetch, tuple[str, str]] = {}
+        self._held: set[tuple[str, str]] = set()  # locks this process holds until their write is done
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._closing: asyncio.Task[None] | None = None
+        self.received = 0
+        self._arrivals = asyncio.Condition()
+
+    # ----- lifecycle --------------------------------------------------------------------------
+    def init(self, controller: Controller) -> None:
+        """Remember the controller; connect now when a loop runs (else on the first action)."""
+        self._controller = controller
+        self._ensure_started()
+
+    def _ensure_started(self) -> None:
+        if self._started or self._closed:
+            return
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        self._started = True
+        self._spawn(self._keep_connected())
+        self._spawn(self._write_loop())
+
+    def _spawn(self, coro: Awaitable[Any]) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def wait_started(self) -> bool:
+        """Wait for the first connection attempt; whether the backend is reachable."""
+        self._ensure_started()
+        await self._first.wait()
+        return self.online
+
+    async def wait_online(self) -> None:
+        """Wait until the backend is reachable (bound it with `asyncio.wait_for`)."""
+        self._ensure_started()
+        await self._online_event.wait()
+
+    async def wait_received(self, count: int) -> None:
+        """Wait until `count` announcements in all have been applied (bound it with `asyncio.wait_for`)."""
+        async with self._arrivals:
+            await self._arrivals.wait_for(lambda: self.received >= count)
+
+    async def _announce_arrival(self) -> None:
+        async with self._arrivals:
+            self._arrivals.notify_all()
+
+    async def flush(self) -> None:
+        """Wait until every queued write has been handed to the backend."""
+        await self._queue.join()
+
+    def cleanup(self) -> None:
+        """Stop connecting and writing; the backend is closed in the background."""
+        self._closed = True
+        for task in list(self._tasks):
+            task.cancel()
+        with contextlib.suppress(RuntimeError):
+            self._closing = asyncio.get_running_loop().create_task(self._close_store())
+
+    async def wait_closed(self) -> None:
+        """After `Controller.close()`: wait until the backend's connections are closed."""
+        if self._closing is not None:
+            await asyncio.wait_for(asyncio.shield(self._closing), 10)
+
+    async def _close_store(self) -> None:
+        with contextlib.suppress(SharedStoreError):
+            await self.store.close()
+
+    async def _keep_connected(self) -> None:
+        """Open the backend, run its announcements, reopen after a failure (with backoff)."""
+        delay = 0.05
+        while not self._closed:
+            try:
+                await self.store.open(self._on_patch)
+            except SharedStoreError as exc:
+                self._went_offline(exc)
+                self._first.set()
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 2.0)
+                continue
+            delay = 0.05
+            self._came_online()
+            if not await self._run_until_dropped():
+                return
+
+    async def _run_until_dropped(self) -> bool:
+        """Run the backend's announcements; True when the connection dropped (reconnect)."""
+        self._kick.clear()
+        runner = asyncio.ensure_future(self.store.run())
+        kicked = asyncio.ensure_future(self._kick.wait())
+        try:
+            await asyncio.wait({runner, kicked}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            kicked.cancel()
+            if not runner.done():
+                runner.cancel()
+        if runner.done() and not runner.cancelled() and runner.exception() is None:
+            return False  # a backend without announcements: stay open
+        error = runner.exception() if runner.done() and not runner.cancelled() else None
+        self._went_offline(error or SharedStoreError("connection dropped"))
+        await self._close_store()
+        return True
+
+    def _went_offline(self, error: BaseException) -> None:
+        self.online = False
+        self._held.clear()
+        self._online_event.clear()
+        self._ever_offline = True
+        if not self._reported:
+            self._reported = True
+            log.warning("shared store unreachable (%s); working on the local store until it is back", error)
+        self._kick.set()
+
+    def _came_online(self) -> None:
+        rejoined = self._ever_offline
+        self.online = True
+        self._reported = False
+        self._online_event.set()
+        self._first.set()
+        if rejoined:
+            log.warning("shared store reachable again; local data expired to re-read it")
+            self._replay(act.ExpireAll(lambda key: True))
+
+    # ----- announcements ----------------------------------------------------------------------
+    def _on_patch(self, patch: Patch) -> None:
+        """Merge an announced patch locally, then wake whoever waits for its keys."""
+        if patch.entities or patch.endpoints or patch.indexes or patch.invalidated or patch.expired:
+            self._replay(act.Merge(patch))
+        for key, _, _ in patch.endpoints:
+            self._wake(key, "written")
+        for key in patch.released:
+            self._wake(key, "released")
+        self.received += 1
+        self._spawn(self._announce_arrival())
+
+    def _wake(self, key: str, how: str) -> None:
+        for waiter in self._waiters.pop(key, ()):
+            if not waiter.done():
+                waiter.set_result(how)
+
+    def _replay(self, action: act.Action) -> None:
+        """Dispatch an action that came from the backend (not written back to it)."""
+        if self._controller is None:
+            return
+        self._replaying = True
+        try:
+            self._controller.dispatch(action)
+        finally:
+            self._replaying = False
+
+    # ----- the middleware ---------------------------------------------------------------------
+    def middleware(self, controller: Controller, action: act.Action, next: Next) -> None:
+        """Read-through on fetches; write-through after every committed change."""
+        self._ensure_started()
+        if self._replaying or not self._started:
+            next(action)
+            return
+        if isinstance(action, act.Fetch):
+            connecting = not self._first.is_set()
+            if (self.online or connecting) and not action.endpoint.side_effect and not _fresh(controller, action.key):
+                self._read_through(controller, action, next)
+            else:
+                next(action)
+            return
+        if isinstance(action, act.Reset):
+            self._drop_pending()
+        next(action)
+        self._write_through(controller, action)
+
+    def _write_through(self, controller: Controller, action: act.Action) -> None:
+        if isinstance(action, act.SetResponse):
+            self._response_written(controller, action)
+        elif not self._may_write():
+            return
+        elif isinstance(action, act.Set):
+            meta = {"fetched_at": action.date, "date": action.date, "expires_at": action.expires_at}
+            rows, indexes, _ = _touched(controller.get_committed_state(), action.schema, action.value,
+                                        action.args, meta)
+            self._enqueue(Write(Patch(entities=rows, indexes=indexes), now=controller.now()))
+        elif isinstance(action, act.Invalidate):
+            self._enqueue(Write(Patch(invalidated=action.keys), now=controller.now()))
+        elif isinstance(action, (act.InvalidateAll, act.ExpireAll)):
+            self._enqueue(self._matching(controller, action))
+        elif isinstance(action, act.Reset) and self.clear_on_reset:
+            self._enqueue(Write(Patch(), clear=True, now=controller.now()))
+
+    def _matching(self, controller: Controller, action: act.InvalidateAll | act.ExpireAll) -> Queued:
+        """A write of every local or shared key passing the action's test (the shared keys read later)."""
+        local = [key for key in controller.get_committed_state().meta if action.test_key(key)]
+        invalidate = isinstance(action, act.InvalidateAll)
+
+        async def build() -> Write:
+            keys = sorted({*local, *(key for key in await self.store.keys() if action.test_key(key))})
+            patch = Patch(invalidated=tuple(keys)) if invalidate else Patch(expired=tuple(keys))
+            return Write(patch, now=controller.now())
+
+        return build
+
+    def _response_written(self, controller: Controller, action: act.SetResponse) -> None:
+        """Queue a committed response (or just release the key's lock when nothing was stored)."""
+        held = self._tokens.pop(action.fetch, None) if action.fetch is not None else None
+        unlock = () if held is None else (held,)
+        released = () if held is None else (held[0],)
+        state = controller.get_committed_state()
+        stored = state.meta.get(action.key)
+        ok = (
+            not action.aborted and not action.error and stored is not None and stored.get("error") is None
+            and stored.get("fetched_at") == action.fetched_at and stored.get("date") == action.date
+        )
+        if not ok or not self._may_write():
+            if unlock and self._may_write():
+                self._enqueue(Write(Patch(released=released), unlock=unlock, now=controller.now()))
+            return
+        meta = {"fetched_at": action.fetched_at, "date": action.date, "expires_at": action.expires_at}
+        try:
+            rows, indexes, refs = _touched(state, action.endpoint.schema, action.response, action.args, meta)
+        except Exception:  # the reducer stored it, so this does not happen; never break the caller
+            log.exception("could not share %s", action.key)
+            return
+        patch = Patch(entities=rows, endpoints=((action.key, state.endpoints.get(action.key), meta),),
+                      indexes=indexes, released=released)
+        self._enqueue(Write(patch, {action.key: (action.response, refs)}, unlock, controller.now()))
+
+    # ----- writing ----------------------------------------------------------------------------
+    def _may_write(self) -> bool:
+        """Online, or still connecting (writes then wait for the connection)."""
+        return self.online or not self._first.is_set()
+
+    def _enqueue(self, item: Queued) -> None:
+        self._queue.put_nowait(item)
+
+    async def _write_loop(self) -> None:
+        """Hand queued writes to the backend in order; while offline they are dropped."""
+        await self._first.wait()
+        while True:
+            item = await self._queue.get()
+            try:
+                if self.online:
+                    await self._write_one(item)
+            finally:
+                self._queue.task_done()
+
+    async def _write_one(self, item: Queued) -> None:
+        if isinstance(item, Write):
+            self._held.difference_update(item.unlock)
+        try:
+            write = item if isinstance(item, Write) else await item()
+            await self.store.write(write)
+        except SharedStoreError as exc:
+            self._went_offline(exc)
+        except (TypeError, ValueError) as exc:  # a value JSON cannot hold: kept local only
+            log.warning("not shared (not JSON): %s", exc)
+            if isinstance(item, Write) and item.unlock:
+                with contextlib.suppress(SharedStoreError):
+                    await self.store.write(Write(Patch(released=tuple(k for k, _ in item.unlock)),
+                                                 unlock=item.unlock, now=item.now))
+
+    # ----- read-through -----------------------------------------------------------------------
+    def _read_through(self, controller: Controller, action: act.Fetch, next: Next) -> None:
+        waiting = self._pending.get(action.key)
+        if waiting is not None:
+            waiting.append(action)
+            return
+        self._pending[action.key] = [action]
+        self._spawn(self._resolve(controller, action.key, next))
+
+    async def _resolve(self, controller: Controller, key: str, next: Next) -> None:
+        """Serve the key's waiting fetches from the backend, or send them on to the network."""
+        try:
+            await self._first.wait()
+            found = await self._find(controller, key) if self.online else None
+        except SharedStoreError as exc:
+            self._went_offline(exc)
+            found = None
+        actions = self._pending.pop(key, [])
+        log.debug("read-through of %s: %s", key, type(found).__name__)
+        if not actions:  # a reset dropped them
+            if isinstance(found, str):
+                self._enqueue(Write(Patch(released=(key,)), unlock=((key, found),), now=controller.now()))
+            return
+        if isinstance(found, Snapshot):
+            self._use(actions, found)
+            return
+        if isinstance(found, str):
+            self._tokens[actions[0]] = (key, found)
+            self._held.add((key, found))
+            self._spawn(self._keep_lock(key, found))
+        for action in actions:
+            next(action)
+
+    async def _keep_lock(self, key: str, token: str) -> None:
+        """Extend the lock until the write releasing it is done (a dead process stops extending)."""
+        while True:
+            await asyncio.sleep(self.lock_ms / 3000)
+            if (key, token) not in self._held or not self.online:
+                return
+            try:
+                extended = await self.store.extend(key, token, self.lock_ms)
+                log.debug("lock of %s extended: %s", key, extended)
+                if not extended:
+                    return
+            except SharedStoreError as exc:
+                self._went_offline(exc)
+                return
+
+    async def _find(self, controller: Controller, key: str) -> Snapshot | str | None:
+        """A usable snapshot, the lock's token (fetch it), or None (fetch without the lock)."""
+        for _ in range(_ATTEMPTS):
+            snapshot = await self.store.read(key)
+            if _usable(snapshot, controller.now()):
+                return snapshot
+            with self._waiting(key) as waiter:
+                token = await self.store.lock(key, self.lock_ms)
+                log.debug("lock of %s: %s", key, token)
+                if token is not None:
+                    snapshot = await self.store.read(key)
+                    if _usable(snapshot, controller.now()):
+                        await self.store.write(Write(Patch(released=(key,)), unlock=((key, token),)))
+                        return snapshot
+                    return token
+                try:
+                    how = await asyncio.wait_for(asyncio.shield(waiter), self.lock_ms / 1000)
+                except asyncio.TimeoutError:
+                    continue  # the holder died (its lock expires) or is slow (it extends the lock): look again
+                if how == "released":
+                    continue  # the holder is done (failed, or found the data): look again
+        return None
+
+    @contextlib.contextmanager
+    def _waiting(self, key: str) -> Iterator[asyncio.Future[str]]:
+        waiter: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self._waiters.setdefault(key, []).append(waiter)
+        try:
+            yield waiter
+        finally:
+            waiters = self._waiters.get(key)
+            if waiters is not None and waiter in waiters:
+                waiters.remove(waiter)
+                if not waiters:
+                    del self._waiters[key]
+
+    def _use(self, actions: list[act.Fetch], snapshot: Snapshot) -> None:
+        """Store a backend snapshot as if this process had fetched it, then answer the callers."""
+        first = actions[0]
+        meta = snapshot.meta
+        self._replay(act.SetResponse(first.endpoint, first.args, first.key, snapshot.response,
+                                     meta["fetched_at"], meta["date"], meta["expires_at"]))
+        if snapshot.entities:
+            self._replay(act.Merge(Patch(entities=snapshot.entities)))
+        for action in actions:
+            if action.future is not None and not action.future.done():
+                action.future.set_result(snapshot.response)
+
+    def _drop_pending(self) -> None:
+        """Reset: fetches waiting on the backend fail like in-flight requests do."""
+        pending, self._pending = self._pending, {}
+        for actions in pending.values():
+            for action in actions:
+                if action.future is not None and not action.future.done():
+                    action.future.set_exception(ResetError())
+
+
+def _fresh(controller: Controller, key: str) -> bool:
+    """Whether the local store holds a usable, unexpired result for `key` (an explicit refetch)."""
+    state = controller.get_committed_state()
+    meta = state.meta.get(key)
+    return (
+        meta is not None and key in state.endpoints and not meta.get("invalidated")
+        and meta.get("error") is None and controller.now() <= meta.get("expires_at", 0)
+    )
+
+
+def _usable(snapshot: Snapshot | None, now: float) -> bool:
+    return snapshot is not None and not snapshot.expired and now <= snapshot.meta["expires_at"]
+
+
+def _touched(
+    state: State, schema: Any, value: Any, args: tuple[Any, ...], meta: Meta
+) -> tuple[tuple[EntityRow, ...], tuple[IndexRow, ...], tuple[Ref, ...]]:
+    """The committed rows of every entity `value` writes, its index entries, and their refs."""
+    alone = normalize(schema, value, args, None, meta)
+    rows: list[EntityRow] = []
+    refs: list[Ref] = []
+    for key, table in alone.entities.items():
+        stored, stored_meta = state.entities.get(key), state.entities_meta.get(key)
+        for pk in table:
+            record = None if stored is None else stored.get(pk)
+            row_meta = None if stored_meta is None else stored_meta.get(pk)
+            if record is None or row_meta is None:
+                continue
+            refs.append((key, pk))
+            rows.append((key, pk, None if record is INVALID else record, _meta3(row_meta)))
+    indexes: list[IndexRow] = [
+        (key, field_name, value_text, None if pk is INVALID else pk)
+        for key, fields in alone.indexes.items()
+        for field_name, values in fields.items()
+        for value_text, pk in values.items()
+    ]
+    return tuple(rows), tuple(indexes), tuple(refs)
+
+
+def _meta3(meta: Mapping[str, Any]) -> Meta:
+    return {"fetched_at": meta["fetched_at"], "date": meta["date"], "expires_at": meta["expires_at"]}
+
+
+__all__ = ["Patch", "SharedManager", "SharedStore", "Snapshot", "Write", "merge_patch"]

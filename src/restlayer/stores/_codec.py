@@ -1,0 +1,63 @@
+"""JSON encoding of what a backend stores: rows and endpoint records (never pickle: a shared store runs no code)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from typing import Any
+
+from restlayer.core import Snapshot
+from restlayer.core._patch import EntityRow, Meta, entity_row, meta_of
+
+log = logging.getLogger("restlayer.shared")
+MAX_TTL_MS = 7 * 24 * 3600 * 1000
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON; TypeError/ValueError for values JSON cannot hold."""
+    return json.dumps(value, separators=(",", ":"), allow_nan=True)
+
+
+def lifetime_ms(meta: Meta, now: float, keep_ms: float) -> int:
+    """How long a stored row lives: until it expires plus `keep_ms` (stale data is still served)."""
+    expires = meta["expires_at"]
+    if math.isinf(expires):
+        return MAX_TTL_MS
+    return int(max(1.0, min(expires - now + keep_ms, MAX_TTL_MS)))
+
+
+def endpoint_record(response: Any, result: Any, meta: Meta, deps: Any) -> str:
+    """The stored form of one endpoint's response (what read-through serves) and normalized result."""
+    return dumps({"response": response, "result": result, "meta": meta, "deps": [list(ref) for ref in deps]})
+
+
+def parse_endpoint(text: str | bytes, key: str) -> tuple[Any, Meta, list[tuple[str, str]]] | None:
+    """(response, meta, deps) of a stored endpoint record, or None (logged) when malformed."""
+    try:
+        data = json.loads(text)
+        if not isinstance(data, dict) or "response" not in data:
+            raise ValueError("not an endpoint record")
+        deps = data.get("deps", [])
+        if not isinstance(deps, list) or not all(
+            isinstance(d, list) and len(d) == 2 and all(isinstance(p, str) for p in d) for d in deps
+        ):
+            raise ValueError("deps must be [key, pk] pairs")
+        return data["response"], meta_of(data.get("meta")), [(d[0], d[1]) for d in deps]
+    except ValueError as exc:
+        log.warning("ignored a malformed stored value for %s: %s", key, exc)
+        return None
+
+
+def parse_entity(text: str | bytes) -> EntityRow | None:
+    """A stored entity row, or None (logged) when malformed."""
+    try:
+        return entity_row(json.loads(text))
+    except ValueError as exc:
+        log.warning("ignored a malformed stored entity row: %s", exc)
+        return None
+
+
+def snapshot(parsed: tuple[Any, Meta, list[tuple[str, str]]], rows: list[EntityRow], expired: bool) -> Snapshot:
+    response, meta, _ = parsed
+    return Snapshot(response, meta, tuple(rows), expired)

@@ -1,0 +1,276 @@
+"""`RedisStore`: one normalized store for a whole fleet of processes, through Redis.
+
+Every key of a namespace carries the hash tag `{namespace}`, so one write (a
+Lua script: compare `fetched_at`, store the newer rows, set their lifetimes,
+release the key's lock, publish the patch) touches one slot and runs
+atomically, on a single Redis or on Redis Cluster. The price: one namespace
+lives on one cluster node; spread load with several namespaces.
+
+Layout (``P`` = ``rl:{namespace}:``): ``P e:<json [entity key, pk]>`` and
+``P r:<endpoint key>`` are hashes (``f`` = fetched_at, ``d`` = JSON, ``x`` = expired),
+``P l:<endpoint key>`` the fleet-wide fetch lock, ``P announce`` the channel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import secrets
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+try:
+    import redis.asyncio as aioredis
+    from redis.asyncio.retry import Retry
+    from redis.backoff import NoBackoff
+    from redis.exceptions import RedisError
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError("RedisStore needs redis-py: pip install 'restlayer[redis]'") from exc
+
+from restlayer.core import Patch, Snapshot, Write
+from restlayer.errors import SharedStoreError
+from restlayer.stores._codec import dumps, endpoint_record, lifetime_ms, parse_endpoint, parse_entity, snapshot
+
+log = logging.getLogger("restlayer.shared")
+
+_WRITE = """
+local e, r = {}, {}
+for i = 1, #KEYS do
+  local b = 3 + (i - 1) * 5
+  local kind, key = ARGV[b + 1], KEYS[i]
+  if kind == 'e' or kind == 'r' then
+    local cur = redis.call('HGET', key, 'f')
+    if (not cur) or tonumber(cur) <= tonumber(ARGV[b + 2]) then
+      redis.call('HSET', key, 'f', ARGV[b + 2], 'd', ARGV[b + 3])
+      redis.call('HDEL', key, 'x')
+      redis.call('PEXPIRE', key, ARGV[b + 4])
+      if kind == 'e' then e[#e + 1] = ARGV[b + 5] else r[#r + 1] = ARGV[b + 5] end
+    end
+  elseif kind == 'x' then
+    redis.call('DEL', key)
+  elseif kind == 'o' then
+    if redis.call('EXISTS', key) == 1 then redis.call('HSET', key, 'x', '1') end
+  elseif kind == 'u' then
+    if redis.call('GET', key) == ARGV[b + 3] then redis.call('DEL', key) end
+  end
+end
+local rows = '"e":[' .. table.concat(e, ',') .. '],"r":[' .. table.concat(r, ',') .. ']'
+redis.call('PUBLISH', ARGV[1], ARGV[2] .. rows .. ARGV[3])
+return #e + #r
+"""
+
+_EXTEND = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0
+"""
+
+_FAILURES = (RedisError, OSError, asyncio.TimeoutError)
+
+
+class RedisStore:
+    """A `SharedStore` on Redis: `Controller(shared=RedisStore("redis://127.0.0.1:6379/0", namespace="app"))`.
+
+    `keep_ms`: how long data stays in Redis after it expires (served stale while
+    refetched); `timeout`: seconds before an unanswered Redis call counts as down;
+    `max_connections`: concurrent Redis calls of this process (more wait their turn).
+    """
+
+    def __init__(self, url: str, *, namespace: str = "restlayer", keep_ms: float = 600_000,
+                 timeout: float = 30.0, max_connections: int = 64) -> None:
+        if not namespace or any(c in namespace for c in "{}"):
+            raise SharedStoreError(f"namespace {namespace!r} must be non-empty and without braces")
+        self.url = url
+        self.namespace = namespace
+        self.keep_ms = keep_ms
+        self.timeout = timeout
+        self.max_connections = max_connections
+        self.prefix = f"rl:{{{namespace}}}:"
+        self.channel = self.prefix + "announce"
+        self.source = secrets.token_hex(8)
+        self._client: Any = None
+        self._listener: Any = None
+        self._pubsub: Any = None
+        self._script: Any = None
+        self._extend: Any = None
+        self._on_patch: Callable[[Patch], None] | None = None
+
+    def __repr__(self) -> str:
+        return f"RedisStore({self.url!r}, namespace={self.namespace!r})"
+
+    # ----- keys -------------------------------------------------------------------------------
+    def entity_key(self, key: str, pk: str) -> str:
+        """The Redis key of one entity row."""
+        return f"{self.prefix}e:{dumps([key, pk])}"
+
+    def endpoint_key(self, key: str) -> str:
+        """The Redis key of one endpoint's stored response."""
+        return f"{self.prefix}r:{key}"
+
+    def lock_key(self, key: str) -> str:
+        """The Redis key of an endpoint key's fleet-wide fetch lock."""
+        return f"{self.prefix}l:{key}"
+
+    # ----- connection ---------------------------------------------------------------------------
+    @contextlib.asynccontextmanager
+    async def _calls(self) -> AsyncIterator[Any]:
+        """The client, with every Redis or socket failure turned into SharedStoreError."""
+        if self._client is None:
+            raise SharedStoreError("RedisStore is not open")
+        try:
+            yield self._client
+        except _FAILURES as exc:
+            log.debug("redis call failed", exc_info=True)
+            raise SharedStoreError(f"redis at {self.url}: {exc}") from exc
+
+    async def open(self, on_patch: Callable[[Patch], None]) -> None:
+        """Connect and subscribe to the namespace's announcements."""
+        await self.close()
+        self._on_patch = on_patch
+        self._client = self._connect(self.timeout)
+        # The subscription waits for announcements indefinitely: its own client, without a read timeout
+        # (a dead server closes the socket, which ends the wait).
+        self._listener = self._connect(None)
+        async with self._calls() as client:
+            await client.ping()
+            self._script = client.register_script(_WRITE)
+            self._extend = client.register_script(_EXTEND)
+            self._pubsub = self._listener.pubsub(ignore_subscribe_messages=True)
+            await self._pubsub.subscribe(self.channel)
+
+    def _connect(self, read_timeout: float | None) -> Any:
+        """A client whose calls wait (up to `timeout`) for one of `max_connections` connections."""
+        pool = aioredis.BlockingConnectionPool.from_url(
+            self.url, max_connections=self.max_connections, timeout=self.timeout, socket_timeout=read_timeout,
+            socket_connect_timeout=self.timeout, socket_keepalive=True,
+        )
+        return aioredis.Redis(connection_pool=pool, retry=Retry(NoBackoff(), 0), retry_on_error=[])
+
+    async def run(self) -> None:
+        """Hand every announced patch to `on_patch` until the connection drops."""
+        pubsub = self._pubsub
+        if pubsub is None:
+            raise SharedStoreError("RedisStore is not open")
+        try:
+            async for message in pubsub.listen():
+                if message.get("type") == "message":
+                    self._deliver(message["data"])
+        except _FAILURES as exc:
+            raise SharedStoreError(f"redis at {self.url}: {exc}") from exc
+        raise SharedStoreError(f"redis at {self.url}: subscription ended")
+
+    def _deliver(self, data: bytes) -> None:
+        try:
+            patch = Patch.from_json(json.loads(data))
+        except ValueError as exc:
+            log.warning("ignored a malformed announcement on %s: %s", self.channel, exc)
+            return
+        if self._on_patch is not None:
+            try:
+                self._on_patch(patch)
+            except Exception:
+                log.exception("applying an announced patch failed")
+
+    async def close(self) -> None:
+        """Disconnect (safe to call twice)."""
+        pubsub, clients = self._pubsub, (self._listener, self._client)
+        self._pubsub = self._client = self._listener = None
+        with contextlib.suppress(*_FAILURES):
+            if pubsub is not None:
+                await pubsub.aclose()
+            for client in clients:
+                if client is not None:
+                    await client.aclose()
+                    await client.connection_pool.disconnect()  # a pool given to the client is not closed by it
+
+    # ----- writes -------------------------------------------------------------------------------
+    async def write(self, write: Write) -> None:
+        """Store and announce `write` in one script run (older rows than Redis holds are skipped)."""
+        if write.clear:
+            await self.clear()
+        keys, args = self._operations(write)
+        patch = write.patch
+        head = f'{{"src":{dumps(self.source)},'
+        tail = "," + dumps({"i": [list(r) for r in patch.indexes], "x": list(patch.invalidated),
+                            "o": list(patch.expired), "u": list(patch.released)})[1:]
+        async with self._calls():
+            await self._script(keys=keys, args=[self.channel, head, tail, *args])
+
+    def _operations(self, write: Write) -> tuple[list[str], list[Any]]:
+        """Script KEYS and the five ARGV of each (kind, fetched_at, stored, ttl, announced)."""
+        keys: list[str] = []
+        args: list[Any] = []
+        for key, pk, record, meta in write.patch.entities:
+            row = dumps([key, pk, record, meta])
+            keys.append(self.entity_key(key, pk))
+            args += ["e", repr(float(meta["fetched_at"])), row, lifetime_ms(meta, write.now, self.keep_ms), row]
+        for key, result, meta in write.patch.endpoints:
+            response, deps = write.responses.get(key, (None, ()))
+            keys.append(self.endpoint_key(key))
+            args += ["r", repr(float(meta["fetched_at"])), endpoint_record(response, result, meta, deps),
+                     lifetime_ms(meta, write.now, self.keep_ms), dumps([key, result, meta])]
+        for kind, names in (("x", write.patch.invalidated), ("o", write.patch.expired)):
+            for key in names:
+                keys.append(self.endpoint_key(key))
+                args += [kind, "0", "", 0, ""]
+        for key, token in write.unlock:
+            keys.append(self.lock_key(key))
+            args += ["u", "0", token, 0, ""]
+        return keys, args
+
+    async def clear(self) -> None:
+        """Delete every key of the namespace (not atomic: concurrent writers may add keys back)."""
+        async with self._calls() as client:
+            batch: list[bytes] = []
+            async for name in client.scan_iter(match=self._pattern(""), count=500):
+                batch.append(name)
+                if len(batch) >= 500:
+                    await client.unlink(*batch)
+                    batch = []
+            if batch:
+                await client.unlink(*batch)
+
+    def _pattern(self, kind: str) -> str:
+        escaped = "".join("\\" + c if c in "*?[]\\" else c for c in self.prefix)
+        return f"{escaped}{kind}*"
+
+    # ----- reads --------------------------------------------------------------------------------
+    async def read(self, key: str) -> Snapshot | None:
+        """The stored response of `key` and the current rows of the entities it references."""
+        async with self._calls() as client:
+            stored = await client.hgetall(self.endpoint_key(key))
+            if not stored or b"d" not in stored:
+                return None
+            parsed = parse_endpoint(stored[b"d"], key)
+            if parsed is None:
+                return None
+            deps = parsed[2]
+            rows = []
+            if deps:
+                pipe = client.pipeline(transaction=False)
+                for ref in deps:
+                    pipe.hget(self.entity_key(*ref), "d")
+                for text in await pipe.execute():
+                    row = None if text is None else parse_entity(text)
+                    if row is not None:
+                        rows.append(row)
+        return snapshot(parsed, rows, b"x" in stored)
+
+    async def keys(self) -> list[str]:
+        """Every endpoint key stored in the namespace."""
+        start = len(self.prefix) + 2
+        async with self._calls() as client:
+            return [name[start:].decode() async for name in client.scan_iter(match=self._pattern("r:"), count=500)]
+
+    async def lock(self, key: str, ttl_ms: int) -> str | None:
+        """`SET NX PX`: a token when this process now holds the key's fetch, else None."""
+        token = secrets.token_hex(8)
+        async with self._calls() as client:
+            taken = await client.set(self.lock_key(key), token, nx=True, px=int(ttl_ms))
+        return token if taken else None
+
+    async def extend(self, key: str, token: str, ttl_ms: int) -> bool:
+        """Push the lock's expiry `ttl_ms` further while `token` still holds it."""
+        async with self._calls():
+            return bool(await self._extend(keys=[self.lock_key(key)], args=[token, int(ttl_ms)]))

@@ -1,0 +1,185 @@
+"""`SQLiteStore`: the shared-store interface on a local file, so a script restarts with its cache warm.
+
+`Controller(shared=SQLiteStore("cache.sqlite3"))` writes every committed
+response through to the file; the next run loads the file's unexpired rows
+into its store at start and serves fresh ones without a request. One process
+per file: there is nobody to announce changes to, and the fetch lock is local.
+Calls are short synchronous statements on the event loop's thread.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import sqlite3
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from restlayer.core import Patch, Snapshot, Write
+from restlayer.core._patch import EndpointRow, EntityRow, IndexRow
+from restlayer.errors import SharedStoreError
+from restlayer.stores._codec import dumps, endpoint_record, lifetime_ms, parse_endpoint, parse_entity, snapshot
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS entities (
+    key TEXT NOT NULL, pk TEXT NOT NULL, fetched_at REAL NOT NULL, data TEXT NOT NULL, keep_until REAL NOT NULL,
+    PRIMARY KEY (key, pk));
+CREATE TABLE IF NOT EXISTS endpoints (
+    key TEXT PRIMARY KEY, fetched_at REAL NOT NULL, data TEXT NOT NULL, expired INTEGER NOT NULL DEFAULT 0,
+    keep_until REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS indexes (
+    key TEXT NOT NULL, field TEXT NOT NULL, value TEXT NOT NULL, pk TEXT, PRIMARY KEY (key, field, value));
+"""
+
+
+_EXPIRED, _INVALIDATED = 1, 2  # the `expired` column: 0 fresh, 1 stale, 2 invalidated (a tombstone)
+
+
+def _now_ms() -> float:
+    return time.time() * 1000
+
+
+class SQLiteStore:
+    """A `SharedStore` in one SQLite file (standard library only).
+
+    `keep_ms`: how long a row stays in the file after it expires (served stale
+    while refetched). Rows past that are deleted when the file is opened.
+    """
+
+    def __init__(self, path: str | Path, *, keep_ms: float = 600_000) -> None:
+        self.path = Path(path)
+        self.keep_ms = keep_ms
+        self._db: sqlite3.Connection | None = None
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({str(self.path)!r})"
+
+    def _conn(self) -> sqlite3.Connection:
+        if self._db is None:
+            raise SharedStoreError(f"{self.path}: the store is not open")
+        return self._db
+
+    async def open(self, on_patch: Callable[[Patch], None]) -> None:
+        """Open (or create) the file and load its unexpired rows into the controller's store."""
+        await self.close()
+        try:
+            self._db = sqlite3.connect(self.path, isolation_level=None)
+            self._db.executescript(_SCHEMA)
+            now = _now_ms()
+            with self._db:
+                self._db.execute("DELETE FROM entities WHERE keep_until < ?", (now,))
+                self._db.execute("DELETE FROM endpoints WHERE keep_until < ?", (now,))
+            patch = self._load()
+        except sqlite3.Error as exc:
+            raise SharedStoreError(f"{self.path}: {exc}") from exc
+        if patch:
+            on_patch(patch)
+
+    def _load(self) -> Patch:
+        """Every stored row as one patch (malformed rows are logged and skipped)."""
+        db = self._conn()
+        entities: list[EntityRow] = []
+        for (text,) in db.execute("SELECT data FROM entities"):
+            row = parse_entity(text)
+            if row is not None:
+                entities.append(row)
+        endpoints: list[EndpointRow] = []
+        expired: list[str] = []
+        invalidated: list[str] = []
+        for key, text, state in db.execute("SELECT key, data, expired FROM endpoints"):
+            parsed = parse_endpoint(text, key)
+            if parsed is not None:
+                endpoints.append((key, json.loads(text).get("result"), parsed[1]))
+                if state == _EXPIRED:
+                    expired.append(key)
+                elif state == _INVALIDATED:
+                    invalidated.append(key)
+        indexes: list[IndexRow] = [tuple(row) for row in db.execute("SELECT key, field, value, pk FROM indexes")]
+        return Patch(tuple(entities), tuple(endpoints), tuple(indexes), tuple(invalidated), tuple(expired))
+
+    async def run(self) -> None:
+        """Nothing is ever announced to a file: returns at once."""
+
+    async def close(self) -> None:
+        """Close the file (safe to call twice)."""
+        db, self._db = self._db, None
+        if db is not None:
+            db.close()
+
+    async def write(self, write: Write) -> None:
+        """Store `write` in one transaction; rows older than the file's are skipped."""
+        db = self._conn()
+        try:
+            with db:
+                db.execute("BEGIN")
+                if write.clear:
+                    for table in ("entities", "endpoints", "indexes"):
+                        db.execute(f"DELETE FROM {table}")
+                self._write_rows(db, write)
+        except sqlite3.Error as exc:
+            raise SharedStoreError(f"{self.path}: {exc}") from exc
+
+    def _write_rows(self, db: sqlite3.Connection, write: Write) -> None:
+        patch = write.patch
+        for key, pk, record, meta in patch.entities:
+            db.execute(
+                "INSERT INTO entities VALUES (?, ?, ?, ?, ?) ON CONFLICT (key, pk) DO UPDATE SET "
+                "fetched_at = excluded.fetched_at, data = excluded.data, keep_until = excluded.keep_until "
+                "WHERE excluded.fetched_at >= entities.fetched_at",
+                (key, pk, meta["fetched_at"], dumps([key, pk, record, meta]), self._until(meta, write.now)),
+            )
+        for key, result, meta in patch.endpoints:
+            response, deps = write.responses.get(key, (None, ()))
+            db.execute(
+                "INSERT INTO endpoints VALUES (?, ?, ?, 0, ?) ON CONFLICT (key) DO UPDATE SET "
+                "fetched_at = excluded.fetched_at, data = excluded.data, expired = 0, "
+                "keep_until = excluded.keep_until WHERE excluded.fetched_at >= endpoints.fetched_at",
+                (key, meta["fetched_at"], endpoint_record(response, result, meta, deps), self._until(meta, write.now)),
+            )
+        db.executemany("INSERT OR REPLACE INTO indexes VALUES (?, ?, ?, ?)", patch.indexes)
+        db.executemany(f"UPDATE endpoints SET expired = {_INVALIDATED} WHERE key = ?",
+                       [(k,) for k in patch.invalidated])
+        db.executemany(f"UPDATE endpoints SET expired = {_EXPIRED} WHERE key = ? AND expired = 0",
+                       [(k,) for k in patch.expired])
+
+    def _until(self, meta: dict[str, float], now: float) -> float:
+        return (now or _now_ms()) + lifetime_ms(meta, now or _now_ms(), self.keep_ms)
+
+    async def read(self, key: str) -> Snapshot | None:
+        """The stored response of `key` with its entities' current rows."""
+        db = self._conn()
+        try:
+            found = db.execute("SELECT data, expired FROM endpoints WHERE key = ?", (key,)).fetchone()
+            if found is None or found[1] == _INVALIDATED:
+                return None
+            parsed = parse_endpoint(found[0], key)
+            if parsed is None:
+                return None
+            rows = []
+            for ref in parsed[2]:
+                text = db.execute("SELECT data FROM entities WHERE key = ? AND pk = ?", ref).fetchone()
+                row = None if text is None else parse_entity(text[0])
+                if row is not None:
+                    rows.append(row)
+        except sqlite3.Error as exc:
+            raise SharedStoreError(f"{self.path}: {exc}") from exc
+        return snapshot(parsed, rows, bool(found[1]))
+
+    async def keys(self) -> list[str]:
+        """Every stored endpoint key."""
+        try:
+            return [key for (key,) in self._conn().execute("SELECT key FROM endpoints")]
+        except sqlite3.Error as exc:
+            raise SharedStoreError(f"{self.path}: {exc}") from exc
+
+    async def lock(self, key: str, ttl_ms: int) -> str | None:
+        """One process per file: the lock is always free."""
+        return secrets.token_hex(4)
+
+    async def extend(self, key: str, token: str, ttl_ms: int) -> bool:
+        """One process per file: the lock stays held."""
+        return True
+
+
+__all__ = ["SQLiteStore"]

@@ -1,0 +1,280 @@
+"""RedisStore in one process: write-through, propagation, read-through, the fleet lock, faults (real redis-server)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+import redis.asyncio as aioredis
+from redis.crc import key_slot
+
+from examples.redis_server import RedisServer
+from restlayer.core import Controller, SharedManager
+from restlayer.errors import SharedStoreError
+from restlayer.stores import RedisStore
+from tests.core._models import Clock, Todo, gets
+
+Make = Callable[..., Controller]
+
+
+@pytest.fixture
+async def make(redis_server: RedisServer, namespace: str) -> AsyncIterator[Make]:
+    """Controllers sharing the test's namespace (each with its own connections), connected before use."""
+    made: list[Controller] = []
+
+    def build(url: str | None = None, **options: Any) -> Controller:
+        lock_ms = options.pop("lock_ms", 5000)
+        store = RedisStore(url or redis_server.url, namespace=namespace)
+        ctrl = Controller(shared=SharedManager(store, lock_ms=lock_ms,
+                                               clear_on_reset=options.pop("clear_on_reset", False)), **options)
+        made.append(ctrl)
+        return ctrl
+
+    yield build
+    for ctrl in made:
+        ctrl.close()
+        await shared(ctrl).wait_closed()
+
+
+@pytest.fixture
+async def raw(redis_server: RedisServer) -> AsyncIterator[Any]:
+    client = aioredis.Redis.from_url(redis_server.url)
+    yield client
+    await client.aclose()
+
+
+def title(todo: Todo | None) -> str | None:
+    """A stored todo's title (None when it is not stored)."""
+    return None if todo is None else todo.title
+
+
+def shared(ctrl: Controller) -> SharedManager:
+    return next(m for m in ctrl.managers if isinstance(m, SharedManager))
+
+
+async def started(*ctrls: Controller) -> None:
+    for ctrl in ctrls:
+        assert await asyncio.wait_for(shared(ctrl).wait_started(), 10)
+
+
+async def until(ctrl: Controller, condition: Callable[[], bool], limit: int = 50) -> None:
+    """Wait announcement by announcement (at most `limit`, 10 s) until `condition()` holds."""
+    manager = shared(ctrl)
+
+    async def loop() -> None:
+        for _ in range(limit):
+            if condition():
+                return
+            await manager.wait_received(manager.received + 1)
+        raise AssertionError("condition never held")
+
+    await asyncio.wait_for(loop(), 10)
+
+
+async def changed_once(ctrl: Controller, endpoint: Any, args: dict[str, Any], test: Callable[[Any], bool]) -> Any:
+    """Wait (bounded) until a watch on `endpoint(args)` reports a value passing `test`."""
+    seen: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+
+    current = ctrl.cache(endpoint, args)
+    if test(current):
+        return current
+
+    def callback(value: Any) -> None:
+        if test(value) and not seen.done():
+            seen.set_result(value)
+
+    unwatch = ctrl.watch(endpoint, args, callback=callback)
+    try:
+        return await asyncio.wait_for(seen, 10)
+    finally:
+        unwatch()
+
+
+async def test_response_is_written_through_with_one_hash_slot_and_a_lifetime(
+    make: Make, res: Any, raw: Any, namespace: str
+) -> None:
+    ctrl = make()
+    await started(ctrl)
+    await ctrl.fetch(res.Todo.get, id=1)
+    await shared(ctrl).flush()
+    names = [n.decode() async for n in raw.scan_iter(match=f"rl:{{{namespace}}}:*")]
+    assert any(":r:" in n for n in names) and any(":e:" in n for n in names)
+    assert {key_slot(n.encode()) for n in names} == {key_slot(namespace.encode())}
+    ttl = await raw.pttl(next(n for n in names if ":e:" in n))
+    assert 60_000 < ttl <= 60_000 + 600_000
+
+
+async def test_other_process_reads_through_without_a_request(make: Make, res: Any, api: Any) -> None:
+    first, second = make(), make()
+    await started(first, second)
+    todo = await first.suspense(res.Todo.get, id=1)
+    await shared(first).flush()
+    assert await second.suspense(res.Todo.get, id=1) == todo
+    assert len(gets(api, "/todos/1")) == 1
+    assert second.get(Todo, {"id": 1}) == todo
+
+
+async def test_explicit_fetch_of_fresh_data_still_sends_a_request(make: Make, res: Any, api: Any) -> None:
+    ctrl = make()
+    await started(ctrl)
+    await ctrl.fetch(res.Todo.get, id=1)
+    await ctrl.fetch(res.Todo.get, id=1)
+    assert len(gets(api, "/todos/1")) == 2
+
+
+async def test_an_edit_reaches_the_other_controllers_watchers(make: Make, res: Any) -> None:
+    writer, reader = make(), make()
+    await started(writer, reader)
+    await reader.suspense(res.Todo.get, id=1)
+    waiting = asyncio.ensure_future(changed_once(reader, res.Todo.get, {"id": 1}, lambda t: t.title == "shared"))
+    await asyncio.sleep(0)
+    await writer.fetch(res.Todo.partial_update, {"id": 1}, {"title": "shared"})
+    assert (await waiting).title == "shared"
+    assert title(reader.cache(res.Todo.get, id=1)) == "shared"
+
+
+async def test_invalidation_reaches_the_other_controller(make: Make, res: Any) -> None:
+    writer, reader = make(), make()
+    await started(writer, reader)
+    await reader.suspense(res.Todo.get, id=1)
+    key = res.Todo.get.key({"id": 1})
+    writer.invalidate(res.Todo.get, id=1)
+    await until(reader, lambda: bool(reader.get_state().meta[key].get("invalidated")))
+    assert key not in reader.get_state().endpoints
+
+
+async def test_two_writers_converge_on_the_later_started_request(make: Make, res: Any) -> None:
+    early, late = Clock(1_000_000), Clock(2_000_000)
+    a, b = make(clock=late), make(clock=early)
+    await started(a, b)
+    a.set_response(res.Todo.get, {"id": 7}, {"id": 7, "title": "later request"})
+    await shared(a).flush()
+    b.set_response(res.Todo.get, {"id": 7}, {"id": 7, "title": "earlier request"})
+    await shared(b).flush()
+    await until(b, lambda: title(b.get(Todo, {"id": 7})) == "later request")
+    assert title(a.get(Todo, {"id": 7})) == "later request"
+    third = make(clock=late)
+    await started(third)
+    assert (await third.suspense(res.Todo.get, id=7)).title == "later request"
+
+
+async def test_concurrent_readers_send_one_request_for_the_fleet(make: Make, res: Any, api: Any) -> None:
+    ctrls = [make() for _ in range(4)]
+    await started(*ctrls)
+    results = await asyncio.gather(*(c.suspense(res.slow, ms=200) for c in ctrls))
+    assert results == [{"slept": 200}] * 4
+    assert len(gets(api, "/_test/slow")) == 1
+
+
+async def test_a_dead_lock_holder_expires_and_the_waiter_fetches(
+    make: Make, res: Any, api: Any, raw: Any, namespace: str
+) -> None:
+    ctrl = make(lock_ms=300)
+    await started(ctrl)
+    store = shared(ctrl).store
+    assert isinstance(store, RedisStore)
+    await raw.set(store.lock_key(res.Todo.get.key({"id": 2})), "a-dead-process", px=300)
+    todo = await asyncio.wait_for(ctrl.suspense(res.Todo.get, id=2), 10)
+    assert todo.id == 2 and len(gets(api, "/todos/2")) == 1
+
+
+async def test_a_failed_holder_releases_the_key_for_the_waiters(make: Make, res: Any, api: Any) -> None:
+    a, b = make(), make()
+    await started(a, b)
+    outcomes = await asyncio.gather(a.fetch(res.status, code=500), b.fetch(res.status, code=500),
+                                    return_exceptions=True)
+    assert all(isinstance(o, Exception) for o in outcomes)
+    assert 1 <= len(gets(api, "/_test/status/500")) <= 2
+
+
+async def test_malformed_value_in_redis_is_ignored_and_logged(
+    make: Make, res: Any, api: Any, raw: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    ctrl = make()
+    await started(ctrl)
+    store = shared(ctrl).store
+    assert isinstance(store, RedisStore)
+    await raw.hset(store.endpoint_key(res.Todo.get.key({"id": 1})), mapping={"f": "1", "d": "{not json"})
+    await raw.publish(store.channel, json.dumps({"e": [["Todo", "1", "not a dict", {}]]}))
+    with caplog.at_level(logging.WARNING, logger="restlayer.shared"):
+        todo = await ctrl.suspense(res.Todo.get, id=1)
+    assert todo.title == "delectus aut autem" and len(gets(api, "/todos/1")) == 1
+    assert "malformed" in caplog.text
+
+
+async def test_reset_clears_the_namespace_only_when_asked(make: Make, res: Any, raw: Any, namespace: str) -> None:
+    keeper, clearer = make(), make(clear_on_reset=True)
+    await started(keeper, clearer)
+    await keeper.fetch(res.Todo.get, id=1)
+    await shared(keeper).flush()
+    pattern = f"rl:{{{namespace}}}:*"
+    keeper.reset_entire_store()
+    await shared(keeper).flush()
+    assert [n async for n in raw.scan_iter(match=pattern)]
+    clearer.reset_entire_store()
+    await shared(clearer).flush()
+    assert [n async for n in raw.scan_iter(match=pattern)] == []
+
+
+async def test_unreachable_at_start_works_locally_then_rejoins(
+    private_redis: RedisServer, make: Make, res: Any, api: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    private_redis.stop()
+    ctrl = make(private_redis.url)
+    with caplog.at_level(logging.WARNING, logger="restlayer.shared"):
+        assert await asyncio.wait_for(shared(ctrl).wait_started(), 10) is False
+        assert (await ctrl.suspense(res.Todo.get, id=1)).id == 1
+    assert caplog.text.count("unreachable") == 1
+    private_redis.start()
+    await asyncio.wait_for(shared(ctrl).wait_online(), 20)
+    other = make(private_redis.url)
+    await started(other)
+    await ctrl.fetch(res.Todo.get, id=3)
+    await shared(ctrl).flush()
+    assert (await other.suspense(res.Todo.get, id=3)).id == 3
+    assert len(gets(api, "/todos/3")) == 1
+
+
+async def test_redis_dying_mid_run_logs_once_and_reads_keep_working(
+    private_redis: RedisServer, make: Make, res: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    ctrl = make(private_redis.url)
+    await started(ctrl)
+    await ctrl.fetch(res.Todo.get, id=1)
+    await shared(ctrl).flush()
+    with caplog.at_level(logging.WARNING, logger="restlayer.shared"):
+        private_redis.stop()
+        for todo_id in (2, 3, 4):
+            assert (await asyncio.wait_for(ctrl.fetch(res.Todo.get, id=todo_id), 10)).id == todo_id
+        assert ctrl.cache(res.Todo.get, id=1) == await ctrl.suspense(res.Todo.get, id=1)
+    assert caplog.text.count("unreachable") == 1
+    private_redis.start()
+    await asyncio.wait_for(shared(ctrl).wait_online(), 20)
+    assert ctrl.get_response(res.Todo.get, id=1).expires_at == 1  # coarse resync: local data expired
+
+
+def test_namespace_with_braces_is_refused() -> None:
+    with pytest.raises(SharedStoreError, match="namespace"):
+        RedisStore("redis://127.0.0.1:1/0", namespace="a}b")
+
+
+async def test_expire_all_reaches_keys_only_other_processes_hold(make: Make, res: Any) -> None:
+    holder, other = make(), make()
+    await started(holder, other)
+    await holder.suspense(res.Todo.get, id=4)
+    await shared(holder).flush()
+    other.expire_all(lambda key: key.endswith("/todos/4"))
+    await until(holder, lambda: holder.get_response(res.Todo.get, id=4).expires_at == 1)
+    assert title(holder.cache(res.Todo.get, id=4)) == "et porro tempora"  # stale data is still served
+
+
+async def test_set_of_an_entity_reaches_the_other_controller(make: Make, res: Any) -> None:
+    writer, reader = make(), make()
+    await started(writer, reader)
+    await reader.suspense(res.Todo.get, id=5)
+    writer.set(Todo, {"id": 5}, {"id": 5, "title": "set by another process"})
+    await until(reader, lambda: title(reader.get(Todo, {"id": 5})) == "set by another process")

@@ -1,0 +1,104 @@
+"""SQLiteStore: a second run of the same program serves fresh reads from the file, without requests."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from restlayer.core import Controller, SharedManager
+from restlayer.stores import SQLiteStore
+from tests.core._models import Todo, gets
+
+
+async def run(path: Path, work: Any) -> Any:
+    """One "run of the script": a controller on the file, `work(ctrl)`, then every write flushed."""
+    ctrl = Controller(shared=SQLiteStore(path))
+    manager = next(m for m in ctrl.managers if isinstance(m, SharedManager))
+    try:
+        assert await asyncio.wait_for(manager.wait_started(), 10)
+        result = await work(ctrl)
+        await manager.flush()
+        return result
+    finally:
+        ctrl.close()
+        await manager.wait_closed()
+
+
+async def test_second_run_serves_fresh_reads_from_the_file(tmp_path: Path, res: Any, api: Any) -> None:
+    path = tmp_path / "cache.sqlite3"
+
+    async def read(ctrl: Controller) -> Any:
+        return await ctrl.suspense(res.Todo.get_list), await ctrl.suspense(res.User.get, id=1)
+
+    first = await run(path, read)
+    assert len(api.requests) == 2
+    second = await run(path, read)
+    assert second == first and len(api.requests) == 2
+
+
+async def test_second_run_sees_stored_data_in_plain_cache_reads(tmp_path: Path, res: Any, api: Any) -> None:
+    path = tmp_path / "cache.sqlite3"
+    await run(path, lambda ctrl: ctrl.suspense(res.User.get, id=1))
+
+    async def cached(ctrl: Controller) -> Any:
+        user = ctrl.cache(res.User.get, id=1)
+        assert user is not None
+        return user, ctrl.get(res.User.get.schema, {"username": user.username})
+
+    user, by_index = await run(path, cached)
+    assert user.id == 1 and by_index == user
+    assert len(api.requests) == 1
+
+
+async def test_expired_and_invalidated_data_is_fetched_again(tmp_path: Path, res: Any, api: Any) -> None:
+    path = tmp_path / "cache.sqlite3"
+
+    async def read_then_drop(ctrl: Controller) -> None:
+        await ctrl.suspense(res.Todo.get, id=1)
+        await ctrl.suspense(res.Todo.get, id=2)
+        ctrl.expire_all(lambda key: key.endswith("/todos/1"))
+        ctrl.invalidate(res.Todo.get, id=2)
+
+    await run(path, read_then_drop)
+
+    async def read_again(ctrl: Controller) -> None:
+        assert ctrl.get_response(res.Todo.get, id=1).expires_at == 1  # stale: served, and refetched
+        await ctrl.fetch_if_stale(res.Todo.get, id=1)
+        await ctrl.suspense(res.Todo.get, id=2)
+
+    await run(path, read_again)
+    assert len(gets(api, "/todos/1")) == 2 and len(gets(api, "/todos/2")) == 2
+
+
+async def test_malformed_rows_in_the_file_are_ignored_and_logged(
+    tmp_path: Path, res: Any, api: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "cache.sqlite3"
+    await run(path, lambda ctrl: ctrl.suspense(res.Todo.get, id=1))
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE endpoints SET data = '{broken'")
+        db.execute("UPDATE entities SET data = '[\"Todo\", \"1\", 5, {}]'")
+    with caplog.at_level(logging.WARNING, logger="restlayer.shared"):
+        todo = await run(path, lambda ctrl: ctrl.suspense(res.Todo.get, id=1))
+    assert todo == Todo(id=1, userId=1, title="delectus aut autem", completed=False)
+    assert len(gets(api, "/todos/1")) == 2 and caplog.text.count("malformed") >= 2
+
+
+async def test_an_unopenable_file_leaves_the_controller_working_locally(
+    tmp_path: Path, res: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    ctrl = Controller(shared=SQLiteStore(tmp_path / "missing-dir" / "cache.sqlite3"))
+    manager = next(m for m in ctrl.managers if isinstance(m, SharedManager))
+    try:
+        with caplog.at_level(logging.WARNING, logger="restlayer.shared"):
+            assert await asyncio.wait_for(manager.wait_started(), 10) is False
+            assert (await ctrl.suspense(res.Todo.get, id=1)).id == 1
+        assert "unreachable" in caplog.text
+    finally:
+        ctrl.close()
+        await manager.wait_closed()
