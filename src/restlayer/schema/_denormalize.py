@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from restlayer._gc import no_gc
 from restlayer._text import to_text
 from restlayer.schema._base import INVALID, compile_schema
 
@@ -164,6 +165,7 @@ def deps_valid(entities: Mapping[str, Any], deps: list[Dep], start: int = 0) -> 
     return True
 
 
+@no_gc
 def denormalize(
     schema: Any, input: Any, entities: Mapping[str, Any], args: tuple[Any, ...] | list[Any] = ()
 ) -> Any:

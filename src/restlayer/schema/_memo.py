@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from restlayer._gc import no_gc
 from restlayer.schema._base import INVALID, compile_schema
 from restlayer.schema._denormalize import Dep, Unvisit, deps_valid
 from restlayer.schema._normalize import _tables_of
@@ -62,6 +63,7 @@ class MemoCache:
         """Like `denormalize()`, returning the same object while its data is unchanged."""
         return self.denormalize_detail(schema, input, entities, args).data
 
+    @no_gc
     def denormalize_detail(
         self, schema: Any, input: Any, entities: Mapping[str, Any], args: tuple[Any, ...] | list[Any] = ()
     ) -> Denormalized:
@@ -92,6 +94,7 @@ class MemoCache:
         """Answer a read of `schema` from the store alone (Query, All, Entity, Collection, dict)."""
         return self.query_detail(schema, args, state).data
 
+    @no_gc
     def query_detail(self, schema: Any, args: tuple[Any, ...] | list[Any], state: Any) -> Denormalized:
         """`query` plus whether anything was found and what was read."""
         node = compile_schema(schema)

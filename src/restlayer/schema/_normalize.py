@@ -11,6 +11,7 @@ import time
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+from restlayer._gc import no_gc
 from restlayer._pmap import EMPTY, PMap
 from restlayer._text import to_text
 from restlayer.errors import SchemaError
@@ -210,6 +211,7 @@ def default_meta(meta: Mapping[str, Any] | None) -> dict[str, Any]:
     return full
 
 
+@no_gc
 def normalize(
     schema: Any,
     input: Any,
