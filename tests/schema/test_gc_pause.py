@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -23,7 +23,7 @@ class Probe(Entity):
     """Records whether the collector was enabled while the engine processed it."""
 
     id: int = 0
-    seen: list[bool] = []  # noqa: RUF012 - class-level record of observations
+    seen: ClassVar[list[bool]] = []
 
     @classmethod
     def process(cls, input: Any, parent: Any, key: str | None, args: tuple[Any, ...]) -> Any:

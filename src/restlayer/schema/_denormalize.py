@@ -170,5 +170,7 @@ def denormalize(
     schema: Any, input: Any, entities: Mapping[str, Any], args: tuple[Any, ...] | list[Any] = ()
 ) -> Any:
     """Rebuild the value of `input` by `schema` from `entities`; None when it is invalid."""
-    value = Unvisit(entities, tuple(args))(compile_schema(schema), input)
+    from restlayer.schema._fast import denormalize_with
+
+    value = denormalize_with(Unvisit(entities, tuple(args)), compile_schema(schema), input)
     return None if value is INVALID else value

@@ -13,7 +13,8 @@ from typing import Any
 
 from restlayer._gc import no_gc
 from restlayer.schema._base import INVALID, compile_schema
-from restlayer.schema._denormalize import Dep, Unvisit, deps_valid
+from restlayer.schema._denormalize import Dep, Unvisit
+from restlayer.schema._fast import denormalize_with, dep_groups, groups_valid
 from restlayer.schema._normalize import _tables_of
 
 _MAX_RESULTS = 4096
@@ -40,13 +41,20 @@ class Denormalized:
 
 
 class _Entry:
-    __slots__ = ("args", "entities", "input", "result")
+    __slots__ = ("args", "entities", "groups", "input", "result")
 
     def __init__(self, input: Any, args: tuple[Any, ...], entities: Any, result: Denormalized):
         self.input = input
         self.args = args
         self.entities = entities
         self.result = result
+        self.groups: Any = None
+
+    def valid_for(self, entities: Mapping[str, Any]) -> bool:
+        """Whether every record the read touched is still the one in `entities` (deps grouped by table once)."""
+        if self.groups is None:
+            self.groups = dep_groups(self.result.deps)
+        return groups_valid(entities, self.groups)
 
 
 class MemoCache:
@@ -77,12 +85,12 @@ class MemoCache:
             entry is not None
             and (hashable or entry.input is input)
             and entry.args == args
-            and (entry.entities is entities or deps_valid(entities, entry.result.deps))
+            and (entry.entities is entities or entry.valid_for(entities))
         ):
             entry.entities = entities
             return entry.result
         unvisit = Unvisit(entities, args, cache=self._entities, checking=True)
-        value = unvisit(node, input)
+        value = denormalize_with(unvisit, node, input)
         invalid = value is INVALID
         result = Denormalized(None if invalid else value, invalid, True, unvisit.deps)
         if len(self._results) >= _MAX_RESULTS:

@@ -16,6 +16,7 @@ from restlayer._pmap import EMPTY, PMap
 from restlayer._text import to_text
 from restlayer.errors import SchemaError
 from restlayer.schema._base import INVALID, compile_schema, schema_name
+from restlayer.schema._fast import normalizer
 
 Tables = PMap[str, PMap[str, Any]]
 _NO_META: dict[str, float] = {"fetched_at": 0, "date": 0, "expires_at": 0}
@@ -239,5 +240,11 @@ def normalize(
             f'Unexpected input given to normalize. Expected type to be "object", found "{found}"',
             schema=schema_name(node),
         )
+    fast = normalizer(node)
+    if fast is not None:
+        try:
+            return ctx.commit(fast(input, input, None, ctx))
+        except RecursionError:  # deeper than the generated functions go: redo it all generally
+            ctx = Normalizer(ctx.args, ctx.meta, state)
     result = node.normalize_value(input, input, None, ctx)
     return ctx.commit(result)

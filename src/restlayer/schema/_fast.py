@@ -1,0 +1,402 @@
+"""Specialised normalize/denormalize functions generated once per compiled schema.
+
+The general engine dispatches through a method call per node and per member
+(`Entity.normalize_value`, `normalize_members`, `Normalizer.store`, ...). For
+the common case, an entity class that keeps the default `process`, `pk`,
+`validate` and `from_json` hooks, this module writes one plain Python function
+per schema node with the member names, defaults and table key baked in, so an
+entity costs a handful of dict operations. Anything unusual (a non-dict value,
+an unusable pk, a record already stored, an overridden hook, a schema type it
+does not know) is handed to the general engine's own method on the same
+`Normalizer`/`Unvisit`, so both produce the same result, the same store and the
+same errors; tests compare them on random data.
+
+The generated functions recurse like the schema does; a chain deeper than the
+interpreter's recursion limit raises `RecursionError`, and the entry points then
+redo the whole call with the general engine.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from operator import is_
+from typing import Any
+
+from restlayer._text import to_text
+from restlayer.errors import SchemaError
+from restlayer.schema._base import INVALID
+from restlayer.schema._containers import Array, Object
+from restlayer.schema._denormalize import Dep, deps_valid
+from restlayer.schema._entity import Entity
+
+NormFn = Callable[[Any, Any, Any, Any], Any]
+DenormFn = Callable[[Any, Any], Any]
+
+_enabled = True
+_norm_plans: dict[Any, tuple[tuple[Any, ...], list[Any], NormFn | None]] = {}
+_denorm_plans: dict[Any, tuple[tuple[Any, ...], list[Any], DenormFn | None]] = {}
+_MAX_PLANS = 1024
+
+
+@contextmanager
+def disabled() -> Iterator[None]:
+    """Run the block with the general engine only (tests compare both engines)."""
+    global _enabled
+    was, _enabled = _enabled, False
+    try:
+        yield
+    finally:
+        _enabled = was
+
+
+def _plain_entity(node: Any) -> bool:
+    """An Entity class whose hooks are all the defaults, so its work can be written out."""
+    return (
+        isinstance(node, type)
+        and issubclass(node, Entity)
+        and node._plain_pk
+        and node._plain_build
+        and node._plain_store
+        and not node._checks_valid
+        and not node.indexes
+        and node.process.__func__ is Entity.process.__func__  # type: ignore[attr-defined]
+        and node.normalize_value.__func__ is Entity.normalize_value.__func__  # type: ignore[attr-defined]
+        and node.denormalize_value.__func__ is Entity.denormalize_value.__func__  # type: ignore[attr-defined]
+    )
+
+
+def _classes(node: Any) -> tuple[Any, ...]:
+    """Every entity class a plan for `node` bakes in (their schema, key and indexes are reassignable)."""
+    out: list[Any] = []
+    seen: set[int] = set()
+
+    def walk(n: Any) -> None:
+        if id(n) in seen:
+            return
+        seen.add(id(n))
+        if isinstance(n, type) and issubclass(n, Entity):
+            out.append(n)
+            for child in n.nested().values():
+                walk(child)
+        elif isinstance(n, Array):
+            walk(n.node)
+        elif isinstance(n, Object):
+            for child in n.nodes.values():
+                walk(child)
+
+    walk(node)
+    return tuple(out)
+
+
+def _stamp(classes: tuple[Any, ...]) -> list[Any]:
+    return [(c.schema, c.key, c.indexes) for c in classes]
+
+
+def _plan(cache: dict[Any, Any], node: Any, build: Callable[[Any], Any]) -> Any:
+    """The cached plan for `node` (None: not eligible), rebuilt when a class it bakes in changed."""
+    hit = cache.get(node)
+    if hit is not None and _stamp(hit[0]) == hit[1]:
+        return hit[2]
+    fn = build(node) if (_plain_entity(node) or isinstance(node, (Array, Object))) else None
+    classes = _classes(node)
+    if len(cache) >= _MAX_PLANS:
+        cache.clear()
+    cache[node] = (classes, _stamp(classes), fn)
+    return fn
+
+
+def normalizer(node: Any) -> NormFn | None:
+    """The generated normalize function for compiled `node`, or None when the general engine should run."""
+    if not _enabled:
+        return None
+    fn: NormFn | None = _plan(_norm_plans, node, lambda n: _Gen("n").function(n))
+    return fn
+
+
+def denormalizer(node: Any) -> DenormFn | None:
+    """The generated denormalize function for compiled `node`, or None when the general engine should run."""
+    if not _enabled:
+        return None
+    fn: DenormFn | None = _plan(_denorm_plans, node, lambda n: _Gen("d").function(n))
+    return fn
+
+
+def dep_groups(deps: list[Dep]) -> list[tuple[str, Any, tuple[str, ...], tuple[Any, ...]]]:
+    """`deps` grouped by the table they were read from: (key, table, pks, records)."""
+    groups: dict[tuple[str, int], tuple[str, Any, list[str], list[Any]]] = {}
+    for key, pk, table, record in deps:
+        group = groups.get((key, id(table)))
+        if group is None:
+            group = groups[(key, id(table))] = (key, table, [], [])
+        group[2].append(pk)
+        group[3].append(record)
+    return [(key, table, tuple(pks), tuple(records)) for key, table, pks, records in groups.values()]
+
+
+def groups_valid(entities: Any, groups: list[tuple[str, Any, tuple[str, ...], tuple[Any, ...]]]) -> bool:
+    """Same answer as `deps_valid` on the grouped deps: one identity test per unchanged table,
+    and a C-level scan of the pks read from a changed one."""
+    get = entities.get
+    for key, table, pks, records in groups:
+        current = get(key)
+        if current is table:
+            continue
+        if current is None:
+            if any(r is not None for r in records):
+                return False
+        elif not all(map(is_, map(current.get, pks), records)):
+            return False
+    return True
+
+
+class _Gen:
+    """Writes the source of one function per node (shared across cycles) and execs it once."""
+
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+        self.names: dict[int, str] = {}
+        self.lines: list[str] = []
+        self.env: dict[str, Any] = {
+            "SchemaError": SchemaError,
+            "INVALID": INVALID,
+            "to_text": to_text,
+            "deps_valid": deps_valid,
+            "deepcopy": copy.deepcopy,
+            "setdict": object.__setattr__,
+            "new": object.__new__,
+        }
+
+    def function(self, node: Any) -> Any:
+        name = self.ref(node)
+        code = compile("\n".join(self.lines), f"<restlayer fast {self.mode}>", "exec")
+        exec(code, self.env)
+        return self.env[name]
+
+    def const(self, value: Any) -> str:
+        name = f"c{len(self.env)}"
+        self.env[name] = value
+        return name
+
+    def ref(self, node: Any) -> str:
+        """The name of the function handling `node` (writing it on first use)."""
+        if node is None:
+            return "None"
+        known = self.names.get(id(node))
+        if known is not None:
+            return known
+        name = f"{self.mode}{len(self.names)}"
+        self.names[id(node)] = name
+        self.const(node)  # keep it alive while the plan lives
+        if _plain_entity(node):
+            self.entity(name, node)
+        elif isinstance(node, Array) and node.node is not None:
+            self.array(name, node)
+        elif isinstance(node, Object):
+            self.object(name, node)
+        else:
+            method = node.normalize_value if self.mode == "n" else node.denormalize_value
+            self.env[name] = method
+        return name
+
+    def emit(self, *lines: str) -> None:
+        self.lines.extend(lines)
+
+    # ----- normalize ---------------------------------------------------------------------
+    def entity(self, name: str, cls: Any) -> None:
+        if self.mode == "d":
+            return self.entity_d(name, cls)
+        general, key = self.const(cls.normalize_value), self.const(cls.key)
+        cls_ref = self.const(cls)
+        body = [
+            f"def {name}(value, parent, key, ctx):",
+            "    if value.__class__ is not dict:",
+            f"        return {general}(value, parent, key, ctx)",
+            "    processed = dict(value)",
+            "    pk = processed.get('id')",
+            "    if pk.__class__ is not str:",
+            "        if pk is None or pk.__class__ is bool or pk.__class__ is float:",
+            f"            return {general}(value, parent, key, ctx)",
+            "        pk = to_text(pk)",
+            "    if pk == '' or pk == 'undefined':",
+            f"        return {general}(value, parent, key, ctx)",
+        ]
+        for field, child in cls.nested().items():
+            if child is None:
+                continue
+            fn, fname = self.ref(child), self.const(field)
+            body += [
+                f"    child = processed.get({fname})",
+                "    if child is not None:",
+                "        try:",
+                f"            processed[{fname}] = {fn}(child, processed, {fname}, ctx)",
+                "        except SchemaError as exc:",
+                f"            exc.path = ({fname}, *exc.path)",
+                "            raise",
+            ]
+        body += [
+            f"    table = ctx.pending.get({key})",
+            "    if table is not None and pk not in table:",
+            f"        stored = ctx.entities.get({key})",
+            "        if stored is None or stored.get(pk) is None:",
+            "            table[pk] = processed",
+            f"            ctx.pending_meta[{key}][pk] = ctx.meta",
+            "            return pk",
+            f"    ctx.store({cls_ref}, pk, processed)",
+            "    return pk",
+            "",
+        ]
+        self.emit(*body)
+        return None
+
+    def array(self, name: str, node: Array) -> None:
+        general = self.const(node.normalize_value if self.mode == "n" else node.denormalize_value)
+        fn = self.ref(node.node)
+        if self.mode == "d":
+            self.emit(
+                f"def {name}(value, unvisit):",
+                "    out = []",
+                "    for item in value:",
+                "        if item is not None:",
+                f"            result = {fn}(item, unvisit)",
+                "            if result is not None and result is not INVALID:",
+                "                out.append(result)",
+                "    return out",
+                "",
+            )
+            return
+        self.emit(
+            f"def {name}(value, parent, key, ctx):",
+            "    if value.__class__ is not list:",
+            f"        return {general}(value, parent, key, ctx)",
+            "    out = []",
+            "    index = -1",
+            "    try:",
+            "        for item in value:",
+            "            index += 1",
+            "            if item is not None:",
+            f"                result = {fn}(item, parent, key, ctx)",
+            "                if result is not None:",
+            "                    out.append(result)",
+            "    except SchemaError as exc:",
+            "        exc.path = (index, *exc.path)",
+            "        raise",
+            "    return out",
+            "",
+        )
+
+    def object(self, name: str, node: Object) -> None:
+        general = self.const(node.normalize_value if self.mode == "n" else node.denormalize_value)
+        members = [(self.const(f), self.ref(c)) for f, c in node.nodes.items() if c is not None]
+        if self.mode == "d":
+            body = [
+                f"def {name}(value, unvisit):",
+                "    if value.__class__ is not dict:",
+                f"        return {general}(value, unvisit)",
+                "    out = dict(value)",
+            ]
+            for fname, fn in members:
+                body += [
+                    f"    child = out.get({fname})",
+                    "    if child is not None:",
+                    f"        result = {fn}(child, unvisit)",
+                    "        if result is INVALID:",
+                    "            return INVALID",
+                    f"        out[{fname}] = result",
+                ]
+            self.emit(*body, "    return out", "")
+            return
+        body = [
+            f"def {name}(value, parent, key, ctx):",
+            "    if value.__class__ is not dict:",
+            f"        return {general}(value, parent, key, ctx)",
+            "    out = dict(value)",
+        ]
+        for fname, fn in members:
+            body += [
+                f"    child = out.get({fname})",
+                "    if child is not None:",
+                "        try:",
+                f"            out[{fname}] = {fn}(child, value, {fname}, ctx)",
+                "        except SchemaError as exc:",
+                f"            exc.path = ({fname}, *exc.path)",
+                "            raise",
+            ]
+        self.emit(*body, "    return out", "")
+
+    # ----- denormalize -------------------------------------------------------------------
+    def entity_d(self, name: str, cls: Any) -> None:
+        general, key, cls_ref = self.const(cls.denormalize_value), self.const(cls.key), self.const(cls)
+        defaults = self.const(dict(cls._defaults))
+        body = [
+            f"def {name}(value, unvisit):",
+            "    if value.__class__ is not str:",
+            f"        return {general}(value, unvisit)",
+            f"    table = unvisit.entities.get({key})",
+            "    record = None if table is None else table.get(value)",
+            "    if record is None or record is INVALID:",
+            f"        unvisit.deps.append(({key}, value, table, record))",
+            "        return record",
+            "    cache = unvisit.cache",
+            f"    ck = ({key}, value)",
+            "    hit = cache.get(ck)",
+            "    if hit is not None and hit[0] is record:",
+            f"        return {general}(value, unvisit)",
+            "    outer = unvisit.deps",
+            f"    unvisit.deps = mine = [({key}, value, table, record)]",
+            f"    values = dict({defaults})",
+            "    values.update(record)",
+        ]
+        for field in cls._mutable_defaults:
+            fname = self.const(field)
+            body += [
+                f"    if {fname} not in record:",
+                f"        values[{fname}] = deepcopy(values[{fname}])",
+            ]
+        body += [
+            f"    obj = new({cls_ref})",
+            "    cache[ck] = (record, obj, None)",
+        ]
+        for field, child in cls.nested().items():
+            if child is None:
+                continue
+            fn, fname = self.ref(child), self.const(field)
+            body += [
+                f"    child = record.get({fname})",
+                "    if child is not None and obj is not INVALID:",
+                f"        result = {fn}(child, unvisit)",
+                "        if result is INVALID:",
+            ]
+            if field in cls._truthy_defaults:
+                body.append("            obj = INVALID")
+            else:
+                body.append("            result = None")
+            body.append(f"        values[{fname}] = result")
+        body += [
+            "    if obj is not INVALID:",
+            "        setdict(obj, '__dict__', values)",
+            "    unvisit.deps = outer",
+            "    outer.extend(mine)",
+            "    cache[ck] = (record, obj, mine)",
+            "    return obj",
+            "",
+        ]
+        self.emit(*body)
+
+
+def denormalize_with(unvisit: Any, node: Any, input: Any) -> Any:
+    """Denormalize `input` by compiled `node` through its generated function when there is one."""
+    fn = denormalizer(node) if input is not None else None
+    if fn is None:
+        return unvisit(node, input)
+    try:
+        return fn(input, unvisit)
+    except RecursionError:
+        # Too deep for the generated functions: forget this read's half-built instances
+        # and let the general engine do the whole read.
+        cache = unvisit.cache
+        for item in [k for k, hit in cache.items() if hit[2] is None]:
+            del cache[item]
+        unvisit.deps = []
+        return unvisit(node, input)
