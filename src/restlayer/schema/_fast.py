@@ -166,6 +166,7 @@ class _Gen:
             "deepcopy": copy.deepcopy,
             "setdict": object.__setattr__,
             "new": object.__new__,
+            "NO_META": {"fetched_at": 0, "date": 0, "expires_at": 0},
         }
 
     def function(self, node: Any) -> Any:
@@ -216,9 +217,12 @@ class _Gen:
             "    processed = dict(value)",
             "    pk = processed.get('id')",
             "    if pk.__class__ is not str:",
-            "        if pk is None or pk.__class__ is bool or pk.__class__ is float:",
+            "        if pk.__class__ is int:",
+            "            pk = str(pk)",
+            "        elif pk is None or pk.__class__ is bool or pk.__class__ is float:",
             f"            return {general}(value, parent, key, ctx)",
-            "        pk = to_text(pk)",
+            "        else:",
+            "            pk = to_text(pk)",
             "    if pk == '' or pk == 'undefined':",
             f"        return {general}(value, parent, key, ctx)",
         ]
@@ -239,9 +243,22 @@ class _Gen:
             f"    table = ctx.pending.get({key})",
             "    if table is not None and pk not in table:",
             f"        stored = ctx.entities.get({key})",
-            "        if stored is None or stored.get(pk) is None:",
+            "        existing = None if stored is None else stored.get(pk)",
+            "        if existing is None:",
             "            table[pk] = processed",
             f"            ctx.pending_meta[{key}][pk] = ctx.meta",
+            "            return pk",
+            "        if existing.__class__ is dict:  # stored before: the default merge, older data loses",
+            f"            metas = ctx.entities_meta.get({key})",
+            "            stored_meta = None if metas is None else metas.get(pk)",
+            "            if stored_meta is None:",
+            "                stored_meta = NO_META",
+            "            if ctx.meta['fetched_at'] < stored_meta['fetched_at']:",
+            "                table[pk] = {**processed, **existing}",
+            f"                ctx.pending_meta[{key}][pk] = stored_meta",
+            "            else:",
+            "                table[pk] = {**existing, **processed}",
+            f"                ctx.pending_meta[{key}][pk] = ctx.meta",
             "            return pk",
             f"    ctx.store({cls_ref}, pk, processed)",
             "    return pk",
@@ -327,11 +344,15 @@ class _Gen:
 
     # ----- denormalize -------------------------------------------------------------------
     def entity_d(self, name: str, cls: Any) -> None:
-        general, key, cls_ref = self.const(cls.denormalize_value), self.const(cls.key), self.const(cls)
-        defaults = self.const(dict(cls._defaults))
+        general, key = self.const(cls.denormalize_value), self.const(cls.key)
         body = [
             f"def {name}(value, unvisit):",
             "    if value.__class__ is not str:",
+            "        if value.__class__ is dict:  # an entity given inline, never normalized",
+            "            record = value",
+            *self.build_d(cls, "        ", cached=False),
+            "                setdict(obj, '__dict__', values)",
+            "            return obj",
             f"        return {general}(value, unvisit)",
             f"    table = unvisit.entities.get({key})",
             "    record = None if table is None else table.get(value)",
@@ -342,22 +363,34 @@ class _Gen:
             f"    ck = ({key}, value)",
             "    hit = cache.get(ck)",
             "    if hit is not None and hit[0] is record:",
-            f"        return {general}(value, unvisit)",
+            "        deps = hit[2]",
+            "        if deps is None:  # a cycle back to an instance being built",
+            f"            return {general}(value, unvisit)",
+            "        if not unvisit.checking or len(deps) == 1 or deps_valid(unvisit.entities, deps, 1):",
+            "            unvisit.deps.extend(deps)",
+            "            return hit[1]",
             "    outer = unvisit.deps",
             f"    unvisit.deps = mine = [({key}, value, table, record)]",
-            f"    values = dict({defaults})",
-            "    values.update(record)",
+            *self.build_d(cls, "", cached=True),
+            "        setdict(obj, '__dict__', values)",
+            "    unvisit.deps = outer",
+            "    outer.extend(mine)",
+            "    cache[ck] = (record, obj, mine)",
+            "    return obj",
+            "",
         ]
+        self.emit(*body)
+
+    def build_d(self, cls: Any, indent: str, cached: bool) -> list[str]:
+        """Lines building `obj` from `record` (ending inside `if obj is not INVALID:`)."""
+        defaults, cls_ref = self.const(dict(cls._defaults)), self.const(cls)
+        body = [f"    values = dict({defaults})", "    values.update(record)"]
         for field in cls._mutable_defaults:
             fname = self.const(field)
-            body += [
-                f"    if {fname} not in record:",
-                f"        values[{fname}] = deepcopy(values[{fname}])",
-            ]
-        body += [
-            f"    obj = new({cls_ref})",
-            "    cache[ck] = (record, obj, None)",
-        ]
+            body += [f"    if {fname} not in record:", f"        values[{fname}] = deepcopy(values[{fname}])"]
+        body.append(f"    obj = new({cls_ref})")
+        if cached:
+            body.append("    cache[ck] = (record, obj, None)")
         for field, child in cls.nested().items():
             if child is None:
                 continue
@@ -367,22 +400,11 @@ class _Gen:
                 "    if child is not None and obj is not INVALID:",
                 f"        result = {fn}(child, unvisit)",
                 "        if result is INVALID:",
+                "            obj = INVALID" if field in cls._truthy_defaults else "            result = None",
+                f"        values[{fname}] = result",
             ]
-            if field in cls._truthy_defaults:
-                body.append("            obj = INVALID")
-            else:
-                body.append("            result = None")
-            body.append(f"        values[{fname}] = result")
-        body += [
-            "    if obj is not INVALID:",
-            "        setdict(obj, '__dict__', values)",
-            "    unvisit.deps = outer",
-            "    outer.extend(mine)",
-            "    cache[ck] = (record, obj, mine)",
-            "    return obj",
-            "",
-        ]
-        self.emit(*body)
+        body.append("    if obj is not INVALID:")
+        return [indent + line for line in body]
 
 
 def denormalize_with(unvisit: Any, node: Any, input: Any) -> Any:
