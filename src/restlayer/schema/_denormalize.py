@@ -172,5 +172,5 @@ def denormalize(
     """Rebuild the value of `input` by `schema` from `entities`; None when it is invalid."""
     from restlayer.schema._fast import denormalize_with
 
-    value = denormalize_with(Unvisit(entities, tuple(args)), compile_schema(schema), input)
+    value = denormalize_with(Unvisit(entities, tuple(args)), compile_schema(schema), input, tracked=False)
     return None if value is INVALID else value

@@ -36,7 +36,7 @@ DenormFn = Callable[[Any, Any], Any]
 
 _enabled = True
 _norm_plans: dict[Any, tuple[tuple[Any, ...], list[Any], NormFn | None]] = {}
-_denorm_plans: dict[Any, tuple[tuple[Any, ...], list[Any], DenormFn | None]] = {}
+_denorm_plans: dict[str, dict[Any, tuple[tuple[Any, ...], list[Any], DenormFn | None]]] = {"d": {}, "u": {}}
 _MAX_PLANS = 1024
 
 
@@ -115,11 +115,15 @@ def normalizer(node: Any) -> NormFn | None:
     return fn
 
 
-def denormalizer(node: Any) -> DenormFn | None:
-    """The generated denormalize function for compiled `node`, or None when the general engine should run."""
+def denormalizer(node: Any, tracked: bool = True) -> DenormFn | None:
+    """The generated denormalize function for compiled `node`, or None when the general engine should run.
+
+    `tracked=False` gives the variant that records no dependencies (for one-off reads).
+    """
     if not _enabled:
         return None
-    fn: DenormFn | None = _plan(_denorm_plans, node, lambda n: _Gen("d").function(n))
+    mode = "d" if tracked else "u"
+    fn: DenormFn | None = _plan(_denorm_plans[mode], node, lambda n: _Gen(mode).function(n))
     return fn
 
 
@@ -206,7 +210,7 @@ class _Gen:
 
     # ----- normalize ---------------------------------------------------------------------
     def entity(self, name: str, cls: Any) -> None:
-        if self.mode == "d":
+        if self.mode != "n":
             return self.entity_d(name, cls)
         general, key = self.const(cls.normalize_value), self.const(cls.key)
         cls_ref = self.const(cls)
@@ -270,7 +274,7 @@ class _Gen:
     def array(self, name: str, node: Array) -> None:
         general = self.const(node.normalize_value if self.mode == "n" else node.denormalize_value)
         fn = self.ref(node.node)
-        if self.mode == "d":
+        if self.mode != "n":
             self.emit(
                 f"def {name}(value, unvisit):",
                 "    out = []",
@@ -306,7 +310,7 @@ class _Gen:
     def object(self, name: str, node: Object) -> None:
         general = self.const(node.normalize_value if self.mode == "n" else node.denormalize_value)
         members = [(self.const(f), self.ref(c)) for f, c in node.nodes.items() if c is not None]
-        if self.mode == "d":
+        if self.mode != "n":
             body = [
                 f"def {name}(value, unvisit):",
                 "    if value.__class__ is not dict:",
@@ -357,6 +361,26 @@ class _Gen:
             f"    table = unvisit.entities.get({key})",
             "    record = None if table is None else table.get(value)",
             "    if record is None or record is INVALID:",
+        ]
+        if self.mode == "u":  # a one-off read: nobody looks at its dependencies
+            body += [
+                "        return record",
+                "    cache = unvisit.cache",
+                f"    ck = ({key}, value)",
+                "    hit = cache.get(ck)",
+                "    if hit is not None and hit[0] is record:",
+                "        if hit[2] is None:  # a cycle back to an instance being built",
+                f"            return {general}(value, unvisit)",
+                "        return hit[1]",
+                *self.build_d(cls, "", cached=True),
+                "        setdict(obj, '__dict__', values)",
+                "    cache[ck] = (record, obj, ())",
+                "    return obj",
+                "",
+            ]
+            self.emit(*body)
+            return
+        body += [
             f"        unvisit.deps.append(({key}, value, table, record))",
             "        return record",
             "    cache = unvisit.cache",
@@ -384,7 +408,7 @@ class _Gen:
     def build_d(self, cls: Any, indent: str, cached: bool) -> list[str]:
         """Lines building `obj` from `record` (ending inside `if obj is not INVALID:`)."""
         defaults, cls_ref = self.const(dict(cls._defaults)), self.const(cls)
-        body = [f"    values = dict({defaults})", "    values.update(record)"]
+        body = [f"    values = {{**{defaults}, **record}}"]
         for field in cls._mutable_defaults:
             fname = self.const(field)
             body += [f"    if {fname} not in record:", f"        values[{fname}] = deepcopy(values[{fname}])"]
@@ -407,9 +431,12 @@ class _Gen:
         return [indent + line for line in body]
 
 
-def denormalize_with(unvisit: Any, node: Any, input: Any) -> Any:
-    """Denormalize `input` by compiled `node` through its generated function when there is one."""
-    fn = denormalizer(node) if input is not None else None
+def denormalize_with(unvisit: Any, node: Any, input: Any, tracked: bool = True) -> Any:
+    """Denormalize `input` by compiled `node` through its generated function when there is one.
+
+    With `tracked=False` the read may leave `unvisit.deps` incomplete (nobody reads them).
+    """
+    fn = denormalizer(node, tracked) if input is not None else None
     if fn is None:
         return unvisit(node, input)
     try:
