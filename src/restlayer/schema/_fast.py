@@ -160,6 +160,7 @@ class _Gen:
 
     def __init__(self, mode: str) -> None:
         self.mode = mode
+        self.counter = 0
         self.names: dict[int, str] = {}
         self.lines: list[str] = []
         self.env: dict[str, Any] = {
@@ -194,7 +195,11 @@ class _Gen:
         name = f"{self.mode}{len(self.names)}"
         self.names[id(node)] = name
         self.const(node)  # keep it alive while the plan lives
-        if _plain_entity(node):
+        if self.mode == "n" and (_plain_entity(node) or isinstance(node, (Array, Object))) and not (
+            isinstance(node, Array) and node.node is None
+        ):
+            self.norm_function(name, node)
+        elif _plain_entity(node):
             self.entity(name, node)
         elif isinstance(node, Array) and node.node is not None:
             self.array(name, node)
@@ -209,144 +214,184 @@ class _Gen:
         self.lines.extend(lines)
 
     # ----- normalize ---------------------------------------------------------------------
-    def entity(self, name: str, cls: Any) -> None:
-        if self.mode != "n":
-            return self.entity_d(name, cls)
-        general, key = self.const(cls.normalize_value), self.const(cls.key)
-        cls_ref = self.const(cls)
-        body = [
+    def norm_function(self, name: str, node: Any) -> None:
+        """One function normalizing `node`, with nested containers and entities written inline."""
+        lines = [
             f"def {name}(value, parent, key, ctx):",
-            "    if value.__class__ is not dict:",
-            f"        return {general}(value, parent, key, ctx)",
-            "    processed = dict(value)",
-            "    pk = processed.get('id')",
-            "    if pk.__class__ is not str:",
-            "        if pk.__class__ is int:",
-            "            pk = str(pk)",
-            "        elif pk is None or pk.__class__ is bool or pk.__class__ is float:",
-            f"            return {general}(value, parent, key, ctx)",
-            "        else:",
-            "            pk = to_text(pk)",
-            "    if pk == '' or pk == 'undefined':",
-            f"        return {general}(value, parent, key, ctx)",
+            "    pending = ctx.pending",
+            "    pending_meta = ctx.pending_meta",
+            "    stored_tables = ctx.entities",
+            "    meta = ctx.meta",
         ]
+        lines += self.norm(node, "value", "parent", "key", "out", "    ", (), top=True)
+        self.emit(*lines, "    return out", "")
+
+    def fresh(self) -> str:
+        self.counter += 1
+        return str(self.counter)
+
+    def norm(
+        self, node: Any, src: str, parent: str, key: str, dst: str, ind: str, stack: tuple[Any, ...],
+        top: bool = False,
+    ) -> list[str]:
+        """Statements setting `dst` to the normalized form of `src` (inline when worth it)."""
+        inline = top or (len(stack) < 4 and node not in stack)
+        if node is None:
+            return [f"{ind}{dst} = {src}"]
+        if inline and _plain_entity(node):
+            return self.norm_entity(node, src, parent, key, dst, ind, (*stack, node))
+        if inline and isinstance(node, Array) and node.node is not None:
+            return self.norm_array(node, src, parent, key, dst, ind, (*stack, node))
+        if inline and isinstance(node, Object):
+            return self.norm_object(node, src, parent, key, dst, ind, (*stack, node))
+        return [f"{ind}{dst} = {self.ref(node)}({src}, {parent}, {key}, ctx)"]
+
+    def member(self, node: Any, src: str, parent: str, fname: str, dst: str, ind: str,
+               stack: tuple[Any, ...]) -> list[str]:
+        """A member normalized with its name prefixed to any error path (as `normalize_members`)."""
+        return [
+            f"{ind}try:",
+            *self.norm(node, src, parent, fname, dst, ind + "    ", stack),
+            f"{ind}except SchemaError as exc:",
+            f"{ind}    exc.path = ({fname}, *exc.path)",
+            f"{ind}    raise",
+        ]
+
+    def norm_entity(self, cls: Any, src: str, parent: str, key: str, dst: str, ind: str,
+                    stack: tuple[Any, ...]) -> list[str]:
+        i = self.fresh()
+        general, ekey, cls_ref = self.const(cls.normalize_value), self.const(cls.key), self.const(cls)
+        pk, rec, table = f"pk{i}", f"rec{i}", f"table{i}"
+        body = [
+            f"{ind}{pk} = {src}.get('id') if {src}.__class__ is dict else None",
+            f"{ind}if {pk}.__class__ is int:",
+            f"{ind}    {pk} = str({pk})",
+            f"{ind}if {pk}.__class__ is not str or {pk} == '' or {pk} == 'undefined':",
+            f"{ind}    {dst} = {general}({src}, {parent}, {key}, ctx)  # anything unusual",
+            f"{ind}else:",
+            f"{ind}    {rec} = dict({src})",
+        ]
+        inner = ind + "    "
         for field, child in cls.nested().items():
             if child is None:
                 continue
-            fn, fname = self.ref(child), self.const(field)
+            fname, c = self.const(field), f"child{self.fresh()}"
             body += [
-                f"    child = processed.get({fname})",
-                "    if child is not None:",
-                "        try:",
-                f"            processed[{fname}] = {fn}(child, processed, {fname}, ctx)",
-                "        except SchemaError as exc:",
-                f"            exc.path = ({fname}, *exc.path)",
-                "            raise",
+                f"{inner}{c} = {rec}.get({fname})",
+                f"{inner}if {c} is not None:",
+                *self.member(child, c, rec, fname, f"{rec}[{fname}]", inner + "    ", stack),
             ]
         body += [
-            f"    table = ctx.pending.get({key})",
-            "    if table is not None and pk not in table:",
-            f"        stored = ctx.entities.get({key})",
-            "        existing = None if stored is None else stored.get(pk)",
-            "        if existing is None:",
-            "            table[pk] = processed",
-            f"            ctx.pending_meta[{key}][pk] = ctx.meta",
-            "            return pk",
-            "        if existing.__class__ is dict:  # stored before: the default merge, older data loses",
-            f"            metas = ctx.entities_meta.get({key})",
-            "            stored_meta = None if metas is None else metas.get(pk)",
-            "            if stored_meta is None:",
-            "                stored_meta = NO_META",
-            "            if ctx.meta['fetched_at'] < stored_meta['fetched_at']:",
-            "                table[pk] = {**processed, **existing}",
-            f"                ctx.pending_meta[{key}][pk] = stored_meta",
-            "            else:",
-            "                table[pk] = {**existing, **processed}",
-            f"                ctx.pending_meta[{key}][pk] = ctx.meta",
-            "            return pk",
-            f"    ctx.store({cls_ref}, pk, processed)",
-            "    return pk",
-            "",
+            f"{inner}{table} = pending.get({ekey})",
+            f"{inner}existing = None",
+            f"{inner}if {table} is not None and {pk} not in {table}:",
+            f"{inner}    stored = stored_tables.get({ekey})",
+            f"{inner}    existing = None if stored is None else stored.get({pk})",
+            f"{inner}    if existing is None:",
+            f"{inner}        {table}[{pk}] = {rec}",
+            f"{inner}        pending_meta[{ekey}][{pk}] = meta",
+            f"{inner}    elif existing.__class__ is dict:  # stored before: the default merge, older data loses",
+            f"{inner}        metas = ctx.entities_meta.get({ekey})",
+            f"{inner}        stored_meta = None if metas is None else metas.get({pk})",
+            f"{inner}        if stored_meta is None:",
+            f"{inner}            stored_meta = NO_META",
+            f"{inner}        if meta['fetched_at'] < stored_meta['fetched_at']:",
+            f"{inner}            {table}[{pk}] = {{**{rec}, **existing}}",
+            f"{inner}            pending_meta[{ekey}][{pk}] = stored_meta",
+            f"{inner}        else:",
+            f"{inner}            {table}[{pk}] = {{**existing, **{rec}}}",
+            f"{inner}            pending_meta[{ekey}][{pk}] = meta",
+            f"{inner}    else:",
+            f"{inner}        ctx.store({cls_ref}, {pk}, {rec})",
+            f"{inner}else:",
+            f"{inner}    ctx.store({cls_ref}, {pk}, {rec})",
+            f"{inner}{dst} = {pk}",
         ]
-        self.emit(*body)
-        return None
+        return body
+
+    def norm_array(self, node: Array, src: str, parent: str, key: str, dst: str, ind: str,
+                   stack: tuple[Any, ...]) -> list[str]:
+        i = self.fresh()
+        general = self.const(node.normalize_value)
+        out, index, item, result = f"out{i}", f"index{i}", f"item{i}", f"result{i}"
+        return [
+            f"{ind}if {src}.__class__ is list:",
+            f"{ind}    {out} = []",
+            f"{ind}    {index} = -1",
+            f"{ind}    try:",
+            f"{ind}        for {item} in {src}:",
+            f"{ind}            {index} += 1",
+            f"{ind}            if {item} is not None:",
+            *self.norm(node.node, item, parent, key, result, ind + "                ", stack),
+            f"{ind}                if {result} is not None:",
+            f"{ind}                    {out}.append({result})",
+            f"{ind}    except SchemaError as exc:",
+            f"{ind}        exc.path = ({index}, *exc.path)",
+            f"{ind}        raise",
+            f"{ind}    {dst} = {out}",
+            f"{ind}else:",
+            f"{ind}    {dst} = {general}({src}, {parent}, {key}, ctx)",
+        ]
+
+    def norm_object(self, node: Object, src: str, parent: str, key: str, dst: str, ind: str,
+                    stack: tuple[Any, ...]) -> list[str]:
+        i = self.fresh()
+        general = self.const(node.normalize_value)
+        out = f"out{i}"
+        body = [
+            f"{ind}if {src}.__class__ is dict:",
+            f"{ind}    {out} = dict({src})",
+        ]
+        for field, child in node.nodes.items():
+            if child is None:
+                continue
+            fname, c = self.const(field), f"child{self.fresh()}"
+            body += [
+                f"{ind}    {c} = {out}.get({fname})",
+                f"{ind}    if {c} is not None:",
+                *self.member(child, c, src, fname, f"{out}[{fname}]", ind + "        ", stack),
+            ]
+        return [*body, f"{ind}    {dst} = {out}", f"{ind}else:",
+                f"{ind}    {dst} = {general}({src}, {parent}, {key}, ctx)"]
+
+    # ----- denormalize -------------------------------------------------------------------
+    def entity(self, name: str, cls: Any) -> None:
+        return self.entity_d(name, cls)
 
     def array(self, name: str, node: Array) -> None:
-        general = self.const(node.normalize_value if self.mode == "n" else node.denormalize_value)
         fn = self.ref(node.node)
-        if self.mode != "n":
-            self.emit(
-                f"def {name}(value, unvisit):",
-                "    out = []",
-                "    for item in value:",
-                "        if item is not None:",
-                f"            result = {fn}(item, unvisit)",
-                "            if result is not None and result is not INVALID:",
-                "                out.append(result)",
-                "    return out",
-                "",
-            )
-            return
         self.emit(
-            f"def {name}(value, parent, key, ctx):",
-            "    if value.__class__ is not list:",
-            f"        return {general}(value, parent, key, ctx)",
+            f"def {name}(value, unvisit):",
             "    out = []",
-            "    index = -1",
-            "    try:",
-            "        for item in value:",
-            "            index += 1",
-            "            if item is not None:",
-            f"                result = {fn}(item, parent, key, ctx)",
-            "                if result is not None:",
-            "                    out.append(result)",
-            "    except SchemaError as exc:",
-            "        exc.path = (index, *exc.path)",
-            "        raise",
+            "    for item in value:",
+            "        if item is not None:",
+            f"            result = {fn}(item, unvisit)",
+            "            if result is not None and result is not INVALID:",
+            "                out.append(result)",
             "    return out",
             "",
         )
 
     def object(self, name: str, node: Object) -> None:
-        general = self.const(node.normalize_value if self.mode == "n" else node.denormalize_value)
+        general = self.const(node.denormalize_value)
         members = [(self.const(f), self.ref(c)) for f, c in node.nodes.items() if c is not None]
-        if self.mode != "n":
-            body = [
-                f"def {name}(value, unvisit):",
-                "    if value.__class__ is not dict:",
-                f"        return {general}(value, unvisit)",
-                "    out = dict(value)",
-            ]
-            for fname, fn in members:
-                body += [
-                    f"    child = out.get({fname})",
-                    "    if child is not None:",
-                    f"        result = {fn}(child, unvisit)",
-                    "        if result is INVALID:",
-                    "            return INVALID",
-                    f"        out[{fname}] = result",
-                ]
-            self.emit(*body, "    return out", "")
-            return
         body = [
-            f"def {name}(value, parent, key, ctx):",
+            f"def {name}(value, unvisit):",
             "    if value.__class__ is not dict:",
-            f"        return {general}(value, parent, key, ctx)",
+            f"        return {general}(value, unvisit)",
             "    out = dict(value)",
         ]
         for fname, fn in members:
             body += [
                 f"    child = out.get({fname})",
                 "    if child is not None:",
-                "        try:",
-                f"            out[{fname}] = {fn}(child, value, {fname}, ctx)",
-                "        except SchemaError as exc:",
-                f"            exc.path = ({fname}, *exc.path)",
-                "            raise",
+                f"        result = {fn}(child, unvisit)",
+                "        if result is INVALID:",
+                "            return INVALID",
+                f"        out[{fname}] = result",
             ]
         self.emit(*body, "    return out", "")
 
-    # ----- denormalize -------------------------------------------------------------------
     def entity_d(self, name: str, cls: Any) -> None:
         general, key = self.const(cls.denormalize_value), self.const(cls.key)
         body = [
