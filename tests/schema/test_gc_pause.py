@@ -94,3 +94,24 @@ def test_threads_share_one_pause_and_the_last_one_out_restores(gc_enabled: None)
     release.set()
     thread.join(10)
     assert gc.isenabled()
+
+
+class BuiltProbe(Entity):
+    """Records whether the collector was enabled while an instance was built."""
+
+    id: int = 0
+    seen: ClassVar[list[bool]] = []
+
+    @classmethod
+    def from_json(cls, data: Any) -> Entity:
+        cls.seen.append(gc.isenabled())
+        return super().from_json(data)
+
+
+def test_denormalize_and_memo_rebuilds_run_with_the_collector_paused(gc_enabled: None) -> None:
+    out = normalize([BuiltProbe], [{"id": 1}])
+    BuiltProbe.seen.clear()
+    denormalize([BuiltProbe], out.result, out.entities)
+    MemoCache().denormalize([BuiltProbe], out.result, out.entities)
+    assert BuiltProbe.seen == [False, False]
+    assert gc.isenabled()

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from restlayer._gc import no_gc
+from restlayer._gc import pause as gc_pause
+from restlayer._gc import resume as gc_resume
 from restlayer.schema._base import INVALID, compile_schema
 from restlayer.schema._denormalize import Dep, Unvisit
 from restlayer.schema._fast import denormalize_with, dep_groups, groups_valid
@@ -71,7 +72,6 @@ class MemoCache:
         """Like `denormalize()`, returning the same object while its data is unchanged."""
         return self.denormalize_detail(schema, input, entities, args).data
 
-    @no_gc
     def denormalize_detail(
         self, schema: Any, input: Any, entities: Mapping[str, Any], args: tuple[Any, ...] | list[Any] = ()
     ) -> Denormalized:
@@ -90,7 +90,11 @@ class MemoCache:
             entry.entities = entities
             return entry.result
         unvisit = Unvisit(entities, args, cache=self._entities, checking=True)
-        value = denormalize_with(unvisit, node, input)
+        gc_pause()  # a hit above allocates next to nothing; a rebuild is a bulk call
+        try:
+            value = denormalize_with(unvisit, node, input)
+        finally:
+            gc_resume()
         invalid = value is INVALID
         result = Denormalized(None if invalid else value, invalid, True, unvisit.deps)
         if len(self._results) >= _MAX_RESULTS:
@@ -102,7 +106,6 @@ class MemoCache:
         """Answer a read of `schema` from the store alone (Query, All, Entity, Collection, dict)."""
         return self.query_detail(schema, args, state).data
 
-    @no_gc
     def query_detail(self, schema: Any, args: tuple[Any, ...] | list[Any], state: Any) -> Denormalized:
         """`query` plus whether anything was found and what was read."""
         node = compile_schema(schema)
