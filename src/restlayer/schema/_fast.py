@@ -458,8 +458,8 @@ class _Gen:
             fname = self.const(field)
             body += [f"    if {fname} not in record:", f"        values[{fname}] = deepcopy(values[{fname}])"]
         body.append(f"    obj = new({cls_ref})")
-        if cached:
-            body.append("    cache[ck] = (record, obj, None)")
+        if cached and any(child is not None for child in cls.nested().values()):
+            body.append("    cache[ck] = (record, obj, None)  # a cycle back here finds it")
         for field, child in cls.nested().items():
             if child is None:
                 continue
