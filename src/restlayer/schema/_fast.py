@@ -161,6 +161,7 @@ class _Gen:
     def __init__(self, mode: str) -> None:
         self.mode = mode
         self.counter = 0
+        self.hoisted: dict[str, tuple[int, str]] = {}  # entity key -> (slot, its constant), per function
         self.names: dict[int, str] = {}
         self.lines: list[str] = []
         self.env: dict[str, Any] = {
@@ -172,6 +173,7 @@ class _Gen:
             "setdict": object.__setattr__,
             "new": object.__new__,
             "NO_META": {"fetched_at": 0, "date": 0, "expires_at": 0},
+            "NOTHING": {},
         }
 
     def function(self, node: Any) -> Any:
@@ -216,6 +218,8 @@ class _Gen:
     # ----- normalize ---------------------------------------------------------------------
     def norm_function(self, name: str, node: Any) -> None:
         """One function normalizing `node`, with nested containers and entities written inline."""
+        outer, self.hoisted = self.hoisted, {}
+        body = self.norm(node, "value", "parent", "key", "out", "    ", (), top=True)
         lines = [
             f"def {name}(value, parent, key, ctx):",
             "    pending = ctx.pending",
@@ -223,8 +227,28 @@ class _Gen:
             "    stored_tables = ctx.entities",
             "    meta = ctx.meta",
         ]
-        lines += self.norm(node, "value", "parent", "key", "out", "    ", (), top=True)
-        self.emit(*lines, "    return out", "")
+        cleanup = []
+        for j, ekey in self.hoisted.values():
+            # Each entity table's pending rows, pending meta and stored lookup, fetched once per call.
+            lines += [
+                f"    T{j} = pending.get({ekey})",
+                f"    if T{j} is None:",
+                f"        T{j} = pending[{ekey}] = {{}}",
+                f"        M{j} = pending_meta[{ekey}] = {{}}",
+                f"        made{j} = True",
+                "    else:",
+                f"        M{j} = pending_meta[{ekey}]",
+                f"        made{j} = False",
+                f"    S{j} = stored_tables.get({ekey})",
+                f"    S{j} = NOTHING.get if S{j} is None else S{j}.get",
+            ]
+            cleanup += [  # a table this call opened and never wrote stays absent, as in the general engine
+                f"    if made{j} and not T{j}:",
+                f"        del pending[{ekey}]",
+                f"        del pending_meta[{ekey}]",
+            ]
+        self.hoisted = outer
+        self.emit(*lines, *body, *cleanup, "    return out", "")
 
     def fresh(self) -> str:
         self.counter += 1
@@ -261,7 +285,8 @@ class _Gen:
                     stack: tuple[Any, ...]) -> list[str]:
         i = self.fresh()
         general, ekey, cls_ref = self.const(cls.normalize_value), self.const(cls.key), self.const(cls)
-        pk, rec, table = f"pk{i}", f"rec{i}", f"table{i}"
+        pk, rec = f"pk{i}", f"rec{i}"
+        j = self.hoisted.setdefault(cls.key, (len(self.hoisted), ekey))[0]
         body = [
             f"{ind}{pk} = {src}.get('id') if {src}.__class__ is dict else None",
             f"{ind}if {pk}.__class__ is int:",
@@ -282,25 +307,22 @@ class _Gen:
                 *self.member(child, c, rec, fname, f"{rec}[{fname}]", inner + "    ", stack),
             ]
         body += [
-            f"{inner}{table} = pending.get({ekey})",
-            f"{inner}existing = None",
-            f"{inner}if {table} is not None and {pk} not in {table}:",
-            f"{inner}    stored = stored_tables.get({ekey})",
-            f"{inner}    existing = None if stored is None else stored.get({pk})",
+            f"{inner}if {pk} not in T{j}:",
+            f"{inner}    existing = S{j}({pk})",
             f"{inner}    if existing is None:",
-            f"{inner}        {table}[{pk}] = {rec}",
-            f"{inner}        pending_meta[{ekey}][{pk}] = meta",
+            f"{inner}        T{j}[{pk}] = {rec}",
+            f"{inner}        M{j}[{pk}] = meta",
             f"{inner}    elif existing.__class__ is dict:  # stored before: the default merge, older data loses",
             f"{inner}        metas = ctx.entities_meta.get({ekey})",
             f"{inner}        stored_meta = None if metas is None else metas.get({pk})",
             f"{inner}        if stored_meta is None:",
             f"{inner}            stored_meta = NO_META",
             f"{inner}        if meta['fetched_at'] < stored_meta['fetched_at']:",
-            f"{inner}            {table}[{pk}] = {{**{rec}, **existing}}",
-            f"{inner}            pending_meta[{ekey}][{pk}] = stored_meta",
+            f"{inner}            T{j}[{pk}] = {{**{rec}, **existing}}",
+            f"{inner}            M{j}[{pk}] = stored_meta",
             f"{inner}        else:",
-            f"{inner}            {table}[{pk}] = {{**existing, **{rec}}}",
-            f"{inner}            pending_meta[{ekey}][{pk}] = meta",
+            f"{inner}            T{j}[{pk}] = {{**existing, **{rec}}}",
+            f"{inner}            M{j}[{pk}] = meta",
             f"{inner}    else:",
             f"{inner}        ctx.store({cls_ref}, {pk}, {rec})",
             f"{inner}else:",
