@@ -382,6 +382,8 @@ class _Gen:
 
     def array(self, name: str, node: Array) -> None:
         fn = self.ref(node.node)
+        if _plain_entity(node.node):
+            return self.entity_array(name, node.node, fn)
         self.emit(
             f"def {name}(value, unvisit):",
             "    out = []",
@@ -468,6 +470,62 @@ class _Gen:
             "    outer.extend(mine)",
             "    cache[ck] = (record, obj, mine)",
             "    return obj",
+            "",
+        ]
+        self.emit(*body)
+
+    def entity_array(self, name: str, cls: Any, fn: str) -> None:
+        """A list of pks of one plain entity class: the lookups and the build written into the loop."""
+        key = self.const(cls.key)
+        tracked = self.mode == "d"
+        body = [
+            f"def {name}(value, unvisit):",
+            "    out = []",
+            f"    table = unvisit.entities.get({key})",
+            "    get = NOTHING.get if table is None else table.get",
+            "    cache = unvisit.cache",
+            "    for value in value:",
+            "        if value is None:",
+            "            continue",
+            "        if value.__class__ is not str:",
+            f"            obj = {fn}(value, unvisit)  # an id of another type, or an entity given inline",
+            "        else:",
+            "            record = get(value)",
+            "            if record is None or record is INVALID:",
+            *([f"                unvisit.deps.append(({key}, value, table, record))"] if tracked else []),
+            "                continue",
+            f"            ck = ({key}, value)",
+            "            hit = cache.get(ck)",
+            *([
+                "            if hit is not None and hit[0] is record and hit[2] is not None and (",
+                "                    not unvisit.checking or len(hit[2]) == 1",
+                "                    or deps_valid(unvisit.entities, hit[2], 1)):",
+            ] if tracked else ["            if hit is not None and hit[0] is record and hit[2] is not None:"]),
+            *(["                unvisit.deps.extend(hit[2])"] if tracked else []),
+            "                obj = hit[1]",
+            "            elif hit is not None and hit[0] is record:",
+            f"                obj = {fn}(value, unvisit)  # a cycle back to an instance being built",
+            "            else:",
+        ]
+        if tracked:
+            body += [
+                "                outer = unvisit.deps",
+                f"                unvisit.deps = mine = [({key}, value, table, record)]",
+            ]
+        body += self.build_d(cls, "            ", cached=True)
+        body.append("                    setdict(obj, '__dict__', values)")
+        if tracked:
+            body += [
+                "                unvisit.deps = outer",
+                "                outer.extend(mine)",
+                "                cache[ck] = (record, obj, mine)",
+            ]
+        else:
+            body.append("                cache[ck] = (record, obj, ())")
+        body += [
+            "        if obj is not None and obj is not INVALID:",
+            "            out.append(obj)",
+            "    return out",
             "",
         ]
         self.emit(*body)
