@@ -44,7 +44,7 @@ class FPost(Entity):
     author: FUser | None = None
     comments: list[FComment] = []
     extra: dict[str, Any] = {"editor": None}
-    schema = {"author": FUser, "comments": [FComment], "extra": {"editor": FUser}}
+    schema = {"author": FUser, "comments": [FComment], "extra": {"editor": FUser}, "title": "kept as is"}
 
 
 class FCustom(Entity):
@@ -92,15 +92,24 @@ def record(fields: dict[str, st.SearchStrategy[Any]]) -> st.SearchStrategy[Any]:
     return st.one_of(good, good, good, good, good, good, good, good, odd, WEIRD)
 
 
-user = record({"name": st.text("ab", max_size=2), "tags": st.lists(st.text("t", max_size=1), max_size=2),
-               "flagged": st.booleans()})
+user = record(
+    {
+        "name": st.text("ab", max_size=2),
+        "tags": st.lists(st.text("t", max_size=1), max_size=2),
+        "flagged": st.booleans(),
+    }
+)
 comment = record({"body": st.text("c", max_size=2), "author": user})
-post = record({
-    "title": st.text("p", max_size=2),
-    "author": user,
-    "comments": st.one_of(st.lists(comment, max_size=3), WEIRD),
-    "extra": st.one_of(st.fixed_dictionaries({}, optional={"editor": user, "note": st.text("n", max_size=1)}), WEIRD),
-})
+post = record(
+    {
+        "title": st.text("p", max_size=2),
+        "author": user,
+        "comments": st.one_of(st.lists(comment, max_size=3), WEIRD),
+        "extra": st.one_of(
+            st.fixed_dictionaries({}, optional={"editor": user, "note": st.text("n", max_size=1)}), WEIRD
+        ),
+    }
+)
 cycle = st.recursive(
     record({"name": st.text("z", max_size=1), "owner": user}),
     lambda inner: record({"name": st.text("z", max_size=1), "friend": inner, "owner": user}),
@@ -109,9 +118,13 @@ cycle = st.recursive(
 custom = record({"label": st.text("l", max_size=2)})
 
 INPUTS: dict[str, st.SearchStrategy[Any]] = {
-    "posts": st.fixed_dictionaries({"posts": st.lists(post, max_size=4)},
-                                   optional={"custom": st.lists(custom, max_size=2),
-                                             "by_name": st.dictionaries(st.text("k", max_size=1), user, max_size=2)}),
+    "posts": st.fixed_dictionaries(
+        {"posts": st.lists(post, max_size=4)},
+        optional={
+            "custom": st.lists(custom, max_size=2),
+            "by_name": st.dictionaries(st.text("k", max_size=1), user, max_size=2),
+        },
+    ),
     "post": post,
     "list": st.one_of(st.lists(post, max_size=4), WEIRD),
     "cycle": st.lists(cycle, max_size=4),
@@ -197,9 +210,13 @@ CLEAN_USER = st.fixed_dictionaries(
 )
 CLEAN_POST = st.fixed_dictionaries(
     {"id": st.integers(min_value=0, max_value=3)},
-    optional={"title": st.text("p", max_size=2), "author": CLEAN_USER,
-              "comments": st.lists(st.fixed_dictionaries({"id": st.integers(0, 3)}, optional={"author": CLEAN_USER}),
-                                   max_size=2)},
+    optional={
+        "title": st.text("p", max_size=2),
+        "author": CLEAN_USER,
+        "comments": st.lists(
+            st.fixed_dictionaries({"id": st.integers(0, 3)}, optional={"author": CLEAN_USER}), max_size=2
+        ),
+    },
 )
 
 
@@ -222,8 +239,10 @@ def test_fast_denormalize_matches_the_general_engine(name: str, data: st.DataObj
     # A response denormalized on its own (what a fetch returns): entities given inline.
     general = attempt(lambda: read(node, raw, {}, False))
     assert attempt(lambda: read(node, raw, {}, True)) == general
-    assert attempt(lambda: read_untracked(node, raw, {})) == (general[0], general[1] if general[0] == "error" else
-                                                               general[1][0])
+    assert attempt(lambda: read_untracked(node, raw, {})) == (
+        general[0],
+        general[1] if general[0] == "error" else general[1][0],
+    )
     outcome = run(lambda: normalize(schema, raw, meta=META))
     if outcome[0] != "ok":
         return
@@ -262,8 +281,9 @@ def test_memo_cache_reads_match_with_and_without_the_fast_path(data: st.DataObje
 
 @settings(max_examples=200)
 @given(
-    deps=st.lists(st.tuples(st.sampled_from("ab"), st.sampled_from("123"), st.integers(0, 2), st.integers(0, 3)),
-                  max_size=8),
+    deps=st.lists(
+        st.tuples(st.sampled_from("ab"), st.sampled_from("123"), st.integers(0, 2), st.integers(0, 3)), max_size=8
+    ),
     now=st.dictionaries(st.sampled_from("abc"), st.integers(0, 2)),
 )
 def test_grouped_dependency_check_agrees_with_the_plain_check(deps: list[Any], now: dict[str, int]) -> None:

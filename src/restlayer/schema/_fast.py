@@ -188,17 +188,17 @@ class _Gen:
         return name
 
     def ref(self, node: Any) -> str:
-        """The name of the function handling `node` (writing it on first use)."""
-        if node is None:
-            return "None"
+        """The name of the function handling `node` (writing it on first use; never None)."""
         known = self.names.get(id(node))
         if known is not None:
             return known
         name = f"{self.mode}{len(self.names)}"
         self.names[id(node)] = name
         self.const(node)  # keep it alive while the plan lives
-        if self.mode == "n" and (_plain_entity(node) or isinstance(node, (Array, Object))) and not (
-            isinstance(node, Array) and node.node is None
+        if (
+            self.mode == "n"
+            and (_plain_entity(node) or isinstance(node, (Array, Object)))
+            and not (isinstance(node, Array) and node.node is None)
         ):
             self.norm_function(name, node)
         elif _plain_entity(node):
@@ -255,13 +255,18 @@ class _Gen:
         return str(self.counter)
 
     def norm(
-        self, node: Any, src: str, parent: str, key: str, dst: str, ind: str, stack: tuple[Any, ...],
+        self,
+        node: Any,
+        src: str,
+        parent: str,
+        key: str,
+        dst: str,
+        ind: str,
+        stack: tuple[Any, ...],
         top: bool = False,
     ) -> list[str]:
         """Statements setting `dst` to the normalized form of `src` (inline when worth it)."""
         inline = top or (len(stack) < 4 and node not in stack)
-        if node is None:
-            return [f"{ind}{dst} = {src}"]
         if inline and _plain_entity(node):
             return self.norm_entity(node, src, parent, key, dst, ind, (*stack, node))
         if inline and isinstance(node, Array) and node.node is not None:
@@ -270,8 +275,9 @@ class _Gen:
             return self.norm_object(node, src, parent, key, dst, ind, (*stack, node))
         return [f"{ind}{dst} = {self.ref(node)}({src}, {parent}, {key}, ctx)"]
 
-    def member(self, node: Any, src: str, parent: str, fname: str, dst: str, ind: str,
-               stack: tuple[Any, ...]) -> list[str]:
+    def member(
+        self, node: Any, src: str, parent: str, fname: str, dst: str, ind: str, stack: tuple[Any, ...]
+    ) -> list[str]:
         """A member normalized with its name prefixed to any error path (as `normalize_members`)."""
         return [
             f"{ind}try:",
@@ -281,8 +287,9 @@ class _Gen:
             f"{ind}    raise",
         ]
 
-    def norm_entity(self, cls: Any, src: str, parent: str, key: str, dst: str, ind: str,
-                    stack: tuple[Any, ...]) -> list[str]:
+    def norm_entity(
+        self, cls: Any, src: str, parent: str, key: str, dst: str, ind: str, stack: tuple[Any, ...]
+    ) -> list[str]:
         i = self.fresh()
         general, ekey, cls_ref = self.const(cls.normalize_value), self.const(cls.key), self.const(cls)
         pk, rec = f"pk{i}", f"rec{i}"
@@ -331,8 +338,9 @@ class _Gen:
         ]
         return body
 
-    def norm_array(self, node: Array, src: str, parent: str, key: str, dst: str, ind: str,
-                   stack: tuple[Any, ...]) -> list[str]:
+    def norm_array(
+        self, node: Array, src: str, parent: str, key: str, dst: str, ind: str, stack: tuple[Any, ...]
+    ) -> list[str]:
         i = self.fresh()
         general = self.const(node.normalize_value)
         out, index, item, result = f"out{i}", f"index{i}", f"item{i}", f"result{i}"
@@ -355,8 +363,9 @@ class _Gen:
             f"{ind}    {dst} = {general}({src}, {parent}, {key}, ctx)",
         ]
 
-    def norm_object(self, node: Object, src: str, parent: str, key: str, dst: str, ind: str,
-                    stack: tuple[Any, ...]) -> list[str]:
+    def norm_object(
+        self, node: Object, src: str, parent: str, key: str, dst: str, ind: str, stack: tuple[Any, ...]
+    ) -> list[str]:
         i = self.fresh()
         general = self.const(node.normalize_value)
         out = f"out{i}"
@@ -373,8 +382,12 @@ class _Gen:
                 f"{ind}    if {c} is not None:",
                 *self.member(child, c, src, fname, f"{out}[{fname}]", ind + "        ", stack),
             ]
-        return [*body, f"{ind}    {dst} = {out}", f"{ind}else:",
-                f"{ind}    {dst} = {general}({src}, {parent}, {key}, ctx)"]
+        return [
+            *body,
+            f"{ind}    {dst} = {out}",
+            f"{ind}else:",
+            f"{ind}    {dst} = {general}({src}, {parent}, {key}, ctx)",
+        ]
 
     # ----- denormalize -------------------------------------------------------------------
     def entity(self, name: str, cls: Any) -> None:
@@ -496,11 +509,15 @@ class _Gen:
             "                continue",
             f"            ck = ({key}, value)",
             "            hit = cache.get(ck)",
-            *([
-                "            if hit is not None and hit[0] is record and hit[2] is not None and (",
-                "                    not unvisit.checking or len(hit[2]) == 1",
-                "                    or deps_valid(unvisit.entities, hit[2], 1)):",
-            ] if tracked else ["            if hit is not None and hit[0] is record and hit[2] is not None:"]),
+            *(
+                [
+                    "            if hit is not None and hit[0] is record and hit[2] is not None and (",
+                    "                    not unvisit.checking or len(hit[2]) == 1",
+                    "                    or deps_valid(unvisit.entities, hit[2], 1)):",
+                ]
+                if tracked
+                else ["            if hit is not None and hit[0] is record and hit[2] is not None:"]
+            ),
             *(["                unvisit.deps.extend(hit[2])"] if tracked else []),
             "                obj = hit[1]",
             "            elif hit is not None and hit[0] is record:",
