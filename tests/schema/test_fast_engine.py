@@ -8,6 +8,7 @@ errors (message and path) and the dependencies a read recorded.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
 
 import pytest
@@ -200,7 +201,7 @@ def test_fast_normalize_matches_the_general_engine(name: str, data: st.DataObjec
     base = run(lambda: normalize(schema, first, meta=META))
     state = base[1] if base[0] == "ok" else None
     for meta in (LATER, OLDER):
-        fast, general = both(lambda m=meta: tables(normalize(schema, second, state=state, meta=m)))
+        fast, general = both(partial(lambda m: tables(normalize(schema, second, state=state, meta=m)), meta))
         assert fast == general
 
 
@@ -225,7 +226,7 @@ CLEAN_POST = st.fixed_dictionaries(
 def test_fast_merge_into_a_stored_record_matches_the_general_engine(first: list[Any], second: list[Any]) -> None:
     state = normalize([FPost], first, meta=META)
     for meta in (LATER, OLDER, META):
-        fast, general = both(lambda m=meta: tables(normalize([FPost], second, state=state, meta=m)))
+        fast, general = both(partial(lambda m: tables(normalize([FPost], second, state=state, meta=m)), meta))
         assert fast == general
 
 

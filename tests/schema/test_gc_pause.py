@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 import pytest
 
 from restlayer import _gc
+from restlayer._typing import Self
 from restlayer.errors import SchemaError
 from restlayer.schema import Entity, MemoCache, denormalize, normalize
 
@@ -103,7 +104,7 @@ class BuiltProbe(Entity):
     seen: ClassVar[list[bool]] = []
 
     @classmethod
-    def from_json(cls, data: Any) -> Entity:
+    def from_json(cls, data: Any) -> Self:
         cls.seen.append(gc.isenabled())
         return super().from_json(data)
 
