@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
+import gc
 import inspect
 import threading
 import warnings
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from restlayer import Entity, ExpiryStatus, NetworkError, resource
+from restlayer import ClosedError, Entity, ExpiryStatus, NetworkError, RestEndpoint, resource
 from restlayer.sync import Controller
 from tests._present import present
+from tests.core._gate import Gates, gate_server
+
+
+@pytest.fixture(scope="module")
+def gates() -> Iterator[Gates]:
+    """A server on 127.0.0.1 whose `/gate/{name}` replies wait until the test opens them."""
+    yield from gate_server()
 
 
 class Todo(Entity):
@@ -65,7 +74,7 @@ def test_watch_calls_back_on_change(api: Any) -> None:
         ctrl.fetch(todos.get, id=1)
         stop = ctrl.watch(todos.get, id=1, callback=callback)
         ctrl.fetch(todos.partial_update, {"id": 1}, {"title": "watched"})
-        assert changed.wait(2)
+        assert changed.wait(10)
         stop()
     assert seen[-1] == "watched"
 
@@ -152,3 +161,47 @@ def test_every_read_and_write_runs_on_the_loop_thread(api: Any) -> None:
         ctrl.reset_entire_store()
         assert ctrl.get_state().to_dict()["endpoints"] == {}
     unwatch()  # after close: a no-op, not an error
+
+
+def test_close_releases_every_blocked_thread_with_closed_error(gates: Gates) -> None:
+    gated = RestEndpoint(path="/gate/:name", url_prefix=gates.url)
+    names = gates.group(8)
+    outcomes: list[str] = []
+    lock = threading.Lock()
+    ctrl = Controller()
+
+    def worker(name: str) -> None:
+        for attempt in range(5):  # the first call is held by the gate; the others run after close()
+            try:
+                ctrl.fetch(gated, name=name, attempt=attempt)
+                outcome = "ok"
+            except ClosedError:
+                outcome = "ClosedError"
+            except BaseException as exc:  # anything else is a defect the test reports
+                outcome = repr(exc)
+            with lock:
+                outcomes.append(outcome)
+
+    threads = [threading.Thread(target=worker, args=(name,), daemon=True) for name in names]
+    for thread in threads:
+        thread.start()
+    for name in names:
+        assert gates.wait_arrived(name), f"{name}: the first call never reached the server"
+    ctrl.close()
+    for thread in threads:
+        thread.join(10)
+    assert [t for t in threads if t.is_alive()] == []
+    assert outcomes == ["ClosedError"] * 40
+
+
+def test_calls_after_close_raise_closed_error_without_warnings() -> None:
+    ctrl = Controller()
+    ctrl.close()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(ClosedError, match="closed"):
+            ctrl.fetch(RestEndpoint(path="/todos/:id", url_prefix="http://127.0.0.1:9"), id=1)
+        with pytest.raises(ClosedError):
+            ctrl.get_state()
+        gc.collect()
+    assert [str(w.message) for w in caught] == []

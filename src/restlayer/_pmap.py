@@ -9,6 +9,7 @@ so tests and users can compare store tables with plain dicts.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Mapping
 from typing import Any, Generic, TypeVar
 
@@ -79,3 +80,84 @@ class PMap(Mapping[K, V], Generic[K, V]):
 
 
 EMPTY: PMap[Any, Any] = PMap()
+
+
+class OrderedPMap(PMap[K, V]):
+    """A `PMap` that also remembers the order its keys were first set (an entity table).
+
+    The hash trie iterates in hash order, which changes with `PYTHONHASHSEED`;
+    `in_order()` gives insertion order instead, the same in every process. The
+    order record is an append-only log of new keys shared by successive
+    versions (each reads only its own prefix), so a write costs nothing extra
+    unless it adds a key; the ordered list is computed once per version, on demand.
+    """
+
+    __slots__ = ("_length", "_log", "_ordered")
+
+    def __init__(self, items: Mapping[K, V] | immutables.Map[K, V] | None = None) -> None:
+        super().__init__(items)
+        self._log: list[K] = list(self._map.keys()) if isinstance(items, immutables.Map) else list(items or ())
+        self._length = len(self._log)
+        self._ordered: list[K] | None = None
+
+    @classmethod
+    def of(cls, table: Mapping[K, V]) -> OrderedPMap[K, V]:
+        """`table` as an OrderedPMap (itself when it already is one; else in its iteration order)."""
+        return table if table.__class__ is OrderedPMap else cls(table)
+
+    def _derive(self, m: immutables.Map[K, V], new_keys: list[K] | tuple[()]) -> OrderedPMap[K, V]:
+        out: OrderedPMap[K, V] = object.__new__(OrderedPMap)
+        out._map = m
+        out.get = m.get  # type: ignore[method-assign]
+        out._ordered = None
+        log, length = self._log, self._length
+        if new_keys:
+            with _LOG_LOCK:
+                if len(log) != length:  # another version already extended this log: branch off a copy
+                    log = log[:length]
+                log.extend(new_keys)
+                length = len(log)
+        out._log = log
+        out._length = length
+        return out
+
+    def set(self, key: K, value: V) -> OrderedPMap[K, V]:
+        return self._derive(self._map.set(key, value), () if key in self._map else [key])
+
+    def delete(self, key: K) -> OrderedPMap[K, V]:
+        if key not in self._map:
+            return self
+        return self._derive(self._map.delete(key), ())
+
+    def update(self, changes: Mapping[K, V]) -> OrderedPMap[K, V]:
+        if not changes:
+            return self
+        present = self._map
+        m = present.update(changes)
+        for key in changes:
+            if key not in present:  # some keys are new: record them (the rare, slower path)
+                return self._derive(m, [k for k in changes if k not in present])
+        out: OrderedPMap[K, V] = object.__new__(OrderedPMap)
+        out._map = m
+        out.get = m.get  # type: ignore[method-assign]
+        out._ordered = None
+        out._log = self._log
+        out._length = self._length
+        return out
+
+    def in_order(self) -> list[K]:
+        """The live keys in the order they were first set; a deleted and re-added key counts from its return."""
+        if self._ordered is None:
+            present = self._map
+            seen: set[K] = set()
+            out: list[K] = []
+            for key in reversed(self._log[: self._length]):
+                if key not in seen and key in present:
+                    seen.add(key)
+                    out.append(key)
+            out.reverse()
+            self._ordered = out
+        return self._ordered
+
+
+_LOG_LOCK = threading.Lock()

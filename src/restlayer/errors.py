@@ -15,6 +15,7 @@
     ├── ParamError                 call arguments or options do not fit (also a TypeError/ValueError)
     ├── ClientLoopError            the httpx client belongs to another or a closed event loop
     ├── ResetError                 a fetch was dropped by `reset_entire_store()`
+    ├── ClosedError                the controller was closed while a call waited, or before it
     └── AbortOptimistic            raised to cancel an optimistic update
 
 Catch `NetworkError` for "the request did not give usable data" and a subclass
@@ -174,6 +175,13 @@ class ResetError(RestLayerError):
     """A fetch was dropped because the store was reset while it was in flight."""
 
     def __init__(self, message: str = "Aborted due to RESET") -> None:
+        super().__init__(message)
+
+
+class ClosedError(RestLayerError):
+    """The controller was closed: its in-flight and later calls cannot complete."""
+
+    def __init__(self, message: str = "The controller is closed") -> None:
         super().__init__(message)
 
 

@@ -4,22 +4,24 @@ It owns one event loop running in a background thread; every method hands its
 work to that loop and waits for the answer, so the async `Controller` (and
 the shared httpx client) only ever run on one loop. `close()` (or leaving a
 `with` block, or interpreter exit) cancels what is still running, closes the
-HTTP client and joins the thread.
+HTTP client and joins the thread. A call still waiting when `close()` runs, and
+every call after it, raises `ClosedError` in its own thread.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import threading
 import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any, TypeVar, overload
 
 from restlayer._typing import E
 from restlayer.core import DLE, Endpoint, Response, State
 from restlayer.core import Controller as AsyncController
-from restlayer.errors import RestLayerError
+from restlayer.errors import ClosedError, RestLayerError
 from restlayer.pagination import NextPage
 from restlayer.pagination import paginate as _paginate
 from restlayer.rest import RestEndpoint
@@ -29,10 +31,17 @@ T = TypeVar("T")
 
 
 class _LoopThread:
-    """An event loop running forever in a daemon thread, until `stop()`."""
+    """An event loop running forever in a daemon thread, until `stop()`.
+
+    Every call in progress is tracked, so `stop()` can release each waiting
+    thread with `ClosedError` instead of leaving it blocked.
+    """
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
+        self.closed = False
+        self._lock = threading.Lock()
+        self._pending: set[concurrent.futures.Future[Any]] = set()
         self.thread = threading.Thread(target=self._run, name="restlayer-sync-loop", daemon=True)
         self.thread.start()
 
@@ -45,7 +54,21 @@ class _LoopThread:
         if threading.current_thread() is self.thread:
             coro.close()
             raise RestLayerError("restlayer.sync.Controller cannot be called from its own loop thread")
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+        with self._lock:
+            if self.closed:
+                coro.close()
+                raise ClosedError("restlayer.sync.Controller is closed")
+            future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+            self._pending.add(future)
+        try:
+            return future.result()
+        except concurrent.futures.CancelledError:
+            if self.closed:
+                raise ClosedError("restlayer.sync.Controller was closed while this call was waiting") from None
+            raise
+        finally:
+            with self._lock:
+                self._pending.discard(future)
 
     def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Call a plain function on the loop thread and return its result."""
@@ -55,20 +78,33 @@ class _LoopThread:
 
         return self.run(invoke())
 
-    def stop(self) -> None:
-        """Cancel every task, close the shared HTTP client, stop the loop and join the thread."""
-        if self.loop.is_closed():
-            return
+    def stop(self, before: Callable[[], None] | None = None) -> None:
+        """Run `before` on the loop, cancel every task, close the shared HTTP client, stop and join.
+
+        New calls are refused from the start; calls still waiting afterwards get `ClosedError`.
+        """
+        if threading.current_thread() is self.thread:
+            raise RestLayerError("restlayer.sync.Controller cannot be closed from its own loop thread (a callback)")
+        with self._lock:
+            if self.closed:
+                return
+            self.closed = True
         if self.thread.is_alive():
-            asyncio.run_coroutine_threadsafe(_shutdown(), self.loop).result()
+            asyncio.run_coroutine_threadsafe(_shutdown(before), self.loop).result()
             self.loop.call_soon_threadsafe(self.loop.stop)
             self.thread.join()
+        with self._lock:
+            left = list(self._pending)
+        for future in left:
+            future.cancel()
         self.loop.close()
 
 
-async def _shutdown() -> None:
+async def _shutdown(before: Callable[[], None] | None) -> None:
     from restlayer.rest import aclose
 
+    if before is not None:
+        before()
     current = asyncio.current_task()
     tasks = [t for t in asyncio.all_tasks() if t is not current]
     for task in tasks:
@@ -85,8 +121,12 @@ class Controller:
 
     def __init__(self, **options: Any) -> None:
         self._thread = _LoopThread()
-        self._finalizer = weakref.finalize(self, self._thread.stop)
-        self._async: AsyncController = self._thread.call(AsyncController, **options)
+        try:
+            self._async: AsyncController = self._thread.call(AsyncController, **options)
+        except BaseException:
+            self._thread.stop()
+            raise
+        self._finalizer = weakref.finalize(self, self._thread.stop, self._async.close)
 
     # ----- lifecycle ----------------------------------------------------------------------
     def close(self) -> None:
@@ -151,8 +191,9 @@ class Controller:
                     return
         finally:
             closer = getattr(stream, "aclose", None)
-            if closer is not None and not self._thread.loop.is_closed():
-                self._run(closer)
+            if closer is not None and not self._thread.closed:
+                with suppress(ClosedError):  # closed meanwhile: the loop already ended the stream
+                    self._run(closer)
 
     # ----- reads and writes (run on the loop thread, so they never race the loop) ---------------
     def get_response(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> Response[T]:
@@ -228,8 +269,9 @@ class Controller:
         stop = self._thread.call(lambda: self._async.watch(endpoint, *args, callback=callback, **kwargs))
 
         def unsubscribe() -> None:
-            if not self._thread.loop.is_closed():
-                self._thread.call(stop)
+            if not self._thread.closed:
+                with suppress(ClosedError):  # closed meanwhile: nothing left to watch
+                    self._thread.call(stop)
 
         return unsubscribe
 

@@ -10,7 +10,8 @@ import pytest
 
 from restlayer.core import Controller
 from restlayer.rest import RestEndpoint, resource
-from tests.core._models import Clock, Todo, User
+from tests.core._gate import Gates, gate_server
+from tests.core._models import Clock, Recorder, Todo, User
 
 
 @pytest.fixture
@@ -42,5 +43,31 @@ def ctrl() -> Iterator[Controller]:
 def cctrl(clock: Clock) -> Iterator[Controller]:
     """A controller on the settable clock."""
     c = Controller(clock=clock)
+    yield c
+    c.close()
+
+
+@pytest.fixture(scope="session")
+def gates() -> Iterator[Gates]:
+    """A server on 127.0.0.1 whose `/gate/{name}` replies wait until the test opens them."""
+    yield from gate_server()
+
+
+@pytest.fixture
+def gated(gates: Gates) -> RestEndpoint:
+    """`GET /gate/:name` on the gate server (a deduplicable read)."""
+    return RestEndpoint(path="/gate/:name", url_prefix=gates.url)
+
+
+@pytest.fixture
+def rec() -> Recorder:
+    """Records every action of `rctrl`."""
+    return Recorder()
+
+
+@pytest.fixture
+def rctrl(clock: Clock, rec: Recorder) -> Iterator[Controller]:
+    """A controller on the settable clock whose actions `rec` records."""
+    c = Controller(clock=clock, managers=[rec])
     yield c
     c.close()

@@ -10,7 +10,7 @@ import pytest
 from restlayer.core import DLE, Controller
 from restlayer.errors import NetworkError
 from tests._present import present
-from tests.core._models import Clock, Todo, gets
+from tests.core._models import Clock, Recorder, Todo, gets, stored
 
 
 async def test_suspense_fetches_once_then_cached(ctrl: Controller, res: Any, api: Any) -> None:
@@ -20,12 +20,12 @@ async def test_suspense_fetches_once_then_cached(ctrl: Controller, res: Any, api
     assert await ctrl.suspense(res.Todo.get, None) is None
 
 
-async def test_suspense_stale_returns_at_once_and_refreshes(cctrl: Controller, res: Any, api: Any,
+async def test_suspense_stale_returns_at_once_and_refreshes(rctrl: Controller, rec: Recorder, res: Any, api: Any,
                                                             clock: Clock) -> None:
-    first = await cctrl.suspense(res.Todo.get, id=1)
+    first = await rctrl.suspense(res.Todo.get, id=1)
     clock.advance(60_001)
-    assert await cctrl.suspense(res.Todo.get, id=1) is first
-    await asyncio.sleep(0.1)
+    assert await rctrl.suspense(res.Todo.get, id=1) is first
+    await rec.wait_for(stored(res.Todo.get.key({"id": 1})), count=2)
     assert len(gets(api, "/todos/1")) == 2
 
 
@@ -58,25 +58,27 @@ async def test_suspense_after_invalidate_refetches(ctrl: Controller, res: Any, a
     assert len(api.requests) == 2
 
 
-async def test_dle_and_cache(ctrl: Controller, res: Any, api: Any) -> None:
+async def test_dle_and_cache(rctrl: Controller, rec: Recorder, res: Any, api: Any) -> None:
+    ctrl = rctrl
     assert ctrl.dle(res.Todo.get, None) == DLE(None, False, None)
     assert ctrl.cache(res.Todo.get, id=1) is None
     assert ctrl.dle(res.Todo.get, id=1) == DLE(None, True, None)
-    await asyncio.sleep(0.1)
+    await rec.wait_for(stored())
     data, loading, error = ctrl.dle(res.Todo.get, id=1)
     assert present(data).id == 1 and not loading and error is None
     assert ctrl.cache(res.Todo.get, id=1) is data
     assert len(api.requests) == 1
 
 
-async def test_dle_loading_hides_stale_entities(ctrl: Controller, res: Any, api: Any) -> None:
+async def test_dle_loading_hides_stale_entities(rctrl: Controller, rec: Recorder, res: Any, api: Any) -> None:
+    ctrl = rctrl
     wrapped = res.Todo.get.extend(schema={"todo": Todo}, path="/todos/:id", process=lambda v, *a: {"todo": v})
     ctrl.set_response(wrapped, {"id": 1}, {"todo": {"id": 1, "title": "t"}})
     ctrl.set_response(res.Todo.delete, {"id": 1}, {"id": 1})  # Todo 1 deleted: the dict is invalid
     data, loading, error = ctrl.dle(wrapped, id=1)
     assert loading and data == {"todo": None} and error is None
     assert ctrl.cache(wrapped, id=1) == {"todo": None}
-    await asyncio.sleep(0.1)
+    await rec.wait_for(stored())
     assert present(ctrl.dle(wrapped, id=1).data)["todo"].title == "delectus aut autem"
     assert len(gets(api, "/todos/1")) == 1
 
@@ -99,17 +101,19 @@ async def test_watch_fires_only_on_real_changes(ctrl: Controller, res: Any) -> N
 
 async def test_live_yields_first_then_changes(ctrl: Controller, res: Any) -> None:
     values: list[Any] = []
+    first = asyncio.Event()
 
     async def consume() -> None:
         async for todo in ctrl.live(res.Todo.get, id=1):
             values.append(todo)
+            first.set()
             if len(values) == 2:
                 break
 
     task = asyncio.ensure_future(consume())
-    await asyncio.sleep(0.1)
+    await asyncio.wait_for(first.wait(), 10)
     ctrl.set(Todo, {"id": 1}, {"id": 1, "title": "live"})
-    await asyncio.wait_for(task, 2)
+    await asyncio.wait_for(task, 10)
     assert values[0].title == "delectus aut autem" and values[1].title == "live"
 
 

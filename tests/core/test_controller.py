@@ -13,7 +13,8 @@ from restlayer.errors import NetworkError, ProcessingError, ResetError, SchemaEr
 from restlayer.rest import RestEndpoint, resource
 from restlayer.schema import All, Collection, Entity, Query, normalize
 from tests._present import present
-from tests.core._models import Clock, Todo, User, gets
+from tests.core._gate import Gates
+from tests.core._models import Clock, Todo, User, gets, other_tasks_done
 
 
 async def test_fetch_returns_the_stored_read_itself(ctrl: Controller, res: Any, api: Any) -> None:
@@ -186,27 +187,32 @@ async def test_negative_expiry_raises(ctrl: Controller, res: Any) -> None:
         await ctrl.fetch(res.Todo.get.extend(data_expiry_length=-1), id=1)
 
 
-async def test_reset_during_slow_fetch(ctrl: Controller, res: Any) -> None:
+async def test_reset_during_slow_fetch(ctrl: Controller, res: Any, gated: Any, gates: Gates) -> None:
     await ctrl.fetch(res.Todo.get, id=1)
-    task = asyncio.ensure_future(ctrl.fetch(res.slow, {"ms": 300}))
-    await asyncio.sleep(0.05)
+    name = gates.name()
+    task = asyncio.ensure_future(ctrl.fetch(gated, name=name))
+    await gates.arrived(name)
     ctrl.reset_entire_store()
     with pytest.raises(ResetError, match="Aborted due to RESET"):
         await task
-    await asyncio.sleep(0.35)
+    gates.open(name)
+    await other_tasks_done()  # the dropped request has its reply now
     state = ctrl.get_state()
     assert state["endpoints"] == {} and state["entities"] == {} and state["last_reset"] > 0
 
 
-async def test_fetch_after_reset_not_joined(ctrl: Controller, res: Any, api: Any) -> None:
-    first = asyncio.ensure_future(ctrl.fetch(res.slow, {"ms": 200}))
-    await asyncio.sleep(0.02)
+async def test_fetch_after_reset_not_joined(ctrl: Controller, gated: Any, gates: Gates) -> None:
+    name = gates.name()
+    first = asyncio.ensure_future(ctrl.fetch(gated, name=name))
+    await gates.arrived(name)
     ctrl.reset_entire_store()
-    second = await ctrl.fetch(res.slow, {"ms": 200})
-    assert second == {"slept": 200}
+    second = asyncio.ensure_future(ctrl.fetch(gated, name=name))
+    await gates.arrived(name, count=2)
+    gates.open(name)
+    assert await second == {"gate": name}
     with pytest.raises(ResetError):
         await first
-    assert len(gets(api, "/_test/slow")) == 2
+    assert gates.arrivals(name) == 2
 
 
 async def test_watcher_exception_logged_other_watchers_fire(ctrl: Controller, res: Any, caplog: Any) -> None:
@@ -324,7 +330,8 @@ async def test_create_reply_without_pk_is_refused_and_stores_nothing(ctrl: Contr
 
 def test_normalize_keeps_the_placeholder_for_optimistic_guesses() -> None:
     result = normalize(Collection([Todo]).push, {"title": "draft"}, args=[{}])
-    assert result.result.startswith("MISS-")
+    [placeholder] = result.result
+    assert placeholder.startswith("MISS-")
     with pytest.raises(SchemaError, match="Missing usable primary key"):
         normalize(Collection([Todo]).push, {"title": "draft"}, args=[{}], placeholders=False)
 

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from restlayer.core import Controller, GCPolicy
+from restlayer.core.gc import MIN_LIFETIME
+from restlayer.errors import NetworkError
 from tests.core._models import Clock, Todo
 
 
@@ -53,4 +57,17 @@ async def test_expire_all_then_sweep_after_min_lifetime(res: Any, clock: Clock) 
     clock.advance(2_000)
     assert policy.sweep() > 0
     assert ctrl.get_state()["endpoints"] == {} and ctrl.get_state()["entities"] == {}
+    ctrl.close()
+
+
+async def test_failed_fetches_are_swept_like_data(res: Any, clock: Clock) -> None:
+    policy = GCPolicy(interval_ms=10**9)
+    ctrl = Controller(clock=clock, gc_policy=policy)
+    for n in range(20):
+        with pytest.raises(NetworkError):
+            await ctrl.fetch(res.status, code=404, n=n)
+    assert len(ctrl.get_state()["meta"]) == 20
+    clock.advance(MIN_LIFETIME + 1)
+    assert policy.sweep() == 20
+    assert ctrl.get_state()["meta"] == {}
     ctrl.close()

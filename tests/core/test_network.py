@@ -5,8 +5,19 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from restlayer.core import Controller
-from tests.core._models import gets
+import pytest
+
+from restlayer.core import Controller, NetworkManager
+from restlayer.core.network import DEFAULT_MAX_CONCURRENT_REQUESTS
+from restlayer.errors import ClosedError, NetworkError, RestLayerError
+from tests._present import present
+from tests.core._gate import Gates
+from tests.core._models import Recorder, Todo, aborted, gets
+
+
+def network(ctrl: Controller) -> NetworkManager:
+    """The controller's NetworkManager."""
+    return next(m for m in ctrl.managers if isinstance(m, NetworkManager))
 
 
 async def test_two_concurrent_gets_one_request(ctrl: Controller, res: Any, api: Any) -> None:
@@ -34,22 +45,117 @@ async def test_later_fetch_after_settle_sends_again(ctrl: Controller, res: Any, 
     assert len(gets(api, "/todos/1")) == 2
 
 
-async def test_cancelling_one_caller_keeps_the_shared_request(ctrl: Controller, res: Any, api: Any) -> None:
-    first = asyncio.ensure_future(ctrl.fetch(res.slow, {"ms": 150}))
-    second = asyncio.ensure_future(ctrl.fetch(res.slow, {"ms": 150}))
-    await asyncio.sleep(0.03)
+async def test_cancelling_one_caller_keeps_the_shared_request(ctrl: Controller, gated: Any, gates: Gates) -> None:
+    name = gates.name()
+    first = asyncio.ensure_future(ctrl.fetch(gated, name=name))
+    second = asyncio.ensure_future(ctrl.fetch(gated, name=name))
+    await gates.arrived(name)
     first.cancel()
-    assert await second == {"slept": 150}
+    gates.open(name)
+    assert await second == {"gate": name}
     assert first.cancelled()
-    assert len(gets(api, "/_test/slow")) == 1
-    assert ctrl.get_response(res.slow, {"ms": 150}).data == {"slept": 150}
+    assert gates.arrivals(name) == 1
+    assert ctrl.get_response(gated, name=name).data == {"gate": name}
 
 
-async def test_cancelling_every_caller_cancels_the_request(ctrl: Controller, res: Any) -> None:
-    task = asyncio.ensure_future(ctrl.fetch(res.slow, {"ms": 200}))
-    await asyncio.sleep(0.03)
+async def test_cancelling_every_caller_cancels_the_request(
+    rctrl: Controller, rec: Recorder, gated: Any, gates: Gates
+) -> None:
+    name = gates.name()
+    task = asyncio.ensure_future(rctrl.fetch(gated, name=name))
+    await gates.arrived(name)
     task.cancel()
-    await asyncio.sleep(0.25)
-    assert ctrl.get_state()["endpoints"] == {}
-    manager = next(m for m in ctrl.managers if type(m).__name__ == "NetworkManager")
-    assert not manager.in_flight(res.slow.key({"ms": 200}))  # type: ignore[attr-defined]
+    await rec.wait_for(aborted)
+    assert rctrl.get_state()["endpoints"] == {}
+    assert not network(rctrl).in_flight(gated.key({"name": name}))
+    gates.open(name)
+
+
+async def test_new_caller_never_inherits_a_cancelled_callers_cancellation(
+    ctrl: Controller, gated: Any, gates: Gates
+) -> None:
+    name = gates.name()
+    first = asyncio.ensure_future(ctrl.fetch(gated, name=name))
+    await gates.arrived(name)
+    first.cancel()
+    second = asyncio.ensure_future(ctrl.fetch(gated, name=name))
+    gates.open(name)
+    assert await asyncio.wait_for(second, 10) == {"gate": name}
+    assert first.cancelled()
+
+
+async def test_close_gives_every_waiting_caller_closed_error(gated: Any, gates: Gates, res: Any) -> None:
+    ctrl = Controller()
+    name = gates.name()
+    await ctrl.fetch(res.Todo.get, id=1)
+    readers = [asyncio.ensure_future(ctrl.fetch(gated, name=name)) for _ in range(3)]
+    optimistic = res.Todo.partial_update.extend(path="/gate/:name", url_prefix=gates.url)
+    mutation = asyncio.ensure_future(ctrl.fetch(optimistic, {"name": name, "id": 1}, {"title": "guess"}))
+    await gates.arrived(name, count=2)
+    assert present(ctrl.get(Todo, "1")).title == "guess"
+    ctrl.close()
+    assert present(ctrl.get(Todo, "1")).title == "delectus aut autem"  # the optimistic guess is rolled back
+    for task in [*readers, mutation]:
+        with pytest.raises(ClosedError):
+            await asyncio.wait_for(task, 10)
+    with pytest.raises(ClosedError, match="closed"):
+        await ctrl.fetch(gated, name=name)
+    gates.open(name)
+
+
+async def test_raising_error_policy_reaches_the_caller_and_the_fetch_error_is_stored(
+    ctrl: Controller, res: Any
+) -> None:
+    def strict_policy(error: BaseException) -> str | None:
+        raise ValueError("policy bug")
+
+    ep = res.status.extend(error_policy=strict_policy)
+    with pytest.raises(RestLayerError, match=r"error_policy .*strict_policy.* raised ValueError: policy bug") as info:
+        await asyncio.wait_for(ctrl.fetch(ep, code=404), 10)
+    assert isinstance(info.value.__cause__, ValueError)
+    stored = ctrl.get_error(ep, code=404)
+    assert isinstance(stored, NetworkError) and stored.status == 404
+
+
+async def test_requests_beyond_the_limit_wait_for_a_free_slot(gated: Any, gates: Gates) -> None:
+    ctrl = Controller(max_concurrent_requests=2)
+    names = gates.group(5)
+    tasks = [asyncio.ensure_future(ctrl.fetch(gated, name=n)) for n in names]
+    await gates.arrived(names[0])
+    await gates.arrived(names[1])
+    for i, name in enumerate(names):  # release one at a time: the next queued request then goes out
+        gates.open(name)
+        if i + 2 < len(names):
+            await gates.arrived(names[i + 2])
+    assert await asyncio.wait_for(asyncio.gather(*tasks), 10) == [{"gate": n} for n in names]
+    assert gates.max_held(names[0]) == 2
+    ctrl.close()
+
+
+def test_max_concurrent_requests_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="max_concurrent_requests"):
+        Controller(max_concurrent_requests=0)
+    assert network(Controller()).max_concurrent_requests == DEFAULT_MAX_CONCURRENT_REQUESTS
+    assert network(Controller(max_concurrent_requests=None)).max_concurrent_requests is None
+
+
+async def test_close_ends_waiting_live_and_suspense_with_closed_error(res: Any, gated: Any, gates: Gates) -> None:
+    ctrl = Controller()
+    first = asyncio.Event()
+
+    async def follow() -> None:
+        async for _ in ctrl.live(res.Todo.get, id=1):
+            first.set()
+
+    following = asyncio.ensure_future(follow())
+    await asyncio.wait_for(first.wait(), 10)
+    name = gates.name()
+    waiting = asyncio.ensure_future(ctrl.suspense(gated, name=name))
+    await gates.arrived(name)
+    ctrl.close()
+    for task in (following, waiting):
+        with pytest.raises(ClosedError):
+            await asyncio.wait_for(task, 10)
+    with pytest.raises(ClosedError):
+        await ctrl.suspense(gated, name=gates.name())
+    gates.open(name)

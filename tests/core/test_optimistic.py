@@ -11,7 +11,8 @@ from restlayer.core import Controller
 from restlayer.errors import NetworkError
 from restlayer.rest import RestEndpoint
 from tests._present import present
-from tests.core._models import Todo, User, gets
+from tests.core._gate import Gates
+from tests.core._models import Clock, Recorder, Todo, User, gets, stored
 
 
 async def test_partial_update_shows_then_server_value(ctrl: Controller, res: Any, api: Any) -> None:
@@ -63,20 +64,62 @@ async def test_partial_update_aborts_when_not_stored(ctrl: Controller, res: Any)
     assert present(ctrl.get(Todo, "4")).title == "x"
 
 
-async def test_last_started_wins_whatever_reply_order(ctrl: Controller, res: Any, api: Any) -> None:
+def titled(gates: Gates, title: str) -> RestEndpoint:
+    """A PATCH held by the gate server whose reply sets Todo 5's title to `title`."""
+    return RestEndpoint(path="/gate/:name", url_prefix=gates.url, method="PATCH", schema=Todo,
+                        process=lambda value, *a: {"id": 5, "title": title})
+
+
+async def overtaken_patches(ctrl: Controller, gates: Gates, clock: Clock) -> str:
+    """Start PATCH "first", then PATCH "second"; "second"'s reply lands first. Returns "first"'s gate."""
+    a, b = gates.name(), gates.name()
+    first = asyncio.ensure_future(ctrl.fetch(titled(gates, "first"), {"name": a}, {}))
+    await gates.arrived(a)
+    clock.advance(1)
+    second = asyncio.ensure_future(ctrl.fetch(titled(gates, "second"), {"name": b}, {}))
+    await gates.arrived(b)
+    gates.open(b)
+    await second
+    gates.open(a)
+    await first
+    return a
+
+
+async def test_last_started_wins_whatever_reply_order(cctrl: Controller, res: Any, gates: Gates,
+                                                      clock: Clock) -> None:
+    await cctrl.fetch(res.Todo.get, id=5)
+    await overtaken_patches(cctrl, gates, clock)
+    assert present(cctrl.get(Todo, "5")).title == "second"
+
+
+async def test_refetch_overtaken_mutation_shows_the_server_state(res: Any, api: Any, gates: Gates,
+                                                                 clock: Clock) -> None:
+    rec = Recorder()
+    asked: list[tuple[Any, ...]] = []
+
+    def refetch(endpoint: Any, args: tuple[Any, ...]) -> tuple[Any, tuple[Any, ...]]:
+        asked.append(args)
+        return res.Todo.get, ({"id": 5},)
+
+    ctrl = Controller(clock=clock, managers=[rec], refetch_overtaken=refetch)
     await ctrl.fetch(res.Todo.get, id=5)
-    slow = res.Todo.partial_update.extend(path="/_test/slow", schema=Todo)
-    # "first" is slower than "second": replies arrive second-then-first.
-    first_ep = RestEndpoint(path="/_test/slow", url_prefix=api.url, method="PATCH", schema=Todo,
-                            process=lambda value, *a: {"id": 5, "title": "first"})
-    second_ep = RestEndpoint(path="/_test/slow", url_prefix=api.url, method="PATCH", schema=Todo,
-                             process=lambda value, *a: {"id": 5, "title": "second"})
-    del slow
-    first = asyncio.ensure_future(ctrl.fetch(first_ep, {"ms": 200}, {}))
-    await asyncio.sleep(0.01)
-    second = asyncio.ensure_future(ctrl.fetch(second_ep, {"ms": 20}, {}))
-    await asyncio.gather(first, second)
-    assert present(ctrl.get(Todo, "5")).title == "second"
+    api.db.update("todos", 5, {"title": "first"})  # the server applied "second", then "first"
+    first_gate = await overtaken_patches(ctrl, gates, clock)
+    assert [args[0]["name"] for args in asked] == [first_gate]  # only "first" was overtaken
+    await rec.wait_for(stored(res.Todo.get.key({"id": 5})), count=2)
+    assert present(ctrl.get(Todo, "5")).title == "first"
+    ctrl.close()
+
+
+async def test_refetch_overtaken_leaves_mutations_in_order_alone(res: Any, gates: Gates, clock: Clock) -> None:
+    asked: list[Any] = []
+    ctrl = Controller(clock=clock, refetch_overtaken=lambda ep, args: asked.append(args))
+    await ctrl.fetch(res.Todo.get, id=5)
+    name = gates.name()
+    gates.open(name)
+    await ctrl.fetch(titled(gates, "only"), {"name": name}, {})
+    assert asked == [] and present(ctrl.get(Todo, "5")).title == "only"
+    ctrl.close()
 
 
 async def test_push_without_id_then_reply(ctrl: Controller, res: Any) -> None:

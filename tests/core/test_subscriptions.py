@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import pytest
 
-from restlayer.core import Controller
+from restlayer.core import Controller, SubscriptionManager
 from restlayer.core.subscriptions import Poll
 from restlayer.errors import RestLayerError
-from tests.core._models import gets
+from tests.core._models import Clock, Recorder, polled, stored
 
 
 def test_poll_schedule_arithmetic() -> None:
@@ -37,35 +36,39 @@ async def test_subscribe_needs_poll_frequency(ctrl: Controller, res: Any) -> Non
     await ctrl.subscribe(res.Todo.get, None)  # None args: nothing
 
 
-async def test_polling_frequencies(ctrl: Controller, res: Any, api: Any) -> None:
+def subscriptions(ctrl: Controller) -> SubscriptionManager:
+    """The controller's SubscriptionManager."""
+    return next(m for m in ctrl.managers if isinstance(m, SubscriptionManager))
+
+
+async def test_polling_follows_the_smallest_subscribed_frequency(
+    rctrl: Controller, rec: Recorder, res: Any, clock: Clock
+) -> None:
     slow = res.Todo.get.extend(poll_frequency=200)
     fast = res.Todo.get.extend(poll_frequency=100)
-    await ctrl.subscribe(slow, id=1)
-    await asyncio.sleep(0.45)
-    n_slow = len(gets(api, "/todos/1"))
-    assert 2 <= n_slow <= 4  # ~0, 200, 400 ms
-    meta = ctrl.get_state()["meta"][slow.key({"id": 1})]
-    assert meta["expires_at"] - meta["date"] == 100  # frequency / 2
-    await ctrl.subscribe(fast, id=1)
-    api.clear_requests()
-    await asyncio.sleep(0.45)
-    assert 3 <= len(gets(api, "/todos/1")) <= 6  # ~every 100 ms
-    await ctrl.unsubscribe(fast, id=1)
-    api.clear_requests()
-    await asyncio.sleep(0.45)
-    assert 1 <= len(gets(api, "/todos/1")) <= 3  # back to 200 ms
-    await ctrl.unsubscribe(slow, id=1)
-    await asyncio.sleep(0.05)
-    api.clear_requests()
-    await asyncio.sleep(0.3)
-    assert len(gets(api, "/todos/1")) == 0
+    key = slow.key({"id": 1})
+    manager = subscriptions(rctrl)
+    await rctrl.subscribe(slow, id=1)
+    first = (await rec.wait_for(polled(key), count=2))[0]  # polls repeat on their own
+    assert (first.data_expiry_length, first.error_expiry_length) == (100, 20)  # frequency / 2, / 10
+    await rec.wait_for(stored(key))
+    assert rctrl.get_state()["meta"][key]["expires_at"] - rctrl.get_state()["meta"][key]["date"] == 100
+    clock.advance(10)
+    await rctrl.subscribe(fast, id=1)
+    assert manager.polls[key].frequency == 100 and manager.next_poll(key) == clock.now + 100
+    seen = len(rec.matching(polled(key)))
+    latest = (await rec.wait_for(polled(key), count=seen + 1))[-1]
+    assert latest.data_expiry_length == 50
+    await rctrl.unsubscribe(fast, id=1)
+    assert manager.polls[key].frequency == 200 and manager.next_poll(key) is not None
+    await rctrl.unsubscribe(slow, id=1)
+    assert key not in manager.polls and manager.next_poll(key) is None
 
 
-async def test_subscription_context_manager(ctrl: Controller, res: Any, api: Any) -> None:
+async def test_subscription_context_manager(rctrl: Controller, rec: Recorder, res: Any) -> None:
     ep = res.Todo.get.extend(poll_frequency=100)
-    async with ctrl.subscription(ep, id=2):
-        await asyncio.sleep(0.25)
-    count = len(gets(api, "/todos/2"))
-    assert count >= 2
-    await asyncio.sleep(0.25)
-    assert len(gets(api, "/todos/2")) == count
+    key = ep.key({"id": 2})
+    async with rctrl.subscription(ep, id=2):
+        await rec.wait_for(polled(key), count=2)
+        assert subscriptions(rctrl).next_poll(key) is not None
+    assert subscriptions(rctrl).next_poll(key) is None

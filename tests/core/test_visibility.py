@@ -11,6 +11,7 @@ import pytest
 
 from restlayer import NetworkError
 from restlayer.core import Controller
+from tests.core._models import Recorder, stored
 
 
 def _lines(caplog: pytest.LogCaptureFixture) -> list[str]:
@@ -60,14 +61,12 @@ async def test_soft_failure_keeps_old_data_and_shows_through_last_error(
     assert ctrl.last_error(res.status, code=503) is None
 
 
-async def test_a_failed_poll_is_visible_while_the_old_data_shows(ctrl: Controller, res: Any) -> None:
+async def test_a_failed_poll_is_visible_while_the_old_data_shows(rctrl: Controller, rec: Recorder, res: Any) -> None:
+    ctrl = rctrl
     polled = res.status.extend(poll_frequency=100)
     ctrl.set_response(polled, {"code": 500}, {"old": True})
     async with ctrl.subscription(polled, code=500):
-        for _ in range(500):  # bounded: the first poll starts at once
-            if ctrl.last_error(polled, code=500) is not None:
-                break
-            await asyncio.sleep(0.01)
+        await rec.wait_for(stored(polled.key({"code": 500})))  # the first poll's failure was stored
     error = ctrl.last_error(polled, code=500)
     assert isinstance(error, NetworkError) and error.status == 500
     assert ctrl.dle(polled, code=500).data == {"old": True}

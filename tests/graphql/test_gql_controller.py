@@ -96,13 +96,13 @@ async def test_suspense_refetches_after_invalidate_all(
 
 
 async def test_dle_loading_then_data(api: LocalServer, ctrl: Controller, get_user: GQLEndpoint) -> None:
+    arrived = asyncio.Event()
+    unwatch = ctrl.watch(get_user, {"id": "1"}, callback=lambda data: arrived.set())
     loading = ctrl.dle(get_user, {"id": "1"})
     assert loading.loading and loading.error is None
-    for _ in range(200):
-        await asyncio.sleep(0.01)
-        now = ctrl.dle(get_user, {"id": "1"})
-        if not now.loading:
-            break
+    await asyncio.wait_for(arrived.wait(), 10)  # the background fetch stored its reply
+    unwatch()
+    now = ctrl.dle(get_user, {"id": "1"})
     assert not now.loading and now.error is None
     assert present(now.data)["user"].name == "Leanne Graham"
     assert len(api.requests.matching("POST", "/graphql")) == 1
@@ -113,21 +113,20 @@ async def test_live_sees_a_mutation(
     api: LocalServer, ctrl: Controller, get_todo: GQLEndpoint, update_todo: GQLEndpoint
 ) -> None:
     seen: list[Any] = []
+    first = asyncio.Event()
 
     async def follow() -> None:
         async for data in ctrl.live(get_todo, {"id": "5"}):
             seen.append(data["todo"])
+            first.set()
             if len(seen) == 2:
                 return
 
     task = asyncio.create_task(follow())
-    for _ in range(200):
-        if seen:
-            break
-        await asyncio.sleep(0.01)
+    await asyncio.wait_for(first.wait(), 10)
     assert seen[0].title == "laboriosam mollitia"
     await ctrl.fetch(update_todo, {"id": "5", "title": "live change"})
-    await asyncio.wait_for(task, 5)
+    await asyncio.wait_for(task, 10)
     assert [t.title for t in seen] == ["laboriosam mollitia", "live change"]
 
 

@@ -178,6 +178,8 @@ async def test_line_break_in_header_value_is_a_param_error_not_a_stored_server_e
             await ctrl.fetch(ep)
         error = ctrl.get_error(ep)
         assert not (isinstance(error, NetworkError) and error.status == 500)
+        assert error is None  # a local mistake is raised, never stored for the key
+        assert ctrl.get_response(ep).data == {"cached": True}
     finally:
         ctrl.close()
     assert api.requests == []

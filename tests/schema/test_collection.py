@@ -147,7 +147,8 @@ def test_push_filter() -> None:
     """Check: push {"id": 3, "userId": 1} with args ({"userId": 1}, {"title": "x"})."""
     state = prepared()
     r = normalize(TODOS.push, {"id": 3, "userId": 1}, args=[{"userId": 1}, {"title": "x"}], state=state)
-    assert r.result == "3"  # a single-object reply keeps its shape: one ref, not a list of one
+    assert r.result == ["3"]  # the stored result of a create is the list of new pks, even for one object
+    assert denormalize(TODOS.push, r.result, r.entities, args=[{"userId": 1}, {"title": "x"}]).id == 3
     assert lists(r) == {
         K_U1: ["1", "3"],
         K_U2: ["2"],
@@ -190,7 +191,7 @@ def test_push_list_of_items_and_no_collection_created() -> None:
 def test_push_without_pk_keeps_placeholder() -> None:
     state = prepared()
     r = normalize(TODOS.push, {"title": "draft"}, args=[{}], state=state)
-    pk = r.result
+    [pk] = r.result
     assert pk.startswith("MISS-")
     assert r.entities["Todo"][pk] == {"title": "draft"}
     assert r.entities["[Todo]"][K_ALL] == ["1", "2", pk]
@@ -334,6 +335,9 @@ def test_paginated_without_base_list_starts_it() -> None:
 def test_create_schema_denormalizes_single_reply_to_one_item() -> None:
     assert denormalize(TODOS.push, {"id": 7}, {}) == Todo(id=7)
     assert denormalize(TODOS.push, [{"id": 7}], {}) == [Todo(id=7)]
+    # the stored list of one pk reads as one item when the call sent one object, else as a list
+    assert denormalize(TODOS.push, [{"id": 7}], {}, args=[{}, {"title": "x"}]) == Todo(id=7)
+    assert denormalize(TODOS.push, [{"id": 7}], {}, args=[{}, [{"title": "x"}]]) == [Todo(id=7)]
 
 
 # ----- helpers ---------------------------------------------------------------------------------
@@ -441,3 +445,11 @@ def test_move_of_non_objects_raises_schema_error() -> None:
     assert info.value.path == (1,)
     with pytest.raises(SchemaError, match="A move takes objects, found list"):
         normalize(VALUES.move, [{"id": 1}], args=[{}, {"userId": 2}])
+
+
+@pytest.mark.parametrize("items", [[1, 2], ["x"], [{"id": 1}, None]])
+def test_move_with_non_object_items_is_a_schema_error_naming_the_path(items: Any) -> None:
+    state = normalize(TODOS, [{"id": 1, "userId": 1}], args=[{"userId": 1}])
+    with pytest.raises(SchemaError, match="A move takes objects") as info:
+        normalize(TODOS.move, items, args=[{"id": 1}, {"userId": 2}], state=state)
+    assert info.value.path == (len(items) - 1 if items[0] == {"id": 1} else 0,)

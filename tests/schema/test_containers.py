@@ -20,9 +20,14 @@ def test_array_shorthand_and_class_agree() -> None:
     assert a.entities == b.entities
 
 
-def test_array_drops_none_items() -> None:
+def test_array_keeps_none_items_as_none_both_ways() -> None:
+    """A `None` member of a list stays `None` (normalize and denormalize); missing ids are dropped."""
     r = normalize([Todo], [{"id": 1}, None, {"id": 2}])
-    assert r.result == ["1", "2"]
+    assert r.result == ["1", None, "2"]
+    assert denormalize([Todo], r.result, r.entities) == [Todo(id=1), None, Todo(id=2)]
+    assert denormalize([Todo], ["1", None, "404"], r.entities) == [Todo(id=1), None]
+    nested = normalize({"items": [Todo]}, {"items": [None, {"id": 3}]})
+    assert nested.result == {"items": [None, "3"]}
 
 
 def test_array_of_dict_input_uses_values() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
@@ -305,3 +305,75 @@ def test_cycle_memo_sibling_change_reaches_earlier_members() -> None:
     r2 = normalize(CTodo, {"id": 11, "title": "B"}, state=r)
     user2 = memo.denormalize(CUser, "1", r2.entities)
     assert user2.todos[0].author is user2
+
+
+# ----- deep data: no recursion limit ---------------------------------------------------------
+class Link(Entity):
+    id: int = 0
+    name: str = ""
+    next: Any = None
+    items: list[Any] = []
+
+
+Link.schema = {"next": Link, "items": [Link]}
+
+
+def _chain(length: int) -> dict[str, Any]:
+    data: dict[str, Any] = {"id": length}
+    for i in range(length - 1, 0, -1):
+        data = {"id": i, "next": data} if i % 2 else {"id": i, "items": [data]}
+    return data
+
+
+def test_chain_of_10000_nested_entities_normalizes_and_denormalizes() -> None:
+    """Deep data never hits Python's recursion limit (it used to fail near 240 levels)."""
+    r = normalize(Link, _chain(10_000))
+    assert len(r.entities["Link"]) == 10_000
+    assert r.entities["Link"]["1"]["next"] == "2" and r.entities["Link"]["2"]["items"] == ["3"]
+    reads: list[Callable[[], Any]] = [
+        lambda: denormalize(Link, "1", r.entities),
+        lambda: MemoCache().denormalize(Link, "1", r.entities),
+    ]
+    for read in reads:
+        node, seen = read(), 1
+        while True:
+            following = node.next if node.next is not None else (node.items[0] if node.items else None)
+            if following is None:
+                break
+            assert following.id == node.id + 1
+            node, seen = following, seen + 1
+        assert seen == 10_000
+
+
+def test_deep_memo_read_sees_a_change_far_down_the_chain() -> None:
+    r = normalize(Link, _chain(3_000))
+    memo = MemoCache()
+    first = memo.denormalize(Link, "1", r.entities)
+    assert memo.denormalize(Link, "1", r.entities) is first
+    r2 = normalize(Link, {"id": 2_999, "name": "changed"}, state=r)
+    second = memo.denormalize(Link, "1", r2.entities)
+    assert second is not first
+    node = second
+    while node.id != 2_999:
+        node = node.next if node.next is not None else node.items[0]
+    assert node.name == "changed"
+
+
+def test_deep_ring_of_stored_entities_closes_on_the_same_instance() -> None:
+    """A cycle longer than the depth guard still denormalizes to a cyclic graph of shared instances."""
+    ring = 500
+    r = normalize([Link], [{"id": i, "next": (i % ring) + 1} for i in range(1, ring + 1)])
+    first = MemoCache().denormalize(Link, "1", r.entities)
+    node = first
+    for _ in range(ring):
+        node = node.next
+    assert node is first
+
+
+def test_deep_deleted_entity_reads_none_in_its_parent() -> None:
+    r = normalize(Link, _chain(400))
+    r = normalize(Invalidate(Link), {"id": 399}, state=r)
+    node = denormalize(Link, "1", r.entities)
+    for _ in range(397):
+        node = node.next if node.next is not None else node.items[0]
+    assert node.id == 398 and node.next is None and node.items == []

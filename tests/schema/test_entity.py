@@ -363,3 +363,93 @@ def test_to_dict_and_replace() -> None:
     t2 = t.replace(title="z")
     assert t2.title == "z" and t.title == ""
     assert isinstance(t2, Todo)
+
+
+# ----- pk() sees the response data only ---------------------------------------------------
+class Slugged(Entity):
+    id: str = "0"
+    slug: str = ""
+    indexes = ("slug",)
+
+    def pk(self, parent: Any = None, key: str | None = None, args: tuple[Any, ...] = ()) -> str | None:
+        return self.id
+
+
+class Pair(Entity):
+    a: str = ""
+    b: str = ""
+
+    def pk(self, parent: Any = None, key: str | None = None, args: tuple[Any, ...] = ()) -> str | None:
+        return f"{self.a}/{self.b}"
+
+
+def test_custom_pk_does_not_see_field_defaults() -> None:
+    """`id: str = "0"`: a record without an id has no pk, so a query falls back to the index."""
+    assert Slugged.compute_pk({"slug": "x"}, None, None, ()) is None
+    with pytest.raises(SchemaError, match="Missing usable primary key"):
+        normalize(Slugged, {"slug": "x"})
+    r = normalize(Slugged, {"id": "5", "slug": "five"})
+    from restlayer.schema import MemoCache
+
+    assert MemoCache().query(Slugged, [{"slug": "five"}], r) == Slugged(id="5", slug="five")
+
+
+def test_composite_pk_with_a_missing_part_is_refused() -> None:
+    with pytest.raises(SchemaError, match="Missing usable primary key"):
+        normalize(Pair, {"a": "a"})
+    assert normalize(Pair, {"a": "a", "b": "b"}).result == "a/b"
+
+
+def test_custom_pk_view_keeps_methods_and_class_settings() -> None:
+    class Keyed(Entity):
+        group: str = ""
+        n: int = 0
+        key = "KeyedThing"
+
+        def pk(self, parent: Any = None, key: str | None = None, args: tuple[Any, ...] = ()) -> str | None:
+            return f"{self.key}:{self.label()}"
+
+        def label(self) -> str:
+            return f"{self.group}-{self.n}"
+
+    assert normalize(Keyed, {"group": "g", "n": 2}).result == "KeyedThing:g-2"
+    assert Keyed(group="g").pk() == "KeyedThing:g-0"  # on an instance, defaults still apply
+
+
+# ----- definitions colliding with the machinery ------------------------------------------------
+@pytest.mark.parametrize("name", ["key", "pk", "schema", "process", "replace", "merge", "validate", "indexes"])
+def test_field_named_like_the_machinery_is_refused(name: str) -> None:
+    with pytest.raises(TypeError, match=repr(name)):
+        type("Bad", (Entity,), {"__annotations__": {"id": "int", name: "str"}, "id": 0, name: ""})
+
+
+def test_machinery_method_set_to_a_value_is_refused() -> None:
+    with pytest.raises(TypeError, match="'process'"):
+        type("Bad", (Entity,), {"process": None})
+
+
+def test_empty_key_is_refused() -> None:
+    with pytest.raises(TypeError, match="key must be a non-empty string"):
+        type("Bad", (Entity,), {"key": ""})
+
+
+def test_unknown_constructor_keyword_is_a_type_error() -> None:
+    with pytest.raises(TypeError, match="'titel'"):
+        Todo(titel="x")  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="'titel'"):
+        Todo(title="x").replace(titel="y")
+    assert Todo(title="x").replace(title="y").title == "y"
+    stored: Any = Todo.from_json({"id": 1, "extra": 2})  # undeclared stored members are kept
+    assert stored.replace(extra=3).extra == 3
+
+
+def test_none_nested_schema_member_is_refused() -> None:
+    with pytest.raises(TypeError, match=r"schema\['author'\] is None"):
+        type("Bad", (Entity,), {"schema": {"author": None}})
+
+    class Later(Entity):
+        id: int = 0
+
+    Later.schema = {"author": None}  # reassigned after class creation: refused when first used
+    with pytest.raises(TypeError, match=r"schema\['author'\] is None"):
+        normalize(Later, {"id": 1, "author": {"id": 2}})

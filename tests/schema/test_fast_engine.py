@@ -68,6 +68,14 @@ class FCycle(Entity):
     owner: Any = "nobody"  # a truthy default: a deleted owner makes the record invalid
 
 
+class FUserCard(Entity):
+    """Shares FUser's table: reads through it must give FUserCard instances."""
+
+    key = "FUser"
+    id: int = 0
+    name: str = "card"
+
+
 FCycle.schema = {"friend": FCycle, "owner": FUser}
 FComment.schema = {"author": FUser}
 
@@ -76,6 +84,7 @@ SCHEMAS: dict[str, Any] = {
     "post": FPost,
     "list": [FPost],
     "cycle": [FCycle],
+    "shared": {"users": [FUser], "cards": [FUserCard], "posts": [FPost]},
 }
 
 IDS = st.one_of(
@@ -129,6 +138,10 @@ INPUTS: dict[str, st.SearchStrategy[Any]] = {
     "post": post,
     "list": st.one_of(st.lists(post, max_size=4), WEIRD),
     "cycle": st.lists(cycle, max_size=4),
+    "shared": st.fixed_dictionaries(
+        {}, optional={"users": st.lists(user, max_size=3), "cards": st.lists(user, max_size=3),
+                      "posts": st.lists(post, max_size=2)}
+    ),
 }
 
 
@@ -157,8 +170,22 @@ def both(fn: Callable[[], Any]) -> tuple[tuple[str, Any], tuple[str, Any]]:
     return fast, general
 
 
+def typed(value: Any) -> Any:
+    """`value` with the exact type of every list and dict in it (frozen or not), for comparison."""
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, [typed(v) for v in value])
+    if isinstance(value, Mapping):
+        return (type(value).__name__, {k: typed(v) for k, v in value.items()})
+    return value
+
+
 def tables(result: Any) -> Any:
-    return result.result, result.entities.to_dict(), result.indexes.to_dict(), result.entities_meta.to_dict()
+    """Everything a normalize wrote: result and records with their types, each table's insertion order."""
+    entities = {
+        key: (type(table).__name__, table.in_order(), {pk: typed(rec) for pk, rec in table.items()})
+        for key, table in result.entities.items()
+    }
+    return typed(result.result), entities, result.indexes.to_dict(), result.entities_meta.to_dict()
 
 
 def shape(value: Any, seen: dict[int, int] | None = None) -> Any:
@@ -172,9 +199,9 @@ def shape(value: Any, seen: dict[int, int] | None = None) -> Any:
         seen[id(value)] = len(seen)
         return (type(value).__name__, {k: shape(v, seen) for k, v in value.__dict__.items()})
     if isinstance(value, list):
-        return [shape(v, seen) for v in value]
+        return (type(value).__name__, [shape(v, seen) for v in value])
     if isinstance(value, Mapping):
-        return {k: shape(v, seen) for k, v in value.items()}
+        return (type(value).__name__, {k: shape(v, seen) for k, v in value.items()})
     return value
 
 
@@ -335,3 +362,51 @@ def test_a_chain_deeper_than_the_recursion_limit_gives_what_the_general_engine_g
     fast_read = run(lambda: read(FCycle, "0", entities, True)[1])
     general_read = run(lambda: read(FCycle, "0", entities, False)[1])
     assert fast_read == general_read
+
+
+def test_deep_data_is_deferred_in_the_same_order_as_the_general_engine() -> None:
+    """Chains deeper than the engine's depth guard (but within the recursion limit): same store order, same deps."""
+    depth = 150
+    head: dict[str, Any] = {"id": 0, "owner": {"id": 0}}
+    node = head
+    for i in range(1, depth):
+        node["friend"] = {"id": i, "owner": {"id": i % 5}, "name": ["n", str(i)]}
+        node = node["friend"]
+    fast, general = both(lambda: tables(normalize([FCycle], [head, None, {"id": 3}], meta=META)))
+    assert fast == general
+    stored = normalize([FCycle], [head], meta=META)
+    fast_read = read(compile_schema([FCycle]), stored.result, stored.entities, True)
+    assert fast_read == read(compile_schema([FCycle]), stored.result, stored.entities, False)
+    assert read_untracked(compile_schema([FCycle]), stored.result, stored.entities) == fast_read[0]
+    for fast_pass in (True, False):  # a memoized re-read after an unrelated change, both ways
+        memo = MemoCache()
+        first = memo.denormalize_detail([FCycle], stored.result, stored.entities)
+        changed = stored.entities.set("FUser", stored.entities["FUser"].set("9", {"id": 9}))
+        if fast_pass:
+            again = memo.denormalize_detail([FCycle], stored.result, changed)
+        else:
+            with _fast.disabled():
+                again = memo.denormalize_detail([FCycle], stored.result, changed)
+        assert again.data is first.data
+
+
+def test_two_classes_sharing_a_key_read_their_own_instances_on_the_fast_path() -> None:
+    stored = normalize({"users": [FUser], "cards": [FUserCard]}, {"users": [{"id": 1, "name": "a"}]})
+    memo = MemoCache()
+    users = memo.denormalize([FUser], ["1"], stored.entities)
+    cards = memo.denormalize([FUserCard], ["1"], stored.entities)
+    assert [type(u) for u in users] == [FUser] and [type(c) for c in cards] == [FUserCard]
+    assert cards[0].name == "a"
+
+
+def test_the_fast_path_stores_frozen_copies_and_keeps_none_items() -> None:
+    tags = ["a"]
+    reply: list[Any] = [{"id": 1, "tags": tags, "extra": {"k": [1]}}, None]
+    stored = normalize([FUser], reply)
+    assert stored.result == ["1", None] and type(stored.result).__name__ == "FrozenList"
+    record = stored.entities["FUser"]["1"]
+    assert type(record["tags"]).__name__ == "FrozenList"
+    assert type(record["extra"]["k"]).__name__ == "FrozenList"
+    tags.append("b")
+    assert record["tags"] == ["a"]
+    assert denormalize_with(Unvisit(stored.entities), compile_schema([FUser]), ["1", None, "404"])[1:] == [None]

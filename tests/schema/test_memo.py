@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from restlayer.schema import All, Collection, Denormalized, Entity, MemoCache, denormalize, normalize
+from restlayer.schema import All, Collection, Denormalized, Entity, MemoCache, Query, denormalize, normalize
 
 from ._models import Todo, User, meta
 
@@ -180,3 +180,73 @@ def test_clear_and_prune() -> None:
     memo.clear()
     third = memo.denormalize([Todo], r.result, r.entities)
     assert third == first and third[0] is not first[0]
+
+
+def _todo_and_user_store() -> Any:
+    r = normalize([Todo], [{"id": 1, "title": "t"}])
+    return normalize([User], [{"id": 1, "name": "u"}], state=r)
+
+
+def test_memo_never_confuses_inline_schemas_whose_address_is_reused() -> None:
+    """A freed inline schema's id() may be reused by the next one: results stay per schema object."""
+    r = _todo_and_user_store()
+    memo = MemoCache()
+    for _ in range(50):
+        assert [type(x) for x in memo.query(All(Todo), [], r)] == [Todo]
+        assert [type(x) for x in memo.query(All(User), [], r)] == [User]
+        assert [type(x) for x in memo.query(Query(All(Todo)), [], r)] == [Todo]
+        assert [type(x) for x in memo.query(Query(All(User)), [], r)] == [User]
+
+
+def test_memo_never_confuses_inline_collections_whose_address_is_reused() -> None:
+    r = normalize(Collection([Todo]), [{"id": 1}], [{"x": "1"}])
+    r = normalize(Collection([User]), [{"id": 1}], [{"x": "1"}], state=r)
+    memo = MemoCache()
+    for _ in range(50):
+        assert [type(x) for x in memo.query(Collection([Todo]), [{"x": "1"}], r)] == [Todo]
+        assert [type(x) for x in memo.query(Collection([User]), [{"x": "1"}], r)] == [User]
+
+
+class ArticleAuthor(Entity):
+    id: int = 0
+    name: str = ""
+
+
+class ArticleSummary(Entity):
+    id: int = 0
+    title: str = ""
+    key = "Article"
+
+
+class Article(Entity):
+    id: int = 0
+    title: str = ""
+    body: str = ""
+    author: Any = None
+    key = "Article"
+    schema = {"author": ArticleAuthor}
+
+    @classmethod
+    def validate(cls, processed: Any) -> str | None:
+        return None if "body" in processed else "a full article has a body"
+
+
+def test_two_classes_sharing_a_key_each_read_their_own_instances() -> None:
+    """Summary/detail pattern: reading through Article never returns an ArticleSummary (nor the reverse)."""
+    r = normalize(Article, {"id": 1, "title": "t", "body": "b", "author": {"id": 7, "name": "ann"}})
+    memo = MemoCache()
+    summary: Any = memo.denormalize(ArticleSummary, "1", r.entities)
+    article = memo.denormalize(Article, "1", r.entities)
+    assert summary.author == "7"  # no nested schema on the summary: the stored pk
+    assert type(summary) is ArticleSummary
+    assert type(article) is Article
+    assert article.author == ArticleAuthor(id=7, name="ann")
+    assert type(memo.denormalize(ArticleSummary, "1", r.entities)) is ArticleSummary
+    assert memo.denormalize([Article], ["1"], r.entities) == [article]
+
+
+def test_shared_key_class_runs_its_own_validate() -> None:
+    r = normalize(ArticleSummary, {"id": 2, "title": "only a summary"})
+    memo = MemoCache()
+    assert type(memo.denormalize(ArticleSummary, "2", r.entities)) is ArticleSummary
+    assert memo.denormalize(Article, "2", r.entities) is None  # the summary lacks a body: invalid as an Article

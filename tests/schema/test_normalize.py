@@ -295,3 +295,53 @@ def test_normalize_output_roundtrip() -> None:
     r = normalize([Todo], [{"id": 1, "title": "a", "author": {"id": 2, "username": "u"}}])
     out = denormalize([Todo], r.result, r.entities)
     assert out == [Todo(id=1, title="a", author=User(id=2, username="u"))]
+
+
+# ----- deep and self-containing input --------------------------------------------------------
+class Chain(Entity):
+    id: int = 0
+    next: Any = None
+    rest: list[Any] = []
+
+
+Chain.schema = {"next": Chain, "rest": [Chain]}
+
+
+def test_input_containing_itself_is_a_schema_error() -> None:
+    direct: dict[str, Any] = {"id": 1}
+    direct["next"] = direct
+    with pytest.raises(SchemaError, match="contains itself"):
+        normalize(Chain, direct)
+    a: dict[str, Any] = {"id": 1}
+    b: dict[str, Any] = {"id": 2, "rest": [a]}
+    a["next"] = b
+    with pytest.raises(SchemaError, match="contains itself"):
+        normalize([Chain], [a])
+
+
+def test_long_cycle_in_input_is_a_schema_error() -> None:
+    first: dict[str, Any] = {"id": 0}
+    node = first
+    for i in range(1, 300):
+        node["next"] = node = {"id": i}
+    node["next"] = first
+    with pytest.raises(SchemaError, match="contains itself"):
+        normalize(Chain, first)
+
+
+def test_same_object_twice_is_not_a_cycle_even_deep_down() -> None:
+    shared = {"id": "s", "rest": []}
+    data: dict[str, Any] = {"id": 0, "rest": [shared]}
+    for i in range(1, 500):
+        data = {"id": i, "next": data, "rest": [shared]}
+    r = normalize(Chain, data)
+    assert len(r.entities["Chain"]) == 501
+
+
+def test_deep_chain_normalizes_in_store_order_and_keeps_merge_semantics() -> None:
+    data: dict[str, Any] = {"id": 10_000}
+    for i in range(9_999, 0, -1):
+        data = {"id": i, "next": data}
+    r = normalize(Chain, data)
+    assert len(r.entities["Chain"]) == 10_000
+    assert r.entities["Chain"]["9999"] == {"id": 9999, "next": "10000"}

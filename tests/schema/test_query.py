@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from typing import Any
-
-import pytest
 
 from restlayer.schema import INVALID, All, Collection, Invalidate, MemoCache, Query, denormalize, normalize
 
-from ._models import Group, Todo, User
+from ._models import Group, Todo, User, plain
 
 
 def users_store() -> Any:
@@ -30,10 +31,6 @@ def test_all_without_table_is_invalid() -> None:
     assert detail.data is None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="PMap (immutables.Map, a HAMT) iterates in hash order: insertion order is not kept",
-)
 def test_all_insertion_order_skips_deleted() -> None:
     names = list("qwertyuiopasdfghjklz")
     r = normalize([User], [{"id": n} for n in names])
@@ -114,7 +111,70 @@ def test_dict_schema_query_each_member() -> None:
     r = normalize({"t": Todo, "u": User}, {"t": {"id": 1}, "u": {"id": 1}})
     memo = MemoCache()
     assert memo.query({"t": Todo, "u": User}, [{"id": 1}], r) == {"t": Todo(id=1), "u": User(id=1)}
-    assert memo.query({"t": Todo, "u": User}, [{"id": 2}], r) is None
+    # nothing found: the dict with each member None, and the read counts as not found (a fetch is due)
+    assert memo.query({"t": Todo, "u": User}, [{"id": 2}], r) == {"t": None, "u": None}
+    assert memo.query_detail({"t": Todo, "u": User}, [{"id": 2}], r).found is False
+
+
+def test_dict_schema_query_missing_member_is_none_and_literals_are_filled() -> None:
+    """A missing member reads None, literal members as written in the schema; found only when all are."""
+    r = normalize(Todo, {"id": 1})
+    memo = MemoCache()
+    schema = {"t": Todo, "u": User, "page": 1, "kind": "todos"}
+    detail = memo.query_detail(schema, [{"id": 1}], r)
+    assert detail.data == {"t": Todo(id=1), "u": None, "page": 1, "kind": "todos"}
+    assert detail.found is False and detail.invalid is False
+    r = normalize(User, {"id": 1}, state=r)
+    detail = memo.query_detail(schema, [{"id": 1}], r)
+    assert detail.data == {"t": Todo(id=1), "u": User(id=1), "page": 1, "kind": "todos"}
+    assert detail.found is True
+
+
+def test_all_inside_a_dict_schema_before_the_type_has_data() -> None:
+    """`{"results": All(Todo)}` with no Todo table: the member reads None (no crash)."""
+    memo = MemoCache()
+    empty = normalize(User, {"id": 1})
+    detail = memo.query_detail({"results": All(Todo)}, [], empty)
+    assert detail.data == {"results": None} and detail.found is False
+    r = normalize([Todo], [{"id": 2}, {"id": 1}], state=empty)
+    assert memo.query({"results": All(Todo)}, [], r) == {"results": [Todo(id=2), Todo(id=1)]}
+
+
+def test_all_normalizes_a_dict_by_its_values() -> None:
+    r = normalize(All(User), {"a": {"id": 1, "name": "a"}, "b": {"id": 2, "name": "b"}})
+    assert r.result == ["1", "2"]
+    assert plain(r.entities)["User"] == {"1": {"id": 1, "name": "a"}, "2": {"id": 2, "name": "b"}}
+
+
+def test_polymorphic_all_with_no_tables_reads_as_missing() -> None:
+    detail = MemoCache().query_detail(All({"u": User, "g": Group}, "type"), [], normalize(Todo, {"id": 1}))
+    assert detail.data is None and detail.invalid is True
+
+
+def test_all_order_is_insertion_order_across_writes_deletes_and_processes() -> None:
+    """Order of first storing, kept by later updates; the same whatever PYTHONHASHSEED is."""
+    names = [f"user-{i}" for i in range(40)][::-1]
+    r = normalize([User], [{"id": n} for n in names[:20]])
+    r = normalize([User], [{"id": n, "name": "again"} for n in reversed(names[:5])], state=r)  # updates
+    r = normalize([User], [{"id": n} for n in names[20:]], state=r)
+    assert [u.id for u in MemoCache().query(All(User), [], r)] == names
+    script = (
+        "from restlayer.schema import All, Entity, MemoCache, normalize\n"
+        "class U(Entity):\n    id: str = ''\n"
+        f"names = {names!r}\n"
+        "r = normalize([U], [{'id': n} for n in names[:20]])\n"
+        "r = normalize([U], [{'id': n} for n in names[20:]], state=r)\n"
+        "print(','.join(u.id for u in MemoCache().query(All(U), [], r)))\n"
+    )
+    for seed in ("1", "2", "3"):
+        out = subprocess.run([sys.executable, "-c", script], env={**os.environ, "PYTHONHASHSEED": seed},
+                             capture_output=True, text=True, timeout=60, check=True)
+        assert out.stdout.strip() == ",".join(names)
+
+
+def test_all_order_of_tables_given_as_plain_dicts_is_their_order() -> None:
+    state = {"entities": {"User": {"z": {"id": "z"}, "a": {"id": "a"}, "m": {"id": "m"}}}}
+    assert [u.id for u in MemoCache().query(All(User), [], state)] == ["z", "a", "m"]
 
 
 def test_plain_list_schema_cannot_be_queried() -> None:
@@ -165,3 +225,27 @@ def test_query_result_changes_with_store() -> None:
 def test_all_denormalize_of_given_pks() -> None:
     entities = {"User": {"1": {"id": 1}, "2": INVALID}}
     assert denormalize(All(User), ["1", "2", "3"], entities) == [User(id=1)]
+
+
+def test_entity_table_order_is_per_version_even_when_versions_branch() -> None:
+    """Two writes on one snapshot each see their own order; a deleted then re-added pk counts from its return."""
+    from restlayer._pmap import OrderedPMap
+
+    base = OrderedPMap({"a": 1, "b": 2})
+    left = base.set("x", 3)
+    right = base.update({"y": 4, "a": 5})  # branches from the same snapshot as `left`
+    assert base.in_order() == ["a", "b"]
+    assert left.in_order() == ["a", "b", "x"]
+    assert right.in_order() == ["a", "b", "y"]
+    assert left.delete("a").set("a", 9).in_order() == ["b", "x", "a"]
+    assert left.set("b", 7).in_order() == ["a", "b", "x"]  # updating a key keeps its place
+
+
+def test_all_order_survives_garbage_collected_rows() -> None:
+    from restlayer._pmap import OrderedPMap
+
+    r = normalize([User], [{"id": 3}, {"id": 1}, {"id": 2}])
+    table = r.entities["User"]
+    assert isinstance(table, OrderedPMap)
+    entities = r.entities.set("User", table.delete("1"))  # what a garbage-collection sweep does
+    assert [u.id for u in MemoCache().query(All(User), [], {"entities": entities})] == [3, 2]

@@ -88,7 +88,26 @@ def test_union_wrong_type_raises() -> None:
 def test_union_query_by_attribute() -> None:
     r = normalize(UNION, {"id": "1", "type": "users"})
     assert MemoCache().query(UNION, [{"id": "1", "type": "users"}], r) == User.from_json({"id": "1", "type": "users"})
-    assert MemoCache().query(UNION, [{"id": "1", "type": "nope"}], r) is None
+    # an attribute naming no member: every member is tried in turn, as without the attribute
+    assert MemoCache().query(UNION, [{"id": "1", "type": "nope"}], r) == User.from_json({"id": "1", "type": "users"})
+    assert MemoCache().query(UNION, [{"id": "404", "type": "users"}], r) is None
+
+
+def test_union_query_without_type_field_tries_each_member() -> None:
+    """No attribute in the arguments: the first member that finds a stored entity answers."""
+    r = normalize([UNION], [{"id": "1", "type": "users"}, {"id": "2", "type": "groups", "name": "g"}])
+    memo = MemoCache()
+    assert memo.query(UNION, [{"id": "1"}], r) == User.from_json({"id": "1", "type": "users"})
+    assert memo.query(UNION, [{"id": "2"}], r) == Group.from_json({"id": "2", "type": "groups", "name": "g"})
+    assert memo.query(UNION, ["2"], r) == Group.from_json({"id": "2", "type": "groups", "name": "g"})
+    assert memo.query(UNION, [{"id": "3"}], r) is None
+
+
+@pytest.mark.parametrize("bad", [["users"], {"a": 1}])
+def test_union_type_attribute_of_wrong_type_is_a_schema_error_naming_the_path(bad: Any) -> None:
+    with pytest.raises(SchemaError, match="must be a string") as info:
+        normalize({"items": [UNION]}, {"items": [{"id": "1", "type": "users"}, {"id": "2", "type": bad}]})
+    assert info.value.path == ("items", 1)
 
 
 def test_union_key() -> None:

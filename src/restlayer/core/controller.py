@@ -35,27 +35,45 @@ from restlayer.core.endpoint import Endpoint
 from restlayer.core.expiry import DATA_EXPIRY, DLE, ERROR_EXPIRY, ExpiryStatus, Response, expiry_length
 from restlayer.core.gc import GCPolicy
 from restlayer.core.manager import Manager, build_chain
-from restlayer.core.network import NetworkManager
+from restlayer.core.network import DEFAULT_MAX_CONCURRENT_REQUESTS, NetworkManager
 from restlayer.core.subscriptions import SubscriptionManager
-from restlayer.errors import ResetError, RestLayerError
+from restlayer.errors import ClosedError, ResetError, RestLayerError
 from restlayer.schema import MemoCache, Schema, SchemaLike
 
 Clock = Callable[[], float]
 _log = logging.getLogger("restlayer")
+#: `refetch_overtaken(endpoint, args)`: what to refetch, `(endpoint, args)`, after a mutation was overtaken.
+Refetch = Callable[[Any, tuple[Any, ...]], "tuple[Any, tuple[Any, ...]] | None"]
 
 
 def _wall_clock() -> float:
     return time.time() * 1000
 
 
-def _with_defaults(managers: Sequence[Manager] | None) -> list[Manager]:
+def _with_defaults(managers: Sequence[Manager] | None, max_concurrent_requests: int | None) -> list[Manager]:
     """The given managers, plus a NetworkManager and SubscriptionManager unless given."""
     chosen = list(managers or ())
     if not any(isinstance(m, NetworkManager) for m in chosen):
-        chosen.append(NetworkManager())
+        chosen.append(NetworkManager(max_concurrent_requests))
     if not any(isinstance(m, SubscriptionManager) for m in chosen):
         chosen.append(SubscriptionManager())
     return chosen
+
+
+def _run_policy(
+    policy: Callable[[BaseException], str | None], error: BaseException, name: str
+) -> tuple[str | None, RestLayerError | None]:
+    """`policy(error)`, or (None, an error naming the policy) when the policy itself raises."""
+    try:
+        return policy(error), None
+    except Exception as exc:
+        label = getattr(policy, "__qualname__", repr(policy))
+        failure = RestLayerError(
+            f"error_policy {label} of {name} raised {type(exc).__name__}: {exc} "
+            f"(while handling {type(error).__name__}: {error})"
+        )
+        failure.__cause__ = exc
+        return None, failure
 
 
 def _query_args(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
@@ -71,7 +89,13 @@ class Controller:
 
     `managers`: middleware over every action (a NetworkManager and a
     SubscriptionManager are added unless given); `clock`: a callable returning
-    milliseconds (for expiry tests); `gc_policy`: a `GCPolicy` to bound memory.
+    milliseconds (for expiry tests); `gc_policy`: a `GCPolicy` to bound memory;
+    `max_concurrent_requests`: how many requests the default NetworkManager
+    sends at once (the rest wait their turn; `None`: no limit);
+    `refetch_overtaken(endpoint, args) -> (endpoint, args) | None`: called when a
+    mutation's reply lands after a later-started write of the same entities
+    (so the store shows the later one, which the server may have applied
+    first); the returned read is refetched in the background.
     """
 
     def __init__(
@@ -80,10 +104,15 @@ class Controller:
         managers: Sequence[Manager] | None = None,
         clock: Clock | None = None,
         gc_policy: GCPolicy | None = None,
+        max_concurrent_requests: int | None = DEFAULT_MAX_CONCURRENT_REQUESTS,
+        refetch_overtaken: Refetch | None = None,
     ) -> None:
         self.now: Clock = clock or _wall_clock
         self.memo = MemoCache()
-        self.managers = _with_defaults(managers)
+        self.managers = _with_defaults(managers, max_concurrent_requests)
+        self.closed = False
+        self._wakeups: set[asyncio.Event] = set()  # `live()` iterators waiting for a change
+        self.refetch_overtaken = refetch_overtaken
         self.gc_policy = gc_policy
         self._state: State = EMPTY_STATE
         self._resets = 0  # how many resets were committed (a fetch dropped by one is retried by readers)
@@ -129,7 +158,13 @@ class Controller:
         return self._current()
 
     def close(self) -> None:
-        """Stop polling, garbage collection and in-flight requests."""
+        """Stop polling, garbage collection and in-flight requests; their callers get `ClosedError`.
+
+        Later fetches raise `ClosedError`; reads of the store keep working.
+        """
+        self.closed = True
+        for event in self._wakeups:
+            event.set()
         for manager in self.managers:
             manager.cleanup()
         if self.gc_policy is not None:
@@ -213,6 +248,8 @@ class Controller:
 
     async def _fetch(self, endpoint: Endpoint[object], args: tuple[Any, ...]) -> Any:
         """Dispatch a fetch and wait for its processed value (shared with concurrent callers)."""
+        if self.closed:
+            raise ClosedError(f"The controller is closed: cannot fetch {endpoint.name}")
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self.dispatch(self._new_fetch(endpoint, args, future=future))
         return await future
@@ -222,6 +259,8 @@ class Controller:
         try:
             asyncio.get_running_loop()
         except RuntimeError:
+            return
+        if self.closed:
             return
         self.dispatch(self._new_fetch(endpoint, args, background=True, **options))
 
@@ -233,19 +272,21 @@ class Controller:
         )
 
     def _resolve_fetch(self, fetch: act.Fetch, value: Any = None, error: BaseException | None = None) -> Any:
-        """Commit a fetch's outcome; returns the processing error when the response did not normalize."""
+        """Commit a fetch's outcome; returns the error its callers get instead (processing or policy failure)."""
         ep, date = fetch.endpoint, self.now()
-        if error is None:
-            expires = date + fetch.data_expiry_length
-            action = act.SetResponse(ep, fetch.args, fetch.key, value, fetch.fetched_at, date, expires, fetch=fetch)
+        failure: BaseException | None
+        if error is not None:
+            policy, failure = _run_policy(fetch.error_policy or ep.error_policy, error, ep.name)
+            action = act.SetResponse(ep, fetch.args, fetch.key, error, fetch.fetched_at, date,
+                                     date + fetch.error_expiry_length, True, policy, fetch)
+            self.dispatch(action)
         else:
-            expires = date + fetch.error_expiry_length
-            policy = (fetch.error_policy or ep.error_policy)(error)
-            action = act.SetResponse(
-                ep, fetch.args, fetch.key, error, fetch.fetched_at, date, expires, True, policy, fetch
-            )
-        self.dispatch(action)
-        failure = self._failures.pop(action, None)
+            action = act.SetResponse(ep, fetch.args, fetch.key, value, fetch.fetched_at, date,
+                                     date + fetch.data_expiry_length, fetch=fetch)
+            self.dispatch(action)
+            failure = self._failures.pop(action, None)
+            if failure is None and self.refetch_overtaken is not None and ep.side_effect:
+                self._refetch_if_overtaken(fetch)
         if _log.isEnabledFor(logging.DEBUG):
             self._log_outcome(fetch, error, action.error_policy, failure)
         return failure
@@ -258,6 +299,26 @@ class Controller:
             _log.debug("stored %s (%d entities)", fetch.key, len(refs))
         elif policy == "soft":
             _log.debug("fetch %s failed under the soft policy, stored data kept: %s", fetch.key, error)
+
+    def _refetch_if_overtaken(self, fetch: act.Fetch) -> None:
+        """A mutation whose entities hold a later-started write: refetch what `refetch_overtaken` names."""
+        state = self._state
+        detail = read_response(self.memo, fetch.endpoint, fetch.args, state)[1]
+        tables = state.entities_meta
+        for key, pk in refs_of(detail):
+            table = tables.get(key)
+            meta = None if table is None else table.get(pk)
+            if meta is not None and meta["fetched_at"] > fetch.fetched_at:
+                break
+        else:
+            return
+        try:
+            target = self.refetch_overtaken(fetch.endpoint, fetch.args) if self.refetch_overtaken else None
+            if target is not None:
+                endpoint, args = target
+                self._start(endpoint, endpoint.bind(*args))
+        except Exception:
+            _log.exception("refetch_overtaken failed after %s", fetch.key)
 
     def _abort_fetch(self, fetch: act.Fetch) -> None:
         """A cancelled request: only its optimistic entry goes."""
@@ -279,7 +340,12 @@ class Controller:
     async def fetch(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> T:
         """Send the request (GETs of one key share it), store the result, return the stored read of it."""
         bound = endpoint.bind(*args, **kwargs)
-        value = await self._fetch(endpoint, bound)
+        try:
+            value = await self._fetch(endpoint, bound)
+        except Exception:
+            if self.gc_policy is not None and not self.closed:  # a failed fetch's stored error is swept like data
+                self._touch(endpoint, bound)
+            raise
         return cast(T, self._fetched(endpoint, bound, value))
 
     async def fetch_if_stale(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> T:
@@ -416,6 +482,8 @@ class Controller:
                 if self._resets != resets:  # really dropped by a reset: ask again
                     continue
                 raise
+            except ClosedError:  # nothing was stored: the controller is gone
+                raise
             except Exception:  # stored for the key; the caller reads and raises it
                 pass
             return self._read(endpoint, args)[0]
@@ -479,6 +547,7 @@ class Controller:
         changes = asyncio.Event()
         unwatch = self.watch(endpoint, *bound, callback=lambda _: changes.set())
         polls = endpoint.poll_frequency is not None
+        self._wakeups.add(changes)
         try:
             if polls:
                 await self.subscribe(endpoint, *bound)
@@ -487,11 +556,14 @@ class Controller:
             while True:
                 await changes.wait()
                 changes.clear()
+                if self.closed:
+                    raise ClosedError("The controller was closed while live() waited for a change")
                 value = await self._suspense(endpoint, bound)
                 if changed(last, value):
                     last = value
                     yield value
         finally:
+            self._wakeups.discard(changes)
             unwatch()
             if polls:
                 await self.unsubscribe(endpoint, *bound)

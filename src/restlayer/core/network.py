@@ -2,8 +2,14 @@
 
 Each caller awaits its own future, so cancelling one caller ends only its
 wait; the shared request is cancelled when the last awaiting caller is gone
-(unless a background reader started it). A reset drops every in-flight
-request: its callers get `ResetError` and its late reply is never stored.
+(unless a background reader started it), and a caller arriving after that
+starts a new request instead of inheriting the cancellation. A reset drops
+every in-flight request: its callers get `ResetError` and its late reply is
+never stored. Closing the controller gives every waiting caller `ClosedError`.
+
+At most `max_concurrent_requests` requests are on the wire at once; the others
+wait in start order for a free slot, so a burst never exhausts the HTTP
+client's connection pool.
 """
 
 from __future__ import annotations
@@ -14,21 +20,25 @@ from typing import TYPE_CHECKING, Any
 
 from restlayer.core import _actions as act
 from restlayer.core.manager import Manager, Next
-from restlayer.errors import ResetError
+from restlayer.errors import ClosedError, ParamError, ResetError, RestLayerError
 
 if TYPE_CHECKING:
     from restlayer.core.controller import Controller
 
 _log = logging.getLogger("restlayer")
+#: httpx's default connection-pool size: more requests at once would only queue inside the pool
+#: (and fail with `PoolTimeout` after its timeout).
+DEFAULT_MAX_CONCURRENT_REQUESTS = 100
 
 
 class _Flight:
     """One request in flight and the callers waiting for it."""
 
-    __slots__ = ("dropped", "futures", "key", "pinned", "task")
+    __slots__ = ("action", "dropped", "futures", "key", "pinned", "task")
 
-    def __init__(self, key: str) -> None:
-        self.key = key
+    def __init__(self, action: act.Fetch) -> None:
+        self.action = action
+        self.key = action.key
         self.futures: list[asyncio.Future[Any]] = []
         self.pinned = False
         self.dropped = False
@@ -47,11 +57,25 @@ class _Flight:
 
 
 class NetworkManager(Manager):
-    """Sends fetches; non-side-effect fetches of one key share a request while it is in flight."""
+    """Sends fetches; non-side-effect fetches of one key share a request while it is in flight.
 
-    def __init__(self) -> None:
+    `max_concurrent_requests` bounds the requests sent at once (`None`: no bound).
+    """
+
+    def __init__(self, max_concurrent_requests: int | None = DEFAULT_MAX_CONCURRENT_REQUESTS) -> None:
+        if max_concurrent_requests is not None and (
+            not isinstance(max_concurrent_requests, int) or max_concurrent_requests < 1
+        ):
+            raise ValueError(f"max_concurrent_requests must be an int >= 1 or None, not {max_concurrent_requests!r}")
+        self.max_concurrent_requests = max_concurrent_requests
         self._by_key: dict[str, _Flight] = {}
         self._flights: set[_Flight] = set()
+        self._slots: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None
+        self._controller: Controller | None = None
+
+    def init(self, controller: Controller) -> None:
+        """Remember the controller, to roll back optimistic updates when it closes."""
+        self._controller = controller
 
     def in_flight(self, key: str) -> bool:
         """Whether a deduplicable request for `key` is running."""
@@ -71,7 +95,7 @@ class NetworkManager(Manager):
         dedup = not action.endpoint.side_effect
         flight = self._by_key.get(action.key) if dedup else None
         if flight is None:
-            flight = _Flight(action.key)
+            flight = _Flight(action)
             if dedup:
                 self._by_key[action.key] = flight
             self._flights.add(flight)
@@ -86,12 +110,17 @@ class NetworkManager(Manager):
             future.add_done_callback(lambda f: self._left(flight, f))
 
     def _left(self, flight: _Flight, future: asyncio.Future[Any]) -> None:
-        """A caller stopped waiting; cancel the request when it was the last one."""
+        """A caller stopped waiting; cancel the request when it was the last one.
+
+        The cancelled request leaves the key at once, so a later caller starts
+        its own request rather than joining one that is being cancelled.
+        """
         if not future.cancelled() or flight.dropped:
             return
         if future in flight.futures:
             flight.futures.remove(future)
         if not flight.futures and not flight.pinned and flight.task is not None:
+            self._finish(flight)
             flight.task.cancel()
 
     def _finish(self, flight: _Flight) -> None:
@@ -99,29 +128,62 @@ class NetworkManager(Manager):
         if self._by_key.get(flight.key) is flight:
             del self._by_key[flight.key]
 
+    def _semaphore(self) -> asyncio.Semaphore | None:
+        """The request slots of the running loop (a semaphore belongs to one loop)."""
+        if self.max_concurrent_requests is None:
+            return None
+        loop = asyncio.get_running_loop()
+        if self._slots is None or self._slots[0] is not loop:
+            self._slots = (loop, asyncio.Semaphore(self.max_concurrent_requests))
+        return self._slots[1]
+
+    async def _send(self, action: act.Fetch) -> Any:
+        """Call the endpoint once a request slot is free."""
+        slots = self._semaphore()
+        if slots is None:
+            return await action.endpoint(*action.args)
+        async with slots:
+            return await action.endpoint(*action.args)
+
     async def _run(self, controller: Controller, action: act.Fetch, flight: _Flight) -> None:
         """Send the request, commit its outcome, then hand it to the callers."""
         try:
-            value = await action.endpoint(*action.args)
+            value = await self._send(action)
         except asyncio.CancelledError:
             if not flight.dropped:
                 self._finish(flight)
                 controller._abort_fetch(action)
-                for future in flight.futures:
-                    future.cancel()
+                flight.settle(error=ClosedError(f"The request for {action.key} was cancelled before it finished"))
             raise
+        except ParamError as exc:  # a local mistake (bad header, param...): the caller's to fix, never stored
+            if not flight.dropped:
+                self._finish(flight)
+                controller._abort_fetch(action)
+                flight.settle(error=exc)
+            return
         except Exception as exc:
-            if flight.dropped:
-                return
+            if not flight.dropped:
+                self._finish(flight)
+                self._commit(controller, action, flight, error=exc)
+            return
+        if not flight.dropped:
             self._finish(flight)
-            controller._resolve_fetch(action, error=exc)
-            flight.settle(error=exc)
-            return
-        if flight.dropped:
-            return
-        self._finish(flight)
-        failure = controller._resolve_fetch(action, value=value)
-        flight.settle(value=value, error=failure)
+            self._commit(controller, action, flight, value=value)
+
+    @staticmethod
+    def _commit(
+        controller: Controller, action: act.Fetch, flight: _Flight, value: Any = None,
+        error: BaseException | None = None,
+    ) -> None:
+        """Store the outcome and settle the callers; they are settled even when storing fails."""
+        try:
+            failure = controller._resolve_fetch(action, value=value, error=error)
+        except RestLayerError as exc:
+            failure = exc
+        except Exception as exc:  # a manager or user callback failed while storing: never leave callers waiting
+            failure = RestLayerError(f"Storing the reply for {action.key} failed: {type(exc).__name__}: {exc}")
+            failure.__cause__ = exc
+        flight.settle(value=value, error=failure or error)
 
     def _drop_all(self) -> None:
         """Reset: every caller gets ResetError; the requests finish but their replies are dropped."""
@@ -133,9 +195,12 @@ class NetworkManager(Manager):
             flight.settle(error=ResetError())
 
     def cleanup(self) -> None:
-        """Cancel every request in flight."""
+        """Cancel every request in flight; their callers get `ClosedError`, their optimistic updates go."""
         for flight in list(self._flights):
             flight.dropped = True
+            if self._controller is not None and flight.action.optimistic:
+                self._controller._abort_fetch(flight.action)
+            flight.settle(error=ClosedError())
             if flight.task is not None:
                 flight.task.cancel()
         self._flights.clear()

@@ -109,6 +109,11 @@ class SubscriptionManager(Manager):
             self._cancel(poll.key)
             del self.polls[poll.key]
 
+    def next_poll(self, key: str) -> float | None:
+        """When the next poll of `key` is due (clock ms), or None when nothing polls it."""
+        poll = self.polls.get(key)
+        return None if poll is None or key not in self._handles else poll.next_due
+
     def _schedule(self, poll: Poll) -> None:
         assert self._controller is not None
         self._cancel(poll.key)

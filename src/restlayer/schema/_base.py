@@ -22,6 +22,10 @@ if TYPE_CHECKING:
 
 INVALID: Any = Sentinel("INVALID")
 
+MAX_DEPTH = 64
+"""Entities nested deeper than this in one stretch are finished later from a queue, so normalize
+and denormalize never recurse deeper than about MAX_DEPTH entities: any depth of data fits the stack."""
+
 
 class Schema(Generic[T_co]):
     """Base of the schema nodes other than `Entity` (which implements the same methods as classmethods).

@@ -285,8 +285,7 @@ class _Adder(Schema[Any]):
 
     def normalize_value(self, value: Any, parent: Any, key: str | None, ctx: Normalizer) -> Any:
         coll = self.collection
-        single = coll.is_array and not isinstance(value, (list, tuple))
-        if single:
+        if coll.is_array and not isinstance(value, (list, tuple)):
             value = [value]
         was_creating = ctx.creating
         ctx.creating = self.creating or was_creating
@@ -300,22 +299,27 @@ class _Adder(Schema[Any]):
                 current = ctx.get(self.key, list_key)
                 if current is not None and current is not INVALID:
                     ctx.replace(self.key, list_key, self.merge(current, normalized))
-        return _result_shape(normalized, single)
+        return normalized
 
     def denormalize_value(self, value: Any, unvisit: Unvisit) -> Any:
         return _denormalize_items(self.collection, value, unvisit)
 
 
-def _result_shape(normalized: list[Any], single: bool) -> Any:
-    """The stored result of a create/remove/move: one ref for a single-object reply, else the list."""
-    return normalized[0] if single and normalized else normalized
+def _one_item_call(args: tuple[Any, ...]) -> bool:
+    """Whether a create/remove/move call sent one object (its last argument, the body, is no list)."""
+    return bool(args) and not isinstance(args[-1], (list, tuple))
 
 
 def _denormalize_items(collection: Collection[Any], value: Any, unvisit: Unvisit) -> Any:
-    """A create/remove/move result: a list for a list reply, one item for a single-object reply."""
-    if not collection.is_array or isinstance(value, list):
+    """A create/remove/move result: the stored refs are always a list; a call that sent one object reads one item."""
+    if not collection.is_array:
         return collection.node.denormalize_value(value, unvisit)
-    items = collection.node.denormalize_value([value], unvisit)
+    if isinstance(value, list):
+        items = collection.node.denormalize_value(value, unvisit)
+        if items is None or not _one_item_call(unvisit.args):
+            return items
+    else:  # one ref (or one raw object) stands for one item
+        items = collection.node.denormalize_value([value], unvisit)
     return items[0] if items else None
 
 
@@ -378,7 +382,7 @@ class _Mover(Schema[Any]):
             refs = [normalized]
         for ref, (processed, stored, _) in zip(refs, before, strict=False):
             self._move(ref, processed, stored, ctx)
-        return _result_shape(normalized, single) if coll.is_array else normalized
+        return normalized
 
     def _before(self, item: Any, parent: Any, key: str | None, ctx: Normalizer) -> tuple[Any, Any, str | None]:
         """An item's processed reply, its stored record (if any) and its pk, read before it is stored."""

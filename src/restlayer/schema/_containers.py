@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, overload
 from restlayer._typing import E, T
 from restlayer.errors import SchemaError
 from restlayer.schema._base import INVALID, Schema, compile_schema, normalize_members, schema_name
+from restlayer.schema._frozen import FrozenDict, FrozenList, freeze, freeze_members
 
 if TYPE_CHECKING:
     from restlayer.schema._denormalize import Unvisit
@@ -30,7 +31,7 @@ def _items(value: Any, owner: Schema[Any]) -> list[Any]:
 
 
 class Array(Schema[list[T]]):
-    """A list of one schema; `[Todo]` is the shorthand. `None` items are dropped."""
+    """A list of one schema; `[Todo]` is the shorthand. `None` items stay `None`; missing entities are dropped."""
 
     __slots__ = ("node", "schema")
 
@@ -51,30 +52,34 @@ class Array(Schema[list[T]]):
 
     def normalize_value(self, value: Any, parent: Any, key: str | None, ctx: Normalizer) -> Any:
         node = self.node
-        out = []
+        out: list[Any] = []
         index = -1
         try:
             for item in _items(value, self):
                 index += 1
-                if item is not None:
-                    result = node.normalize_value(item, parent, key, ctx) if node else item
-                    if result is not None:
-                        out.append(result)
+                if item is None:
+                    out.append(None)  # kept in place, like the original
+                    continue
+                result = node.normalize_value(item, parent, key, ctx) if node else freeze(item)
+                if result is not None:
+                    out.append(result)
         except SchemaError as exc:
             exc.path = (index, *exc.path)
             raise
-        return out
+        return FrozenList(out)
 
     def denormalize_value(self, value: Any, unvisit: Unvisit) -> Any:
         node = self.node
         if node is None:
             return value
-        out = []
+        out: list[Any] = []
         for item in value:
-            if item is not None:
-                result = node.denormalize_value(item, unvisit)
-                if result is not None and result is not INVALID:
-                    out.append(result)
+            if item is None:
+                out.append(None)  # a None member of the response stays None
+                continue
+            result = node.denormalize_value(item, unvisit)
+            if result is not None and result is not INVALID:  # missing or deleted: dropped
+                out.append(result)
         return out
 
 
@@ -91,14 +96,15 @@ class Object(Schema[dict[str, Any]]):
         return "{" + ", ".join(f"{k!r}: {schema_name(v)}" for k, v in self.nodes.items()) + "}"
 
     def normalize_value(self, value: Any, parent: Any, key: str | None, ctx: Normalizer) -> Any:
-        if not isinstance(value, Mapping):
+        if not isinstance(value, (dict, Mapping)):
             raise SchemaError(f"Expected an object, found {type(value).__name__}", schema=repr(self))
         out = dict(value)
         normalize_members(out, self.nodes, value, ctx)
-        return out
+        freeze_members(out)
+        return FrozenDict(out)
 
     def denormalize_value(self, value: Any, unvisit: Unvisit) -> Any:
-        if not isinstance(value, Mapping):
+        if not isinstance(value, (dict, Mapping)):
             return value
         out = dict(value)
         for name, node in self.nodes.items():
@@ -111,16 +117,25 @@ class Object(Schema[dict[str, Any]]):
         return out
 
     def query_key(self, args: tuple[Any, ...], unvisit: Unvisit) -> Any:
-        """Each schema member queried; found only when every member is."""
+        """Each schema member queried (None when not found); literal members as written in the schema."""
         out: dict[str, Any] = {}
         for name, node in self.nodes.items():
             if node is None:
+                out[name] = self.schema[name]
                 continue
             member = node.query_key(args, unvisit)
-            if member is None:
-                return None
-            out[name] = member
+            out[name] = None if member is INVALID else member
         return out
+
+    def found_all(self, key: Mapping[str, Any]) -> bool:
+        """Whether a `query_key` result found every schema member (else the read counts as not found)."""
+        for name, node in self.nodes.items():
+            if node is None:
+                continue
+            member = key.get(name)
+            if member is None or (isinstance(node, Object) and not node.found_all(member)):
+                return False
+        return True
 
 
 class Values(Schema[dict[str, T]]):
@@ -144,7 +159,7 @@ class Values(Schema[dict[str, T]]):
         return "{" + schema_name(self.node) + "}"
 
     def normalize_value(self, value: Any, parent: Any, key: str | None, ctx: Normalizer) -> Any:
-        if not isinstance(value, Mapping):
+        if not isinstance(value, (dict, Mapping)):
             raise SchemaError(f"Expected an object, found {type(value).__name__}", schema=repr(self))
         node = self.node
         out = {}
@@ -152,11 +167,11 @@ class Values(Schema[dict[str, T]]):
             if item is None:
                 continue
             try:
-                out[name] = node.normalize_value(item, value, name, ctx) if node else item
+                out[name] = node.normalize_value(item, value, name, ctx) if node else freeze(item)
             except SchemaError as exc:
                 exc.path = (name, *exc.path)
                 raise
-        return out
+        return FrozenDict(out)
 
     def denormalize_value(self, value: Any, unvisit: Unvisit) -> Any:
         node = self.node

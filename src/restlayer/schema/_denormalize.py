@@ -13,24 +13,33 @@ from typing import Any
 
 from restlayer._gc import no_gc
 from restlayer._text import to_text
-from restlayer.schema._base import INVALID, compile_schema
+from restlayer.schema._base import INVALID, MAX_DEPTH, compile_schema
 
 # A dependency: (entity key, pk, the table object read, the record read or None).
 Dep = tuple[str, str, Any, Any]
 _IN_PROGRESS = object()
 
 
+class _ReadToken:
+    """Stands for the deps of an entity whose build deferred a descendant (deep data).
+
+    Its deps are incomplete, so its cache entry is trusted only by the read that made it.
+    """
+
+    __slots__ = ()
+
+
 class Unvisit:
     """The state of one denormalization: tables read, args, instance cache, dependencies."""
 
-    __slots__ = ("args", "cache", "checking", "deps", "entities", "indexes")
+    __slots__ = ("args", "cache", "checking", "deferred", "deps", "depth", "entities", "indexes", "token")
 
     def __init__(
         self,
         entities: Mapping[str, Any],
         args: tuple[Any, ...] = (),
         *,
-        cache: dict[tuple[str, str], Any] | None = None,
+        cache: dict[tuple[Any, str], Any] | None = None,
         checking: bool = False,
         indexes: Mapping[str, Any] | None = None,
     ) -> None:
@@ -40,12 +49,19 @@ class Unvisit:
         self.cache = {} if cache is None else cache
         self.checking = checking  # True when `cache` outlives this read and must be validated
         self.deps: list[Dep] = []
+        # Depth guard (see MAX_DEPTH): deeper entities are built later from `deferred`.
+        self.depth = 0
+        self.deferred: list[tuple[Any, str, Any, Any, Any]] | tuple[()] = ()  # a list once used
+        self.token: _ReadToken | None = None
 
     def __call__(self, node: Any, value: Any) -> Any:
         """Denormalize `value` by compiled `node`."""
         if node is None or value is None:
             return value
-        return node.denormalize_value(value, self)
+        result = node.denormalize_value(value, self)
+        if self.deferred:
+            self.finish_deferred()
+        return result
 
     def read(self, key: str, pk: str) -> Any:
         """The stored record for key/pk (None when missing), recorded as a dependency."""
@@ -62,21 +78,37 @@ class Unvisit:
         if record is None or record is INVALID:
             self.deps.append((key, pk, table, record))
             return record
-        hit = self.cache.get((key, pk))
+        hit = self.cache.get((cls, pk))
         if hit is not None and hit[0] is record:
             deps = hit[2]
             if deps is None:  # a cycle back to an entity being built right now
                 self.deps.append((key, pk, table, record))  # what embeds it depends on it too
                 return hit[1] if hit[1] is not _IN_PROGRESS else None
-            if not self.checking or len(deps) == 1 or deps_valid(self.entities, deps, 1):
+            if deps.__class__ is _ReadToken:
+                if deps is self.token:  # deep data built earlier in this same read
+                    self.deps.append((key, pk, table, record))
+                    return hit[1]
+            elif not self.checking or len(deps) == 1 or deps_valid(self.entities, deps, 1):
                 self.deps.extend(deps)
                 return hit[1]
         outer = self.deps
         self.deps = mine = [(key, pk, table, record)]
+        if not cls.schema:  # no nested schema: nothing to defer
+            value = self.build(cls, pk, record)
+            self.deps = outer
+            outer.extend(mine)
+            self.cache[(cls, pk)] = (record, value, mine)
+            return value
+        if self.depth >= MAX_DEPTH and cls._plain_build:
+            self.deps = outer
+            return self._defer(cls, pk, record, table)
+        queued = len(self.deferred)
+        self.depth += 1
         value = self.build(cls, pk, record)
+        self.depth -= 1
         self.deps = outer
         outer.extend(mine)
-        self.cache[(key, pk)] = (record, value, mine)
+        self.cache[(cls, pk)] = (record, value, mine if len(self.deferred) == queued else self.deferred_token())
         return value
 
     def collection(self, coll: Any, pk: str) -> Any:
@@ -102,24 +134,26 @@ class Unvisit:
             return hit[1]
         outer = self.deps
         self.deps = mine = [(key, pk, table, record)]
+        queued = len(self.deferred)
         value = coll.node.denormalize_value(record, self)
         self.deps = outer
         outer.extend(mine)
-        self.cache[(key, pk)] = (record, value, mine, item)
+        if len(self.deferred) == queued:  # deep data deferred inside: its deps are incomplete, not cached
+            self.cache[(key, pk)] = (record, value, mine, item)
         return value
 
     def build(self, cls: Any, pk: str | None, record: Mapping[str, Any]) -> Any:
         """Make the instance: defaults, stored members, nested schemas denormalized."""
         if cls._checks_valid and cls.validate(record):
             return INVALID
-        values = cls.field_values(record)
         obj = None
         if cls._plain_build:
             obj = object.__new__(cls)
             if pk is not None:
-                self.cache[(cls.key, pk)] = (record, obj, None)
+                self.cache[(cls, pk)] = (record, obj, None)
         elif pk is not None:
-            self.cache[(cls.key, pk)] = (record, _IN_PROGRESS, None)
+            self.cache[(cls, pk)] = (record, _IN_PROGRESS, None)
+        values = cls.field_values(record)
         for field, node in cls.nested().items():
             child = record.get(field)
             if child is None or node is None:
@@ -134,6 +168,57 @@ class Unvisit:
             return cls.from_json(values)
         object.__setattr__(obj, "__dict__", values)
         return obj
+
+    def _deferred_values(self, cls: Any, record: Mapping[str, Any]) -> dict[str, Any]:
+        """A deferred instance's fields (its parent already holds it: an invalid nested entity reads None)."""
+        values: dict[str, Any] = cls.field_values(record)
+        for field, node in cls.nested().items():
+            child = record.get(field)
+            if child is not None and node is not None:
+                value = node.denormalize_value(child, self)
+                values[field] = None if value is INVALID else value
+        return values
+
+    # ----- deep data ---------------------------------------------------------------------------
+    def deferred_token(self) -> _ReadToken:
+        """The token cached in place of the deps of an entity whose build deferred a descendant."""
+        if self.token is None:
+            self.token = _ReadToken()
+        return self.token
+
+    def _defer(self, cls: Any, pk: str, record: Any, table: Any) -> Any:
+        """An instance whose fields are filled once the current walk has unwound (deep data)."""
+        self.deps.append((cls.key, pk, table, record))
+        if cls._checks_valid and cls.validate(record):
+            return INVALID
+        obj = object.__new__(cls)
+        self.cache[(cls, pk)] = (record, obj, None)
+        if not self.deferred:
+            self.deferred = []
+        self.deferred.append((cls, pk, record, table, obj))
+        return obj
+
+    def finish_deferred(self) -> None:
+        """Fill every deferred instance, each from a fresh stack (first deferred, first done).
+
+        A deferred instance was already handed to its parent, so a nested entity that
+        turns out invalid reads as None here rather than invalidating the instance.
+        """
+        queue = self.deferred
+        assert isinstance(queue, list)
+        top = self.deps
+        index = 0
+        while index < len(queue):
+            cls, pk, record, table, obj = queue[index]
+            index += 1
+            self.depth = 0
+            self.deps = mine = [(cls.key, pk, table, record)]
+            queued = len(queue)
+            object.__setattr__(obj, "__dict__", self._deferred_values(cls, record))
+            top.extend(mine)
+            self.cache[(cls, pk)] = (record, obj, mine if len(queue) == queued else self.deferred_token())
+        self.deps = top
+        queue.clear()
 
     def lookup_index(self, cls: Any, fields: Mapping[str, Any]) -> str | None:
         """Resolve a pk through `cls.indexes` from the given field values."""

@@ -16,14 +16,16 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from restlayer._text import to_text
 from restlayer._typing import Self, dataclass_transform
 from restlayer.errors import SchemaError
-from restlayer.schema._base import INVALID, Node, compile_schema, normalize_members
+from restlayer.schema._base import INVALID, MAX_DEPTH, Node, compile_schema, normalize_members
+from restlayer.schema._frozen import CONTAINERS as _CONTAINERS
+from restlayer.schema._frozen import freeze_members
 
 if TYPE_CHECKING:
     from restlayer.schema._denormalize import Unvisit
     from restlayer.schema._normalize import Normalizer
 
 Meta = Mapping[str, Any]
-_RESERVED = frozenset({"key", "schema", "indexes"})
+_SETTINGS = ("key", "schema", "indexes")
 _UNUSABLE_PKS = (None, "", "undefined")
 _MUTABLE = (list, dict, set, bytearray)
 
@@ -59,15 +61,19 @@ class Entity:
     _plain_build: ClassVar[bool] = True
     _plain_store: ClassVar[bool] = True
     _checks_valid: ClassVar[bool] = False
+    _pk_view: ClassVar[type[Entity] | None] = None
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
+    def __init_subclass__(cls, _pk_view: bool = False, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        if _pk_view:  # the private view `compute_pk` reads through: no setup of its own
+            return
         if "key" not in cls.__dict__:
             cls.key = cls.__name__
+        _check_definition(cls)
         defaults: dict[str, Any] = {}
         for klass in reversed(cls.__mro__):
             for name, annotation in inspect.get_annotations(klass).items():
-                if name in _RESERVED or name.startswith("_") or _is_classvar(annotation):
+                if name.startswith("_") or _is_classvar(annotation):
                     continue
                 defaults[name] = getattr(cls, name, None)
         cls._defaults = defaults
@@ -82,10 +88,19 @@ class Entity:
         )
         cls._checks_valid = cls.validate.__func__ is not Entity.validate.__func__  # type: ignore[attr-defined]
         cls._nested_for = None
+        cls._pk_view = None
 
     # ----- instances -------------------------------------------------------------------
     def __init__(self, **fields: Any) -> None:
+        self._check_names(fields)
         object.__setattr__(self, "__dict__", self.field_values(fields))
+
+    @classmethod
+    def _check_names(cls, fields: Mapping[str, Any], known: Mapping[str, Any] | None = None) -> None:
+        """A keyword that is not a field (a typo such as `titel=`) is a TypeError, as for a dataclass."""
+        for name in fields:
+            if name not in cls._defaults and (known is None or name not in known):
+                raise TypeError(f"{cls.__name__}() got an unexpected keyword argument {name!r}")
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"{type(self).__name__} is immutable: cannot set {name!r}")
@@ -120,7 +135,10 @@ class Entity:
 
     def replace(self, **changes: Any) -> Self:
         """A copy with some fields changed (the instance itself never changes)."""
-        return type(self)(**{**self.__dict__, **changes})
+        self._check_names(changes, self.__dict__)
+        obj = object.__new__(type(self))
+        object.__setattr__(obj, "__dict__", {**self.__dict__, **changes})
+        return obj
 
     def pk(self, parent: Any = None, key: str | None = None, args: tuple[Any, ...] = ()) -> str | None:
         """The primary key as text; default: the `id` field (`None` when absent)."""
@@ -195,6 +213,7 @@ class Entity:
     def nested(cls) -> dict[str, Node]:
         """The compiled nested schemas by field name (recompiled if `schema` was reassigned)."""
         if cls._nested_for is not cls.schema:
+            _check_nested(cls)
             cls._nested = {name: compile_schema(s) for name, s in cls.schema.items()}
             cls._nested_for = cls.schema
         return cls._nested
@@ -208,16 +227,19 @@ class Entity:
             value = processed.get("id")
             pk = None if value is None else to_text(value)
         else:
-            probe = object.__new__(cls)
-            object.__setattr__(probe, "__dict__", {**cls._defaults, **processed})
-            pk = probe.pk(parent, key, args)
+            probe = object.__new__(cls._pk_view or _make_pk_view(cls))
+            object.__setattr__(probe, "__dict__", dict(processed))
+            try:
+                pk = probe.pk(parent, key, args)
+            except AttributeError:  # pk() read a field the response does not have
+                return None
             pk = None if pk is None else to_text(pk)
         return None if pk in _UNUSABLE_PKS else pk
 
     @classmethod
     def normalize_value(cls, value: Any, parent: Any, key: str | None, ctx: Normalizer) -> Any:
         """Store `value` (and its nested entities) and return its pk."""
-        if not isinstance(value, Mapping):
+        if not isinstance(value, (dict, Mapping)):  # dict first: no ABC check
             if isinstance(value, (list, tuple)):
                 raise SchemaError(f"Expected a single object for entity {cls.key}, found a list", schema=cls.key)
             if isinstance(value, (str, int, float)) and not isinstance(value, bool):
@@ -246,16 +268,27 @@ class Entity:
         message = cls.validate(processed)
         if message:
             raise SchemaError(f"{cls.key} is invalid: {message}", schema=cls.key)
-        normalize_members(processed, cls.nested(), processed, ctx)
+        nested = cls.nested()
+        if nested:
+            if ctx.depth >= MAX_DEPTH:  # deep data: finished later, from a fresh stack
+                ctx.defer(cls, pk, processed, nested, value)
+                return pk
+            ctx.depth += 1
+            normalize_members(processed, nested, processed, ctx)
+            ctx.depth -= 1
+        if not _CONTAINERS.isdisjoint(map(type, processed.values())):
+            freeze_members(processed)  # stored data is read-only: callers never alias it
         ctx.store(cls, pk, processed)
         return pk
 
     @classmethod
     def denormalize_value(cls, value: Any, unvisit: Unvisit) -> Any:
         """The instance for pk `value` (None when missing, INVALID when deleted or invalid)."""
+        if value.__class__ is str:  # the usual case: a pk (checked first, no ABC check)
+            return unvisit.entity(cls, value)
         if isinstance(value, Mapping):  # an entity that was never normalized
             return unvisit.build(cls, None, value)
-        return unvisit.entity(cls, value if value.__class__ is str else to_text(value))
+        return unvisit.entity(cls, to_text(value))
 
     @classmethod
     def query_key(cls, args: tuple[Any, ...], unvisit: Unvisit) -> Any:
@@ -273,6 +306,68 @@ class Entity:
         if pk is None or unvisit.read(cls.key, pk) is None:
             return None
         return pk
+
+
+# Every public name of the Entity machinery: a field by one of these names would shadow it.
+_MACHINERY = frozenset(n for n in vars(Entity) if not n.startswith("_"))
+
+
+def _check_definition(cls: type[Entity]) -> None:
+    """Refuse a class whose fields collide with the machinery (TypeError naming the field)."""
+    for name, annotation in inspect.get_annotations(cls).items():
+        if name in _MACHINERY and not _is_classvar(annotation):
+            hint = (f"set it without an annotation (`{name} = ...`)" if name in _SETTINGS
+                    else "rename the field (and map it in process())")
+            raise TypeError(
+                f"{cls.__name__}: field {name!r} collides with Entity.{name}; {hint}"
+            )
+    for name in _MACHINERY.difference(_SETTINGS):
+        if name in cls.__dict__ and not callable(getattr(cls, name)):
+            raise TypeError(f"{cls.__name__}: {name!r} is an Entity method and cannot be set to a value")
+    if not isinstance(cls.key, str) or not cls.key:
+        raise TypeError(f"{cls.__name__}: key must be a non-empty string, got {cls.key!r}")
+    if "schema" in cls.__dict__:
+        _check_nested(cls)
+
+
+def _check_nested(cls: type[Entity]) -> None:
+    """`schema` is a dict of field name -> schema; a `None` member (a shadowed class name?) is refused."""
+    if not isinstance(cls.schema, Mapping):
+        raise TypeError(f"{cls.__name__}.schema must be a dict of field name -> schema")
+    for name, member in cls.schema.items():
+        if member is None:
+            raise TypeError(
+                f"{cls.__name__}.schema[{name!r}] is None: expected a schema "
+                "(is a field or variable shadowing the class name?)"
+            )
+
+
+class _PkField:
+    """A field seen by `pk()` during normalization: present in the response data or missing."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, owner: Any = None) -> Any:
+        if obj is None:
+            return self
+        try:
+            return obj.__dict__[self.name]
+        except KeyError:
+            raise AttributeError(f"the response has no {self.name!r}") from None
+
+
+def _make_pk_view(cls: type[Entity]) -> type[Entity]:
+    """A subclass whose fields read the processed data only (no class-level defaults)."""
+    namespace: dict[str, Any] = {name: _PkField(name) for name in cls._defaults}
+    namespace["key"] = cls.key
+    namespace["__qualname__"] = cls.__qualname__
+    meta: Any = type(cls)
+    view: type[Entity] = meta(cls.__name__, (cls,), namespace, _pk_view=True)
+    cls._pk_view = view
+    return view
 
 
 def _plain(value: Any) -> Any:

@@ -26,10 +26,11 @@ from typing import Any
 
 from restlayer._text import to_text
 from restlayer.errors import SchemaError
-from restlayer.schema._base import INVALID
+from restlayer.schema._base import INVALID, MAX_DEPTH
 from restlayer.schema._containers import Array, Object
 from restlayer.schema._denormalize import Dep, deps_valid
 from restlayer.schema._entity import Entity
+from restlayer.schema._frozen import CONTAINERS, FrozenDict, FrozenList, freeze_members
 
 NormFn = Callable[[Any, Any, Any, Any], Any]
 DenormFn = Callable[[Any, Any], Any]
@@ -174,7 +175,18 @@ class _Gen:
             "new": object.__new__,
             "NO_META": {"fetched_at": 0, "date": 0, "expires_at": 0},
             "NOTHING": {},
+            "MAX_DEPTH": MAX_DEPTH,
+            "FrozenList": FrozenList,
+            "FrozenDict": FrozenDict,
+            "freeze_members": freeze_members,
+            "CONTAINERS": CONTAINERS,
         }
+        # Normalize: how many inline entities with a nested schema enclose the code being
+        # written (`level`), the deepest such entity of the function (`deepest`), and whether
+        # a call out of the function at level > 0 set `ctx.depth` (restored at the end).
+        self.level = 0
+        self.deepest = -1
+        self.moved_depth = False
 
     def function(self, node: Any) -> Any:
         name = self.ref(node)
@@ -218,10 +230,24 @@ class _Gen:
     # ----- normalize ---------------------------------------------------------------------
     def norm_function(self, name: str, node: Any) -> None:
         """One function normalizing `node`, with nested containers and entities written inline."""
-        outer, self.hoisted = self.hoisted, {}
+        outer = self.hoisted, self.level, self.deepest, self.moved_depth
+        self.hoisted, self.level, self.deepest, self.moved_depth = {}, 0, -1, False
         body = self.norm(node, "value", "parent", "key", "out", "    ", (), top=True)
-        lines = [
-            f"def {name}(value, parent, key, ctx):",
+        lines = [f"def {name}(value, parent, key, ctx):"]
+        if self.deepest >= 0:
+            # Entities this deep are deferred by the general engine (deep data): near that depth,
+            # the general engine does the whole node, so both store in the same order.
+            general = self.const(node.normalize_value)
+            lines += [
+                "    depth0 = ctx.depth",
+                f"    if depth0 + {self.deepest} >= MAX_DEPTH:",
+                f"        return {general}(value, parent, key, ctx)",
+            ]
+        if self.moved_depth:
+            cleanup_depth = ["    ctx.depth = depth0"]
+        else:
+            cleanup_depth = []
+        lines += [
             "    pending = ctx.pending",
             "    pending_meta = ctx.pending_meta",
             "    stored_tables = ctx.entities",
@@ -247,8 +273,15 @@ class _Gen:
                 f"        del pending[{ekey}]",
                 f"        del pending_meta[{ekey}]",
             ]
-        self.hoisted = outer
-        self.emit(*lines, *body, *cleanup, "    return out", "")
+        self.hoisted, self.level, self.deepest, self.moved_depth = outer
+        self.emit(*lines, *body, *cleanup, *cleanup_depth, "    return out", "")
+
+    def call_out(self, ind: str, dst: str, fn: str, args: str) -> list[str]:
+        """A call to another function, with `ctx.depth` set to this point's entity depth first."""
+        if self.level == 0:
+            return [f"{ind}{dst} = {fn}({args})"]
+        self.moved_depth = True
+        return [f"{ind}ctx.depth = depth0 + {self.level}", f"{ind}{dst} = {fn}({args})"]
 
     def fresh(self) -> str:
         self.counter += 1
@@ -273,7 +306,7 @@ class _Gen:
             return self.norm_array(node, src, parent, key, dst, ind, (*stack, node))
         if inline and isinstance(node, Object):
             return self.norm_object(node, src, parent, key, dst, ind, (*stack, node))
-        return [f"{ind}{dst} = {self.ref(node)}({src}, {parent}, {key}, ctx)"]
+        return self.call_out(ind, dst, self.ref(node), f"{src}, {parent}, {key}, ctx")
 
     def member(
         self, node: Any, src: str, parent: str, fname: str, dst: str, ind: str, stack: tuple[Any, ...]
@@ -299,12 +332,16 @@ class _Gen:
             f"{ind}if {pk}.__class__ is int:",
             f"{ind}    {pk} = str({pk})",
             f"{ind}if {pk}.__class__ is not str or {pk} == '' or {pk} == 'undefined':",
-            f"{ind}    {dst} = {general}({src}, {parent}, {key}, ctx)  # anything unusual",
+            *self.call_out(ind + "    ", dst, general, f"{src}, {parent}, {key}, ctx"),  # anything unusual
             f"{ind}else:",
             f"{ind}    {rec} = dict({src})",
         ]
         inner = ind + "    "
-        for field, child in cls.nested().items():
+        nested = cls.nested()
+        if nested:
+            self.deepest = max(self.deepest, self.level)
+            self.level += 1
+        for field, child in nested.items():
             if child is None:
                 continue
             fname, c = self.const(field), f"child{self.fresh()}"
@@ -313,7 +350,11 @@ class _Gen:
                 f"{inner}if {c} is not None:",
                 *self.member(child, c, rec, fname, f"{rec}[{fname}]", inner + "    ", stack),
             ]
+        if nested:
+            self.level -= 1
         body += [
+            f"{inner}if not CONTAINERS.isdisjoint(map(type, {rec}.values())):",
+            f"{inner}    freeze_members({rec})  # stored data is read-only",
             f"{inner}if {pk} not in T{j}:",
             f"{inner}    existing = S{j}({pk})",
             f"{inner}    if existing is None:",
@@ -351,16 +392,18 @@ class _Gen:
             f"{ind}    try:",
             f"{ind}        for {item} in {src}:",
             f"{ind}            {index} += 1",
-            f"{ind}            if {item} is not None:",
-            *self.norm(node.node, item, parent, key, result, ind + "                ", stack),
-            f"{ind}                if {result} is not None:",
-            f"{ind}                    {out}.append({result})",
+            f"{ind}            if {item} is None:",
+            f"{ind}                {out}.append(None)  # kept in place",
+            f"{ind}                continue",
+            *self.norm(node.node, item, parent, key, result, ind + "            ", stack),
+            f"{ind}            if {result} is not None:",
+            f"{ind}                {out}.append({result})",
             f"{ind}    except SchemaError as exc:",
             f"{ind}        exc.path = ({index}, *exc.path)",
             f"{ind}        raise",
-            f"{ind}    {dst} = {out}",
+            f"{ind}    {dst} = FrozenList({out})",
             f"{ind}else:",
-            f"{ind}    {dst} = {general}({src}, {parent}, {key}, ctx)",
+            *self.call_out(ind + "    ", dst, general, f"{src}, {parent}, {key}, ctx"),
         ]
 
     def norm_object(
@@ -384,9 +427,10 @@ class _Gen:
             ]
         return [
             *body,
-            f"{ind}    {dst} = {out}",
+            f"{ind}    freeze_members({out})",
+            f"{ind}    {dst} = FrozenDict({out})",
             f"{ind}else:",
-            f"{ind}    {dst} = {general}({src}, {parent}, {key}, ctx)",
+            *self.call_out(ind + "    ", dst, general, f"{src}, {parent}, {key}, ctx"),
         ]
 
     # ----- denormalize -------------------------------------------------------------------
@@ -396,12 +440,14 @@ class _Gen:
     def array(self, name: str, node: Array) -> None:
         fn = self.ref(node.node)
         if _plain_entity(node.node):
-            return self.entity_array(name, node.node, fn)
+            return self.entity_array(name, node.node, fn, self.const(node.denormalize_value))
         self.emit(
             f"def {name}(value, unvisit):",
             "    out = []",
             "    for item in value:",
-            "        if item is not None:",
+            "        if item is None:",
+            "            out.append(None)  # a None member of the response stays None",
+            "        else:",
             f"            result = {fn}(item, unvisit)",
             "            if result is not None and result is not INVALID:",
             "                out.append(result)",
@@ -414,7 +460,7 @@ class _Gen:
         members = [(self.const(f), self.ref(c)) for f, c in node.nodes.items() if c is not None]
         body = [
             f"def {name}(value, unvisit):",
-            "    if value.__class__ is not dict:",
+            "    if value.__class__ is not FrozenDict and value.__class__ is not dict:",
             f"        return {general}(value, unvisit)",
             "    out = dict(value)",
         ]
@@ -430,7 +476,8 @@ class _Gen:
         self.emit(*body, "    return out", "")
 
     def entity_d(self, name: str, cls: Any) -> None:
-        general, key = self.const(cls.denormalize_value), self.const(cls.key)
+        general, key, cls_ref = self.const(cls.denormalize_value), self.const(cls.key), self.const(cls)
+        tracked = self.mode == "d"
         body = [
             f"def {name}(value, unvisit):",
             "    if value.__class__ is not str:",
@@ -440,65 +487,71 @@ class _Gen:
             "                setdict(obj, '__dict__', values)",
             "            return obj",
             f"        return {general}(value, unvisit)",
+        ]
+        if cls.schema:  # deep data: the general engine defers entities this deep
+            body += ["    if unvisit.depth >= MAX_DEPTH:", f"        return {general}(value, unvisit)"]
+        body += [
             f"    table = unvisit.entities.get({key})",
             "    record = None if table is None else table.get(value)",
             "    if record is None or record is INVALID:",
-        ]
-        if self.mode == "u":  # a one-off read: nobody looks at its dependencies
-            body += [
-                "        return record",
-                "    cache = unvisit.cache",
-                f"    ck = ({key}, value)",
-                "    hit = cache.get(ck)",
-                "    if hit is not None and hit[0] is record:",
-                "        if hit[2] is None:  # a cycle back to an instance being built",
-                f"            return {general}(value, unvisit)",
-                "        return hit[1]",
-                *self.build_d(cls, "", cached=True),
-                "        setdict(obj, '__dict__', values)",
-                "    cache[ck] = (record, obj, ())",
-                "    return obj",
-                "",
-            ]
-            self.emit(*body)
-            return
-        body += [
-            f"        unvisit.deps.append(({key}, value, table, record))",
+            *([f"        unvisit.deps.append(({key}, value, table, record))"] if tracked else []),
             "        return record",
             "    cache = unvisit.cache",
-            f"    ck = ({key}, value)",
+            f"    ck = ({cls_ref}, value)",
             "    hit = cache.get(ck)",
             "    if hit is not None and hit[0] is record:",
             "        deps = hit[2]",
-            "        if deps is None:  # a cycle back to an instance being built",
-            f"            return {general}(value, unvisit)",
-            "        if not unvisit.checking or len(deps) == 1 or deps_valid(unvisit.entities, deps, 1):",
-            "            unvisit.deps.extend(deps)",
-            "            return hit[1]",
-            "    outer = unvisit.deps",
-            f"    unvisit.deps = mine = [({key}, value, table, record)]",
-            *self.build_d(cls, "", cached=True),
-            "        setdict(obj, '__dict__', values)",
-            "    unvisit.deps = outer",
-            "    outer.extend(mine)",
-            "    cache[ck] = (record, obj, mine)",
-            "    return obj",
-            "",
         ]
+        if tracked:
+            body += [
+                "        if deps.__class__ is not list:  # a cycle back to an instance being built, or deep data",
+                f"            return {general}(value, unvisit)",
+                "        if not unvisit.checking or len(deps) == 1 or deps_valid(unvisit.entities, deps, 1):",
+                "            unvisit.deps.extend(deps)",
+                "            return hit[1]",
+                "    outer = unvisit.deps",
+                f"    unvisit.deps = mine = [({key}, value, table, record)]",
+            ]
+        else:  # a one-off read: nobody looks at its dependencies, and its cache is its own
+            body += [
+                "        if deps is None:  # a cycle back to an instance being built",
+                f"            return {general}(value, unvisit)",
+                "        return hit[1]",
+            ]
+        body += self.build_d(cls, "", cached=True)
+        body.append("        setdict(obj, '__dict__', values)")
+        body += self.cache_entry(cls, "", tracked)
+        body += ["    return obj", ""]
         self.emit(*body)
 
-    def entity_array(self, name: str, cls: Any, fn: str) -> None:
+    def cache_entry(self, cls: Any, indent: str, tracked: bool) -> list[str]:
+        """Lines storing the built `obj` in the instance cache (after `build_d`)."""
+        if not tracked:
+            return [indent + "    cache[ck] = (record, obj, ())"]
+        deps = "mine"
+        if cls.schema:  # a descendant deferred (deep data): these deps are incomplete
+            deps = "mine if len(unvisit.deferred) == queued else unvisit.deferred_token()"
+        return [
+            indent + "    unvisit.deps = outer",
+            indent + "    outer.extend(mine)",
+            indent + f"    cache[ck] = (record, obj, {deps})",
+        ]
+
+    def entity_array(self, name: str, cls: Any, fn: str, general: str) -> None:
         """A list of pks of one plain entity class: the lookups and the build written into the loop."""
-        key = self.const(cls.key)
+        key, cls_ref = self.const(cls.key), self.const(cls)
         tracked = self.mode == "d"
-        body = [
-            f"def {name}(value, unvisit):",
+        body = [f"def {name}(value, unvisit):"]
+        if cls.schema:  # deep data: the general engine defers entities this deep
+            body += ["    if unvisit.depth >= MAX_DEPTH:", f"        return {general}(value, unvisit)"]
+        body += [
             "    out = []",
             f"    table = unvisit.entities.get({key})",
             "    get = NOTHING.get if table is None else table.get",
             "    cache = unvisit.cache",
             "    for value in value:",
             "        if value is None:",
+            "            out.append(None)  # a None member of the response stays None",
             "            continue",
             "        if value.__class__ is not str:",
             f"            obj = {fn}(value, unvisit)  # an id of another type, or an entity given inline",
@@ -507,21 +560,21 @@ class _Gen:
             "            if record is None or record is INVALID:",
             *([f"                unvisit.deps.append(({key}, value, table, record))"] if tracked else []),
             "                continue",
-            f"            ck = ({key}, value)",
+            f"            ck = ({cls_ref}, value)",
             "            hit = cache.get(ck)",
             *(
                 [
-                    "            if hit is not None and hit[0] is record and hit[2] is not None and (",
+                    "            if hit is not None and hit[0] is record and hit[2].__class__ is list and (",
                     "                    not unvisit.checking or len(hit[2]) == 1",
                     "                    or deps_valid(unvisit.entities, hit[2], 1)):",
+                    "                unvisit.deps.extend(hit[2])",
                 ]
                 if tracked
                 else ["            if hit is not None and hit[0] is record and hit[2] is not None:"]
             ),
-            *(["                unvisit.deps.extend(hit[2])"] if tracked else []),
             "                obj = hit[1]",
             "            elif hit is not None and hit[0] is record:",
-            f"                obj = {fn}(value, unvisit)  # a cycle back to an instance being built",
+            f"                obj = {fn}(value, unvisit)  # a cycle, deep data or a stale entry: one by one",
             "            else:",
         ]
         if tracked:
@@ -531,14 +584,7 @@ class _Gen:
             ]
         body += self.build_d(cls, "            ", cached=True)
         body.append("                    setdict(obj, '__dict__', values)")
-        if tracked:
-            body += [
-                "                unvisit.deps = outer",
-                "                outer.extend(mine)",
-                "                cache[ck] = (record, obj, mine)",
-            ]
-        else:
-            body.append("                cache[ck] = (record, obj, ())")
+        body += self.cache_entry(cls, "            ", tracked)
         body += [
             "        if obj is not None and obj is not INVALID:",
             "            out.append(obj)",
@@ -548,15 +594,25 @@ class _Gen:
         self.emit(*body)
 
     def build_d(self, cls: Any, indent: str, cached: bool) -> list[str]:
-        """Lines building `obj` from `record` (ending inside `if obj is not INVALID:`)."""
+        """Lines building `obj` from `record` (ending inside `if obj is not INVALID:`).
+
+        `cached`: a stored entity (key `ck`), built one level deeper (`unvisit.depth`), as the
+        general engine does; an entity given inline is built at its parent's depth, uncached.
+        """
         defaults, cls_ref = self.const(dict(cls._defaults)), self.const(cls)
         body = [f"    values = {{**{defaults}, **record}}"]
         for field in cls._mutable_defaults:
             fname = self.const(field)
             body += [f"    if {fname} not in record:", f"        values[{fname}] = deepcopy(values[{fname}])"]
         body.append(f"    obj = new({cls_ref})")
-        if cached and any(child is not None for child in cls.nested().values()):
-            body.append("    cache[ck] = (record, obj, None)  # a cycle back here finds it")
+        deep = cached and bool(cls.schema)
+        if deep:
+            body += [
+                "    cache[ck] = (record, obj, None)  # a cycle back here finds it",
+                "    queued = len(unvisit.deferred)",
+                "    depth = unvisit.depth",
+                "    unvisit.depth = depth + 1",
+            ]
         for field, child in cls.nested().items():
             if child is None:
                 continue
@@ -569,6 +625,8 @@ class _Gen:
                 "            obj = INVALID" if field in cls._truthy_defaults else "            result = None",
                 f"        values[{fname}] = result",
             ]
+        if deep:
+            body.append("    unvisit.depth = depth")
         body.append("    if obj is not INVALID:")
         return [indent + line for line in body]
 
@@ -582,7 +640,7 @@ def denormalize_with(unvisit: Any, node: Any, input: Any, tracked: bool = True) 
     if fn is None:
         return unvisit(node, input)
     try:
-        return fn(input, unvisit)
+        value = fn(input, unvisit)
     except RecursionError:
         # Too deep for the generated functions: forget this read's half-built instances
         # and let the general engine do the whole read.
@@ -590,4 +648,9 @@ def denormalize_with(unvisit: Any, node: Any, input: Any, tracked: bool = True) 
         for item in [k for k, hit in cache.items() if hit[2] is None]:
             del cache[item]
         unvisit.deps = []
+        unvisit.depth = 0
+        unvisit.deferred = ()
         return unvisit(node, input)
+    if unvisit.deferred:  # deep data: the general engine left entities to finish
+        unvisit.finish_deferred()
+    return value

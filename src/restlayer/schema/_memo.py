@@ -14,6 +14,7 @@ from typing import Any
 from restlayer._gc import pause as gc_pause
 from restlayer._gc import resume as gc_resume
 from restlayer.schema._base import INVALID, compile_schema
+from restlayer.schema._containers import Object
 from restlayer.schema._denormalize import Dep, Unvisit
 from restlayer.schema._fast import denormalize_with, dep_groups, groups_valid
 from restlayer.schema._normalize import _tables_of
@@ -42,9 +43,12 @@ class Denormalized:
 
 
 class _Entry:
-    __slots__ = ("args", "entities", "groups", "input", "result")
+    """A memoized read; holding `node` and `input` keeps their ids from being reused while it lives."""
 
-    def __init__(self, input: Any, args: tuple[Any, ...], entities: Any, result: Denormalized):
+    __slots__ = ("args", "entities", "groups", "input", "node", "result")
+
+    def __init__(self, node: Any, input: Any, args: tuple[Any, ...], entities: Any, result: Denormalized):
+        self.node = node
         self.input = input
         self.args = args
         self.entities = entities
@@ -62,9 +66,10 @@ class MemoCache:
     """Memoized denormalization and store queries (one per store, shared by every reader)."""
 
     def __init__(self) -> None:
-        self._entities: dict[tuple[str, str], Any] = {}
+        # Entity instances by (class, pk): two classes sharing one `key` never share instances.
+        self._entities: dict[tuple[Any, str], Any] = {}
         self._results: dict[tuple[int, Any], _Entry] = {}
-        self._queries: dict[int, list[tuple[tuple[Any, ...], Any]]] = {}
+        self._queries: dict[int, tuple[Any, list[tuple[tuple[Any, ...], Any]]]] = {}
 
     def denormalize(
         self, schema: Any, input: Any, entities: Mapping[str, Any], args: tuple[Any, ...] | list[Any] = ()
@@ -83,6 +88,7 @@ class MemoCache:
         entry = self._results.get(slot)
         if (
             entry is not None
+            and entry.node is node
             and (hashable or entry.input is input)
             and entry.args == args
             and (entry.entities is entities or entry.valid_for(entities))
@@ -99,7 +105,7 @@ class MemoCache:
         result = Denormalized(None if invalid else value, invalid, True, unvisit.deps)
         if len(self._results) >= _MAX_RESULTS:
             self._results.pop(next(iter(self._results)))
-        self._results[slot] = _Entry(input, args, entities, result)
+        self._results[slot] = _Entry(node, input, args, entities, result)
         return result
 
     def query(self, schema: Any, args: tuple[Any, ...] | list[Any], state: Any) -> Any:
@@ -120,13 +126,22 @@ class MemoCache:
         if key is INVALID:
             return Denormalized(None, True, True, probe.deps)
         key = self._stable_query_key(node, args, key)
-        return self.denormalize_detail(node, key, entities, args)
+        result = self.denormalize_detail(node, key, entities, args)
+        if isinstance(node, Object) and not node.found_all(key):
+            # A dict with a missing member: its data is shown, but the read counts as not found.
+            return Denormalized(result.data, result.invalid, False, result.deps)
+        return result
 
     def _stable_query_key(self, node: Any, args: tuple[Any, ...], key: Any) -> Any:
         """Reuse the previous query-key object when equal, so the result memo can hit."""
         if isinstance(key, (str, int, float)):
             return key
-        known = self._queries.setdefault(id(node), [])
+        held = self._queries.get(id(node))
+        if held is None or held[0] is not node:  # keyed by id: the node is held so its id stays its own
+            if len(self._queries) >= _MAX_RESULTS:
+                self._queries.pop(next(iter(self._queries)))
+            held = self._queries[id(node)] = (node, [])
+        known = held[1]
         for i, (known_args, known_key) in enumerate(known):
             if known_args == args:
                 if known_key == key:
@@ -147,10 +162,11 @@ class MemoCache:
     def prune(self, entities: Mapping[str, Any]) -> None:
         """Drop cached instances whose record is no longer the stored one (bounded memory)."""
         stale = []
-        for (key, pk), hit in self._entities.items():
-            table = entities.get(key)
+        for (owner, pk), hit in self._entities.items():
+            # keyed by entity class (instances) or by collection key (stored lists)
+            table = entities.get(owner if owner.__class__ is str else owner.key)
             if table is None or table.get(pk) is not hit[0]:
-                stale.append((key, pk))
+                stale.append((owner, pk))
         for item in stale:
             del self._entities[item]
         self._results.clear()

@@ -12,11 +12,12 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from restlayer._gc import no_gc
-from restlayer._pmap import EMPTY, PMap
+from restlayer._pmap import EMPTY, OrderedPMap, PMap
 from restlayer._text import to_text
 from restlayer.errors import SchemaError
-from restlayer.schema._base import INVALID, compile_schema, schema_name
+from restlayer.schema._base import INVALID, compile_schema, normalize_members, schema_name
 from restlayer.schema._fast import normalizer
+from restlayer.schema._frozen import freeze, freeze_members
 
 Tables = PMap[str, PMap[str, Any]]
 _NO_META: dict[str, float] = {"fetched_at": 0, "date": 0, "expires_at": 0}
@@ -32,12 +33,24 @@ class NormalizedResult(NamedTuple):
     entities_meta: Tables
 
 
+class _Deferred(NamedTuple):
+    schema: Any
+    pk: str
+    record: dict[str, Any]
+    nested: Any
+    value: Any
+    creating: bool
+    parent: _Deferred | None
+
+
 class Normalizer:
     """Per-call state of one normalization: the store read from, and the pending writes."""
 
     __slots__ = (
         "args",
         "creating",
+        "deferred",
+        "depth",
         "entities",
         "entities_meta",
         "indexes",
@@ -46,6 +59,7 @@ class Normalizer:
         "pending_indexes",
         "pending_meta",
         "placeholders",
+        "working_on",
     )
 
     def __init__(self, args: tuple[Any, ...], meta: Mapping[str, Any], state: Any, placeholders: bool = True) -> None:
@@ -57,6 +71,11 @@ class Normalizer:
         self.pending_meta: dict[str, dict[str, Any]] = {}
         self.pending_indexes: dict[str, dict[str, dict[str, Any]]] = {}
         self.creating = False
+        # Depth guard: entities nested deeper than MAX_DEPTH (see _base) are finished later
+        # from `deferred`, so the walk's stack stays bounded whatever the data's depth.
+        self.depth = 0
+        self.deferred: list[_Deferred] | tuple[()] = ()  # a list once something is deferred
+        self.working_on: _Deferred | None = None
 
     # ----- reads ---------------------------------------------------------------------
     def get(self, key: str, pk: str) -> Any:
@@ -79,6 +98,37 @@ class Normalizer:
             keys.extend(pk for pk in pending if pk not in seen)
         return keys
 
+    # ----- deep data -------------------------------------------------------------------
+    def defer(self, schema: Any, pk: str, record: dict[str, Any], nested: Any, value: Any) -> None:
+        """Finish `record` (normalize its members, then store it) once the current walk has unwound."""
+        item = self.working_on
+        while item is not None:  # the deferred ancestors of this value
+            if item.value is value:
+                raise SchemaError(f"The input contains itself (a {schema.key} nested in itself)",
+                                  schema=schema.key)
+            item = item.parent
+        if not self.deferred:
+            self.deferred = []
+        self.deferred.append(_Deferred(schema, pk, record, nested, value, self.creating, self.working_on))
+
+    def finish_deferred(self) -> None:
+        """Walk every deferred entity, each from a fresh stack (first deferred, first done)."""
+        queue = self.deferred
+        assert isinstance(queue, list)
+        index = 0
+        while index < len(queue):
+            item = queue[index]
+            index += 1
+            self.working_on = item
+            self.creating = item.creating
+            self.depth = 0
+            normalize_members(item.record, item.nested, item.record, self)
+            freeze_members(item.record)
+            self.store(item.schema, item.pk, item.record)
+        queue.clear()
+        self.working_on = None
+        self.creating = False
+
     # ----- writes --------------------------------------------------------------------
     def store(self, schema: Any, pk: str, record: Any) -> None:
         """Write `record` under `schema.key`/`pk`, merging with this call's or the store's version."""
@@ -99,7 +149,7 @@ class Normalizer:
         if existing is None:
             table[pk] = record
             self.pending_meta[key][pk] = self.meta
-        elif schema._plain_store and isinstance(existing, Mapping):
+        elif schema._plain_store and isinstance(existing, (dict, Mapping)):
             existing_meta = self._stored_meta(key, pk)
             if self.meta["fetched_at"] < existing_meta["fetched_at"]:
                 table[pk] = schema.merge(record, existing)
@@ -154,19 +204,28 @@ class Normalizer:
         """Merge the pending writes into new persistent tables."""
         return NormalizedResult(
             result,
-            _merge_tables(self.entities, self.pending),
+            _merge_tables(self.entities, self.pending, ordered=True),
             _merge_indexes(self.indexes, self.pending_indexes),
             _merge_tables(self.entities_meta, self.pending_meta),
         )
 
 
-def _merge_tables(tables: Tables, pending: dict[str, dict[str, Any]]) -> Tables:
+def _merge_tables(tables: Tables, pending: dict[str, dict[str, Any]], ordered: bool = False) -> Tables:
+    """New tables with the pending rows set; entity tables (`ordered`) remember insertion order."""
     if not pending:
         return tables
-    changes = {}
+    changes: dict[str, PMap[str, Any]] = {}
     for key, rows in pending.items():
         current = tables.get(key)
-        changes[key] = PMap(rows) if current is None else current.update(rows)
+        if ordered:
+            if current is None:
+                changes[key] = OrderedPMap(rows)
+            elif current.__class__ is OrderedPMap:
+                changes[key] = current.update(rows)
+            else:
+                changes[key] = OrderedPMap(current).update(rows)
+        else:
+            changes[key] = PMap(rows) if current is None else current.update(rows)
     return tables.update(changes)
 
 
@@ -189,18 +248,21 @@ def _tables_of(state: Any) -> tuple[Any, Any, Any]:
     else:
         parts = (getattr(state, "entities", None), getattr(state, "indexes", None),
                  getattr(state, "entities_meta", None))
-    return as_tables(parts[0], 2), as_tables(parts[1], 3), as_tables(parts[2], 2)
+    return as_tables(parts[0], 2, ordered=True), as_tables(parts[1], 3), as_tables(parts[2], 2)
 
 
-def as_tables(tables: Any, depth: int) -> Any:
-    """Tables given as plain dicts (tests, user code) become `depth` levels of PMaps."""
+def as_tables(tables: Any, depth: int, ordered: bool = False) -> Any:
+    """Tables given as plain dicts (tests, user code) become `depth` levels of PMaps.
+
+    With `ordered`, the innermost tables (entity key -> pk -> record) keep the dicts' order.
+    """
     if tables is None:
         return EMPTY
     if isinstance(tables, PMap) or depth == 0:
         return tables
     if depth == 1:
-        return PMap(tables)
-    return PMap({k: as_tables(v, depth - 1) for k, v in tables.items()})
+        return OrderedPMap(tables) if ordered else PMap(tables)
+    return PMap({k: as_tables(v, depth - 1, ordered) for k, v in tables.items()})
 
 
 def default_meta(meta: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -233,7 +295,7 @@ def normalize(
     node = compile_schema(schema)
     ctx = Normalizer(tuple(args), default_meta(meta), state, placeholders)
     if node is None:
-        return ctx.commit(input)
+        return ctx.commit(freeze(input))  # stored data never aliases the caller's objects
     if not isinstance(node, Invalidate) and (input is None or isinstance(input, (str, int, float))):
         found = "null" if input is None else type(input).__name__
         raise SchemaError(
@@ -241,10 +303,14 @@ def normalize(
             schema=schema_name(node),
         )
     fast = normalizer(node)
-    if fast is not None:
+    if fast is None:
+        result = node.normalize_value(input, input, None, ctx)
+    else:
         try:
-            return ctx.commit(fast(input, input, None, ctx))
+            result = fast(input, input, None, ctx)
         except RecursionError:  # deeper than the generated functions go: redo it all generally
-            ctx = Normalizer(ctx.args, ctx.meta, state)
-    result = node.normalize_value(input, input, None, ctx)
+            ctx = Normalizer(ctx.args, ctx.meta, state, placeholders)
+            result = node.normalize_value(input, input, None, ctx)
+    if ctx.deferred:
+        ctx.finish_deferred()
     return ctx.commit(result)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, overload
 
+from restlayer._pmap import OrderedPMap
 from restlayer._typing import E, T
 from restlayer.schema._base import INVALID, Schema, compile_schema, schema_name
 from restlayer.schema._union import Attribute, Union
@@ -66,9 +67,12 @@ class All(Schema[list[T]]):
 
     def normalize_value(self, value: Any, parent: Any, key: str | None, ctx: Normalizer) -> Any:
         node = self.union or self.schema
-        return [node.normalize_value(v, parent, key, ctx) for v in value if v is not None]
+        items = value.values() if isinstance(value, Mapping) else value  # a dict: its values, like a list
+        return [node.normalize_value(v, parent, key, ctx) for v in items if v is not None]
 
     def denormalize_value(self, value: Any, unvisit: Unvisit) -> Any:
+        if value is INVALID:  # no table yet (read through a dict schema)
+            return INVALID
         node = self.union or self.schema
         out = []
         for item in value:
@@ -78,19 +82,24 @@ class All(Schema[list[T]]):
         return out
 
     def query_key(self, args: tuple[Any, ...], unvisit: Unvisit) -> Any:
-        """All live pks in table order; INVALID when no table exists yet."""
+        """All live pks in insertion order; INVALID when no member type has a table yet."""
         if self.union is None:
             return _live_pks(self.schema.key, unvisit)
         found: list[Any] = []
+        any_table = False
         for name, node in self.union.nodes.items():
             pks = _live_pks(node.key, unvisit)
             if pks is not INVALID:
+                any_table = True
                 found.extend({"id": pk, "schema": name} for pk in pks)
-        return found
+        return found if any_table else INVALID
 
 
 def _live_pks(key: str, unvisit: Unvisit) -> Any:
+    """The pks of `key`'s table in the order first stored, deleted ones skipped (INVALID: no table)."""
     table = unvisit.entities.get(key)
     if table is None:
         return INVALID
-    return [pk for pk, record in table.items() if record is not INVALID]
+    order = table.in_order() if table.__class__ is OrderedPMap else list(table)
+    get = table.get
+    return [pk for pk in order if get(pk) is not INVALID]

@@ -50,7 +50,13 @@ class Union(Schema["Entity"]):
         if not isinstance(value, Mapping):
             return None, None
         name = self._attr(value, parent, key)
-        return name, self.nodes.get(name) if name is not None else None
+        if name is None:
+            return None, None
+        if not isinstance(name, str):
+            raise SchemaError(
+                f"Union type attribute must be a string, found {type(name).__name__}", schema=repr(self)
+            )
+        return name, self.nodes.get(name)
 
     def normalize_value(self, value: Any, parent: Any, key: str | None, ctx: Normalizer) -> Any:
         if not isinstance(value, Mapping):
@@ -71,11 +77,18 @@ class Union(Schema["Entity"]):
         return value if node is None else node.denormalize_value(value, unvisit)
 
     def query_key(self, args: tuple[Any, ...], unvisit: Unvisit) -> Any:
-        """The first argument names the member (by the attribute) and the pk."""
-        if not args or not isinstance(args[0], Mapping):
+        """The member named by the first argument's attribute; without it, the first member that finds one."""
+        if not args or not args[0]:
             return None
-        name, node = self.pick(args[0])
-        if node is None:
-            return None
-        pk = node.query_key(args, unvisit)
-        return None if pk is None else {"id": pk, "schema": name}
+        try:
+            name, node = self.pick(args[0])
+        except SchemaError:
+            name, node = None, None
+        if node is not None:
+            pk = node.query_key(args, unvisit)
+            return None if pk is None else {"id": pk, "schema": name}
+        for name, node in self.nodes.items():
+            pk = node.query_key(args, unvisit)
+            if pk is not None:
+                return {"id": pk, "schema": name}
+        return None

@@ -1,0 +1,116 @@
+"""Stored data is read-only: nothing a caller holds aliases the store (lists and dicts are frozen copies)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import pickle
+from typing import Any
+
+import pytest
+
+from restlayer.core import Controller
+from restlayer.errors import SchemaError
+from restlayer.rest import RestEndpoint
+from restlayer.schema import Entity, MemoCache, denormalize, normalize
+from tests._present import present
+
+
+class Tagged(Entity):
+    id: int = 0
+    tags: list[str] = []
+    extra: dict[str, Any] = {}
+
+
+def test_entity_list_field_cannot_change_the_store_or_old_snapshots() -> None:
+    r = normalize(Tagged, {"id": 1, "tags": ["a"], "extra": {"k": [1]}})
+    snapshot = r.entities
+    t: Any = denormalize(Tagged, "1", r.entities)
+    with pytest.raises(TypeError, match="read-only"):
+        t.tags.append("oops")
+    with pytest.raises(TypeError, match="read-only"):
+        t.extra["k"].append(2)
+    with pytest.raises(TypeError, match="read-only"):
+        t.extra["new"] = 1
+    assert snapshot["Tagged"]["1"]["tags"] == ["a"]
+    assert MemoCache().denormalize(Tagged, "1", r.entities).tags == ["a"]
+
+
+def test_caller_input_is_copied_not_referenced() -> None:
+    data: Any = {"id": 1, "tags": ["a"], "extra": {"k": [1]}}
+    r = normalize(Tagged, data)
+    data["tags"].append("later")
+    data["extra"]["k"].append(2)
+    assert r.entities["Tagged"]["1"]["tags"] == ["a"]
+    assert denormalize(Tagged, "1", r.entities).extra == {"k": [1]}
+
+
+def test_dict_schema_literal_members_and_schemaless_results_are_frozen() -> None:
+    page: Any = {"results": [{"id": 1}], "meta": {"pages": [1, 2]}}
+    r = normalize({"results": [Tagged], "meta": None}, page)
+    page["meta"]["pages"].append(3)
+    assert r.result["meta"] == {"pages": [1, 2]}
+    raw: Any = {"a": [1, {"b": [2]}]}
+    stored: Any = normalize(None, raw).result
+    raw["a"][1]["b"].append(3)
+    assert stored == {"a": [1, {"b": [2]}]}
+    with pytest.raises(TypeError):
+        stored["a"][1]["b"].append(3)
+
+
+def test_frozen_values_still_behave_as_plain_data() -> None:
+    value: Any = normalize(None, {"a": [1, (2, [3])], "b": {"c": None}}).result
+    assert isinstance(value, dict) and isinstance(value["a"], list)
+    assert value == {"a": [1, (2, [3])], "b": {"c": None}}
+    assert json.loads(json.dumps(value)) == {"a": [1, [2, [3]]], "b": {"c": None}}
+    copied = copy.deepcopy(value)
+    copied["a"].append(4)  # copies are plain and mutable
+    assert type(copied) is dict and type(copy.copy(value["a"])) is list
+    assert type(pickle.loads(pickle.dumps(value))) is dict
+    for change in (lambda: value["a"].extend([1]), lambda: value["a"].sort(), lambda: value.pop("a"),
+                   lambda: value.update({}), lambda: value["a"].__setitem__(0, 1)):
+        with pytest.raises(TypeError):
+            change()
+
+
+def test_controller_values_do_not_alias_the_store() -> None:
+    """A dict given to set_response, and what get_response returns, never share memory with the store."""
+    ctrl = Controller()
+    try:
+        ep = RestEndpoint(path="/things/:id", url_prefix="http://127.0.0.1:9")
+        sent: Any = {"id": 1, "items": ["a"]}
+        ctrl.set_response(ep, {"id": 1}, sent)
+        sent["items"].append("later")
+        got = ctrl.get_response(ep, {"id": 1}).data
+        assert got == {"id": 1, "items": ["a"]}
+        with pytest.raises(TypeError):
+            got["items"].append("oops")
+        tagged = RestEndpoint(path="/tagged/:id", url_prefix="http://127.0.0.1:9", schema=Tagged)
+        ctrl.set_response(tagged, {"id": 1}, {"id": 1, "tags": ["a"]})
+        before = ctrl.get_state()
+        with pytest.raises(TypeError):
+            present(ctrl.get(Tagged, {"id": 1})).tags.append("oops")
+        assert before.entities["Tagged"]["1"]["tags"] == ["a"]
+    finally:
+        ctrl.close()
+
+
+def test_deep_plain_data_is_stored_and_self_containing_data_is_refused() -> None:
+    deep: list[Any] = []
+    node = deep
+    for _ in range(5_000):
+        node.append([])
+        node = node[0]
+    stored = normalize(Tagged, {"id": 1, "extra": {"deep": deep}}).entities["Tagged"]["1"]["extra"]["deep"]
+    levels = 0
+    while stored:
+        with pytest.raises(TypeError):
+            stored.append(1)
+        stored, levels = stored[0], levels + 1
+    assert levels == 5_000
+    loop: dict[str, Any] = {}
+    loop["self"] = loop
+    with pytest.raises(SchemaError, match="contains itself"):
+        normalize(Tagged, {"id": 1, "extra": loop})
+    with pytest.raises(SchemaError, match="contains itself"):
+        normalize(None, [loop])
