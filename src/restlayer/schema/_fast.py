@@ -179,7 +179,7 @@ class _Gen:
             "FrozenList": FrozenList,
             "FrozenDict": FrozenDict,
             "freeze_members": freeze_members,
-            "CONTAINERS": CONTAINERS,
+            "no_containers": CONTAINERS.isdisjoint,  # given map(type, values): no plain list/dict/tuple
         }
         # Normalize: how many inline entities with a nested schema enclose the code being
         # written (`level`), the deepest such entity of the function (`deepest`), and whether
@@ -353,7 +353,7 @@ class _Gen:
         if nested:
             self.level -= 1
         body += [
-            f"{inner}if not CONTAINERS.isdisjoint(map(type, {rec}.values())):",
+            f"{inner}if not no_containers(map(type, {rec}.values())):",
             f"{inner}    freeze_members({rec})  # stored data is read-only",
             f"{inner}if {pk} not in T{j}:",
             f"{inner}    existing = S{j}({pk})",
@@ -427,7 +427,8 @@ class _Gen:
             ]
         return [
             *body,
-            f"{ind}    freeze_members({out})",
+            f"{ind}    if not no_containers(map(type, {out}.values())):",
+            f"{ind}        freeze_members({out})",
             f"{ind}    {dst} = FrozenDict({out})",
             f"{ind}else:",
             *self.call_out(ind + "    ", dst, general, f"{src}, {parent}, {key}, ctx"),
