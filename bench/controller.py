@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import json
 import time
 import tracemalloc
 from collections.abc import Callable
@@ -109,23 +110,30 @@ async def bench_fetch(url: str, rounds: int = 30, per_round: int = 20) -> None:
         response = await client.get(full, headers={"Content-Type": "application/json"})
         normalize([Todo], response.json())
 
+    async def raw_json() -> None:
+        response = await client.get(full, headers={"Content-Type": "application/json"})
+        json.loads(response.content)
+
     async def via_ctrl() -> None:
         await ctrl.fetch(ep)
 
-    for fn in (raw, via_ctrl):
+    cases = (("raw", raw), ("json", raw_json), ("ctrl", via_ctrl))
+    for _, fn in cases:
         for _ in range(20):
             await fn()
-    totals = {"raw": 0.0, "ctrl": 0.0}
+    totals = {"raw": 0.0, "json": 0.0, "ctrl": 0.0}
     for _ in range(rounds):
-        for name, fn in (("raw", raw), ("ctrl", via_ctrl)):
+        for name, fn in cases:
             t = time.perf_counter()
             for _ in range(per_round):
                 await fn()
             totals[name] += time.perf_counter() - t
     n = rounds * per_round
     raw_ms, ctrl_ms = totals["raw"] / n * 1000, totals["ctrl"] / n * 1000
+    json_ms = totals["json"] / n * 1000
     print(f"(c) raw httpx + normalize {raw_ms:.3f} ms; ctrl.fetch {ctrl_ms:.3f} ms; "
           f"overhead {(ctrl_ms / raw_ms - 1) * 100:+.1f}% (target <= 15%)")
+    print(f"    raw httpx + json.loads {json_ms:.3f} ms; ctrl.fetch / that: {ctrl_ms / json_ms:.2f}x (target <= 1.25)")
 
 
 def _traced(fn: Callable[[], Any]) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from restlayer._gc import no_gc
 from restlayer._text import to_text
 from restlayer.schema._base import INVALID, MAX_DEPTH, compile_schema
 
@@ -59,7 +60,7 @@ class Unvisit:
             return value
         result = node.denormalize_value(value, self)
         if self.deferred:
-            self._finish_deferred()
+            self.finish_deferred()
         return result
 
     def read(self, key: str, pk: str) -> Any:
@@ -107,7 +108,7 @@ class Unvisit:
         self.depth -= 1
         self.deps = outer
         outer.extend(mine)
-        self.cache[(cls, pk)] = (record, value, mine if len(self.deferred) == queued else self._token())
+        self.cache[(cls, pk)] = (record, value, mine if len(self.deferred) == queued else self.deferred_token())
         return value
 
     def collection(self, coll: Any, pk: str) -> Any:
@@ -179,7 +180,8 @@ class Unvisit:
         return values
 
     # ----- deep data ---------------------------------------------------------------------------
-    def _token(self) -> _ReadToken:
+    def deferred_token(self) -> _ReadToken:
+        """The token cached in place of the deps of an entity whose build deferred a descendant."""
         if self.token is None:
             self.token = _ReadToken()
         return self.token
@@ -196,7 +198,7 @@ class Unvisit:
         self.deferred.append((cls, pk, record, table, obj))
         return obj
 
-    def _finish_deferred(self) -> None:
+    def finish_deferred(self) -> None:
         """Fill every deferred instance, each from a fresh stack (first deferred, first done).
 
         A deferred instance was already handed to its parent, so a nested entity that
@@ -214,7 +216,7 @@ class Unvisit:
             queued = len(queue)
             object.__setattr__(obj, "__dict__", self._deferred_values(cls, record))
             top.extend(mine)
-            self.cache[(cls, pk)] = (record, obj, mine if len(queue) == queued else self._token())
+            self.cache[(cls, pk)] = (record, obj, mine if len(queue) == queued else self.deferred_token())
         self.deps = top
         queue.clear()
 
@@ -248,9 +250,12 @@ def deps_valid(entities: Mapping[str, Any], deps: list[Dep], start: int = 0) -> 
     return True
 
 
+@no_gc
 def denormalize(
     schema: Any, input: Any, entities: Mapping[str, Any], args: tuple[Any, ...] | list[Any] = ()
 ) -> Any:
     """Rebuild the value of `input` by `schema` from `entities`; None when it is invalid."""
-    value = Unvisit(entities, tuple(args))(compile_schema(schema), input)
+    from restlayer.schema._fast import denormalize_with
+
+    value = denormalize_with(Unvisit(entities, tuple(args)), compile_schema(schema), input, tracked=False)
     return None if value is INVALID else value

@@ -11,9 +11,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from restlayer._gc import pause as gc_pause
+from restlayer._gc import resume as gc_resume
 from restlayer.schema._base import INVALID, compile_schema
 from restlayer.schema._containers import Object
-from restlayer.schema._denormalize import Dep, Unvisit, deps_valid
+from restlayer.schema._denormalize import Dep, Unvisit
+from restlayer.schema._fast import denormalize_with, dep_groups, groups_valid
 from restlayer.schema._normalize import _tables_of
 
 _MAX_RESULTS = 4096
@@ -42,7 +45,7 @@ class Denormalized:
 class _Entry:
     """A memoized read; holding `node` and `input` keeps their ids from being reused while it lives."""
 
-    __slots__ = ("args", "entities", "input", "node", "result")
+    __slots__ = ("args", "entities", "groups", "input", "node", "result")
 
     def __init__(self, node: Any, input: Any, args: tuple[Any, ...], entities: Any, result: Denormalized):
         self.node = node
@@ -50,6 +53,13 @@ class _Entry:
         self.args = args
         self.entities = entities
         self.result = result
+        self.groups: Any = None
+
+    def valid_for(self, entities: Mapping[str, Any]) -> bool:
+        """Whether every record the read touched is still the one in `entities` (deps grouped by table once)."""
+        if self.groups is None:
+            self.groups = dep_groups(self.result.deps)
+        return groups_valid(entities, self.groups)
 
 
 class MemoCache:
@@ -81,12 +91,16 @@ class MemoCache:
             and entry.node is node
             and (hashable or entry.input is input)
             and entry.args == args
-            and (entry.entities is entities or deps_valid(entities, entry.result.deps))
+            and (entry.entities is entities or entry.valid_for(entities))
         ):
             entry.entities = entities
             return entry.result
         unvisit = Unvisit(entities, args, cache=self._entities, checking=True)
-        value = unvisit(node, input)
+        gc_pause()  # a hit above allocates next to nothing; a rebuild is a bulk call
+        try:
+            value = denormalize_with(unvisit, node, input)
+        finally:
+            gc_resume()
         invalid = value is INVALID
         result = Denormalized(None if invalid else value, invalid, True, unvisit.deps)
         if len(self._results) >= _MAX_RESULTS:

@@ -11,10 +11,12 @@ import time
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+from restlayer._gc import no_gc
 from restlayer._pmap import EMPTY, OrderedPMap, PMap
 from restlayer._text import to_text
 from restlayer.errors import SchemaError
 from restlayer.schema._base import INVALID, compile_schema, normalize_members, schema_name
+from restlayer.schema._fast import normalizer
 from restlayer.schema._frozen import freeze, freeze_members
 
 Tables = PMap[str, PMap[str, Any]]
@@ -272,6 +274,7 @@ def default_meta(meta: Mapping[str, Any] | None) -> dict[str, Any]:
     return full
 
 
+@no_gc
 def normalize(
     schema: Any,
     input: Any,
@@ -299,7 +302,15 @@ def normalize(
             f'Unexpected input given to normalize. Expected type to be "object", found "{found}"',
             schema=schema_name(node),
         )
-    result = node.normalize_value(input, input, None, ctx)
+    fast = normalizer(node)
+    if fast is None:
+        result = node.normalize_value(input, input, None, ctx)
+    else:
+        try:
+            result = fast(input, input, None, ctx)
+        except RecursionError:  # deeper than the generated functions go: redo it all generally
+            ctx = Normalizer(ctx.args, ctx.meta, state, placeholders)
+            result = node.normalize_value(input, input, None, ctx)
     if ctx.deferred:
         ctx.finish_deferred()
     return ctx.commit(result)

@@ -1,0 +1,657 @@
+"""Specialised normalize/denormalize functions generated once per compiled schema.
+
+The general engine dispatches through a method call per node and per member
+(`Entity.normalize_value`, `normalize_members`, `Normalizer.store`, ...). For
+the common case, an entity class that keeps the default `process`, `pk`,
+`validate` and `from_json` hooks, this module writes one plain Python function
+per schema node with the member names, defaults and table key baked in, so an
+entity costs a handful of dict operations. Anything unusual (a non-dict value,
+an unusable pk, a record already stored, an overridden hook, a schema type it
+does not know) is handed to the general engine's own method on the same
+`Normalizer`/`Unvisit`, so both produce the same result, the same store and the
+same errors; tests compare them on random data.
+
+The generated functions recurse like the schema does; a chain deeper than the
+interpreter's recursion limit raises `RecursionError`, and the entry points then
+redo the whole call with the general engine.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from operator import is_
+from typing import Any
+
+from restlayer._text import to_text
+from restlayer.errors import SchemaError
+from restlayer.schema._base import INVALID, MAX_DEPTH
+from restlayer.schema._containers import Array, Object
+from restlayer.schema._denormalize import Dep, deps_valid
+from restlayer.schema._entity import Entity
+from restlayer.schema._frozen import CONTAINERS, FrozenDict, FrozenList, freeze_members
+
+NormFn = Callable[[Any, Any, Any, Any], Any]
+DenormFn = Callable[[Any, Any], Any]
+
+_enabled = True
+_norm_plans: dict[Any, tuple[tuple[Any, ...], list[Any], NormFn | None]] = {}
+_denorm_plans: dict[str, dict[Any, tuple[tuple[Any, ...], list[Any], DenormFn | None]]] = {"d": {}, "u": {}}
+_MAX_PLANS = 1024
+
+
+@contextmanager
+def disabled() -> Iterator[None]:
+    """Run the block with the general engine only (tests compare both engines)."""
+    global _enabled
+    was, _enabled = _enabled, False
+    try:
+        yield
+    finally:
+        _enabled = was
+
+
+def _plain_entity(node: Any) -> bool:
+    """An Entity class whose hooks are all the defaults, so its work can be written out."""
+    return (
+        isinstance(node, type)
+        and issubclass(node, Entity)
+        and node._plain_pk
+        and node._plain_build
+        and node._plain_store
+        and not node._checks_valid
+        and not node.indexes
+        and node.process.__func__ is Entity.process.__func__  # type: ignore[attr-defined]
+        and node.normalize_value.__func__ is Entity.normalize_value.__func__  # type: ignore[attr-defined]
+        and node.denormalize_value.__func__ is Entity.denormalize_value.__func__  # type: ignore[attr-defined]
+    )
+
+
+def _classes(node: Any) -> tuple[Any, ...]:
+    """Every entity class a plan for `node` bakes in (their schema, key and indexes are reassignable)."""
+    out: list[Any] = []
+    seen: set[int] = set()
+
+    def walk(n: Any) -> None:
+        if id(n) in seen:
+            return
+        seen.add(id(n))
+        if isinstance(n, type) and issubclass(n, Entity):
+            out.append(n)
+            for child in n.nested().values():
+                walk(child)
+        elif isinstance(n, Array):
+            walk(n.node)
+        elif isinstance(n, Object):
+            for child in n.nodes.values():
+                walk(child)
+
+    walk(node)
+    return tuple(out)
+
+
+def _stamp(classes: tuple[Any, ...]) -> list[Any]:
+    return [(c.schema, c.key, c.indexes) for c in classes]
+
+
+def _plan(cache: dict[Any, Any], node: Any, build: Callable[[Any], Any]) -> Any:
+    """The cached plan for `node` (None: not eligible), rebuilt when a class it bakes in changed."""
+    hit = cache.get(node)
+    if hit is not None and _stamp(hit[0]) == hit[1]:
+        return hit[2]
+    fn = build(node) if (_plain_entity(node) or isinstance(node, (Array, Object))) else None
+    classes = _classes(node)
+    if len(cache) >= _MAX_PLANS:
+        cache.clear()
+    cache[node] = (classes, _stamp(classes), fn)
+    return fn
+
+
+def normalizer(node: Any) -> NormFn | None:
+    """The generated normalize function for compiled `node`, or None when the general engine should run."""
+    if not _enabled:
+        return None
+    fn: NormFn | None = _plan(_norm_plans, node, lambda n: _Gen("n").function(n))
+    return fn
+
+
+def denormalizer(node: Any, tracked: bool = True) -> DenormFn | None:
+    """The generated denormalize function for compiled `node`, or None when the general engine should run.
+
+    `tracked=False` gives the variant that records no dependencies (for one-off reads).
+    """
+    if not _enabled:
+        return None
+    mode = "d" if tracked else "u"
+    fn: DenormFn | None = _plan(_denorm_plans[mode], node, lambda n: _Gen(mode).function(n))
+    return fn
+
+
+def dep_groups(deps: list[Dep]) -> list[tuple[str, Any, tuple[str, ...], tuple[Any, ...]]]:
+    """`deps` grouped by the table they were read from: (key, table, pks, records)."""
+    groups: dict[tuple[str, int], tuple[str, Any, list[str], list[Any]]] = {}
+    for key, pk, table, record in deps:
+        group = groups.get((key, id(table)))
+        if group is None:
+            group = groups[(key, id(table))] = (key, table, [], [])
+        group[2].append(pk)
+        group[3].append(record)
+    return [(key, table, tuple(pks), tuple(records)) for key, table, pks, records in groups.values()]
+
+
+def groups_valid(entities: Any, groups: list[tuple[str, Any, tuple[str, ...], tuple[Any, ...]]]) -> bool:
+    """Same answer as `deps_valid` on the grouped deps: one identity test per unchanged table,
+    and a C-level scan of the pks read from a changed one."""
+    get = entities.get
+    for key, table, pks, records in groups:
+        current = get(key)
+        if current is table:
+            continue
+        if current is None:
+            if any(r is not None for r in records):
+                return False
+        elif not all(map(is_, map(current.get, pks), records)):
+            return False
+    return True
+
+
+class _Gen:
+    """Writes the source of one function per node (shared across cycles) and execs it once."""
+
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+        self.counter = 0
+        self.hoisted: dict[str, tuple[int, str]] = {}  # entity key -> (slot, its constant), per function
+        self.names: dict[int, str] = {}
+        self.lines: list[str] = []
+        self.env: dict[str, Any] = {
+            "SchemaError": SchemaError,
+            "INVALID": INVALID,
+            "to_text": to_text,
+            "deps_valid": deps_valid,
+            "deepcopy": copy.deepcopy,
+            "setdict": object.__setattr__,
+            "new": object.__new__,
+            "NO_META": {"fetched_at": 0, "date": 0, "expires_at": 0},
+            "NOTHING": {},
+            "MAX_DEPTH": MAX_DEPTH,
+            "FrozenList": FrozenList,
+            "FrozenDict": FrozenDict,
+            "freeze_members": freeze_members,
+            "no_containers": CONTAINERS.isdisjoint,  # given map(type, values): no plain list/dict/tuple
+        }
+        # Normalize: how many inline entities with a nested schema enclose the code being
+        # written (`level`), the deepest such entity of the function (`deepest`), and whether
+        # a call out of the function at level > 0 set `ctx.depth` (restored at the end).
+        self.level = 0
+        self.deepest = -1
+        self.moved_depth = False
+
+    def function(self, node: Any) -> Any:
+        name = self.ref(node)
+        code = compile("\n".join(self.lines), f"<restlayer fast {self.mode}>", "exec")
+        exec(code, self.env)
+        return self.env[name]
+
+    def const(self, value: Any) -> str:
+        name = f"c{len(self.env)}"
+        self.env[name] = value
+        return name
+
+    def ref(self, node: Any) -> str:
+        """The name of the function handling `node` (writing it on first use; never None)."""
+        known = self.names.get(id(node))
+        if known is not None:
+            return known
+        name = f"{self.mode}{len(self.names)}"
+        self.names[id(node)] = name
+        self.const(node)  # keep it alive while the plan lives
+        if (
+            self.mode == "n"
+            and (_plain_entity(node) or isinstance(node, (Array, Object)))
+            and not (isinstance(node, Array) and node.node is None)
+        ):
+            self.norm_function(name, node)
+        elif _plain_entity(node):
+            self.entity(name, node)
+        elif isinstance(node, Array) and node.node is not None:
+            self.array(name, node)
+        elif isinstance(node, Object):
+            self.object(name, node)
+        else:
+            method = node.normalize_value if self.mode == "n" else node.denormalize_value
+            self.env[name] = method
+        return name
+
+    def emit(self, *lines: str) -> None:
+        self.lines.extend(lines)
+
+    # ----- normalize ---------------------------------------------------------------------
+    def norm_function(self, name: str, node: Any) -> None:
+        """One function normalizing `node`, with nested containers and entities written inline."""
+        outer = self.hoisted, self.level, self.deepest, self.moved_depth
+        self.hoisted, self.level, self.deepest, self.moved_depth = {}, 0, -1, False
+        body = self.norm(node, "value", "parent", "key", "out", "    ", (), top=True)
+        lines = [f"def {name}(value, parent, key, ctx):"]
+        if self.deepest >= 0:
+            # Entities this deep are deferred by the general engine (deep data): near that depth,
+            # the general engine does the whole node, so both store in the same order.
+            general = self.const(node.normalize_value)
+            lines += [
+                "    depth0 = ctx.depth",
+                f"    if depth0 + {self.deepest} >= MAX_DEPTH:",
+                f"        return {general}(value, parent, key, ctx)",
+            ]
+        if self.moved_depth:
+            cleanup_depth = ["    ctx.depth = depth0"]
+        else:
+            cleanup_depth = []
+        lines += [
+            "    pending = ctx.pending",
+            "    pending_meta = ctx.pending_meta",
+            "    stored_tables = ctx.entities",
+            "    meta = ctx.meta",
+        ]
+        cleanup = []
+        for j, ekey in self.hoisted.values():
+            # Each entity table's pending rows, pending meta and stored lookup, fetched once per call.
+            lines += [
+                f"    T{j} = pending.get({ekey})",
+                f"    if T{j} is None:",
+                f"        T{j} = pending[{ekey}] = {{}}",
+                f"        M{j} = pending_meta[{ekey}] = {{}}",
+                f"        made{j} = True",
+                "    else:",
+                f"        M{j} = pending_meta[{ekey}]",
+                f"        made{j} = False",
+                f"    S{j} = stored_tables.get({ekey})",
+                f"    S{j} = NOTHING.get if S{j} is None else S{j}.get",
+            ]
+            cleanup += [  # a table this call opened and never wrote stays absent, as in the general engine
+                f"    if made{j} and not T{j}:",
+                f"        del pending[{ekey}]",
+                f"        del pending_meta[{ekey}]",
+            ]
+        self.hoisted, self.level, self.deepest, self.moved_depth = outer
+        self.emit(*lines, *body, *cleanup, *cleanup_depth, "    return out", "")
+
+    def call_out(self, ind: str, dst: str, fn: str, args: str) -> list[str]:
+        """A call to another function, with `ctx.depth` set to this point's entity depth first."""
+        if self.level == 0:
+            return [f"{ind}{dst} = {fn}({args})"]
+        self.moved_depth = True
+        return [f"{ind}ctx.depth = depth0 + {self.level}", f"{ind}{dst} = {fn}({args})"]
+
+    def fresh(self) -> str:
+        self.counter += 1
+        return str(self.counter)
+
+    def norm(
+        self,
+        node: Any,
+        src: str,
+        parent: str,
+        key: str,
+        dst: str,
+        ind: str,
+        stack: tuple[Any, ...],
+        top: bool = False,
+    ) -> list[str]:
+        """Statements setting `dst` to the normalized form of `src` (inline when worth it)."""
+        inline = top or (len(stack) < 4 and node not in stack)
+        if inline and _plain_entity(node):
+            return self.norm_entity(node, src, parent, key, dst, ind, (*stack, node))
+        if inline and isinstance(node, Array) and node.node is not None:
+            return self.norm_array(node, src, parent, key, dst, ind, (*stack, node))
+        if inline and isinstance(node, Object):
+            return self.norm_object(node, src, parent, key, dst, ind, (*stack, node))
+        return self.call_out(ind, dst, self.ref(node), f"{src}, {parent}, {key}, ctx")
+
+    def member(
+        self, node: Any, src: str, parent: str, fname: str, dst: str, ind: str, stack: tuple[Any, ...]
+    ) -> list[str]:
+        """A member normalized with its name prefixed to any error path (as `normalize_members`)."""
+        return [
+            f"{ind}try:",
+            *self.norm(node, src, parent, fname, dst, ind + "    ", stack),
+            f"{ind}except SchemaError as exc:",
+            f"{ind}    exc.path = ({fname}, *exc.path)",
+            f"{ind}    raise",
+        ]
+
+    def norm_entity(
+        self, cls: Any, src: str, parent: str, key: str, dst: str, ind: str, stack: tuple[Any, ...]
+    ) -> list[str]:
+        i = self.fresh()
+        general, ekey, cls_ref = self.const(cls.normalize_value), self.const(cls.key), self.const(cls)
+        pk, rec = f"pk{i}", f"rec{i}"
+        j = self.hoisted.setdefault(cls.key, (len(self.hoisted), ekey))[0]
+        body = [
+            f"{ind}{pk} = {src}.get('id') if {src}.__class__ is dict else None",
+            f"{ind}if {pk}.__class__ is int:",
+            f"{ind}    {pk} = str({pk})",
+            f"{ind}if {pk}.__class__ is not str or {pk} == '' or {pk} == 'undefined':",
+            *self.call_out(ind + "    ", dst, general, f"{src}, {parent}, {key}, ctx"),  # anything unusual
+            f"{ind}else:",
+            f"{ind}    {rec} = dict({src})",
+        ]
+        inner = ind + "    "
+        nested = cls.nested()
+        if nested:
+            self.deepest = max(self.deepest, self.level)
+            self.level += 1
+        for field, child in nested.items():
+            if child is None:
+                continue
+            fname, c = self.const(field), f"child{self.fresh()}"
+            body += [
+                f"{inner}{c} = {rec}.get({fname})",
+                f"{inner}if {c} is not None:",
+                *self.member(child, c, rec, fname, f"{rec}[{fname}]", inner + "    ", stack),
+            ]
+        if nested:
+            self.level -= 1
+        body += [
+            f"{inner}if not no_containers(map(type, {rec}.values())):",
+            f"{inner}    freeze_members({rec})  # stored data is read-only",
+            f"{inner}if {pk} not in T{j}:",
+            f"{inner}    existing = S{j}({pk})",
+            f"{inner}    if existing is None:",
+            f"{inner}        T{j}[{pk}] = {rec}",
+            f"{inner}        M{j}[{pk}] = meta",
+            f"{inner}    elif existing.__class__ is dict:  # stored before: the default merge, older data loses",
+            f"{inner}        metas = ctx.entities_meta.get({ekey})",
+            f"{inner}        stored_meta = None if metas is None else metas.get({pk})",
+            f"{inner}        if stored_meta is None:",
+            f"{inner}            stored_meta = NO_META",
+            f"{inner}        if meta['fetched_at'] < stored_meta['fetched_at']:",
+            f"{inner}            T{j}[{pk}] = {{**{rec}, **existing}}",
+            f"{inner}            M{j}[{pk}] = stored_meta",
+            f"{inner}        else:",
+            f"{inner}            T{j}[{pk}] = {{**existing, **{rec}}}",
+            f"{inner}            M{j}[{pk}] = meta",
+            f"{inner}    else:",
+            f"{inner}        ctx.store({cls_ref}, {pk}, {rec})",
+            f"{inner}else:",
+            f"{inner}    ctx.store({cls_ref}, {pk}, {rec})",
+            f"{inner}{dst} = {pk}",
+        ]
+        return body
+
+    def norm_array(
+        self, node: Array, src: str, parent: str, key: str, dst: str, ind: str, stack: tuple[Any, ...]
+    ) -> list[str]:
+        i = self.fresh()
+        general = self.const(node.normalize_value)
+        out, index, item, result = f"out{i}", f"index{i}", f"item{i}", f"result{i}"
+        return [
+            f"{ind}if {src}.__class__ is list:",
+            f"{ind}    {out} = []",
+            f"{ind}    {index} = -1",
+            f"{ind}    try:",
+            f"{ind}        for {item} in {src}:",
+            f"{ind}            {index} += 1",
+            f"{ind}            if {item} is None:",
+            f"{ind}                {out}.append(None)  # kept in place",
+            f"{ind}                continue",
+            *self.norm(node.node, item, parent, key, result, ind + "            ", stack),
+            f"{ind}            if {result} is not None:",
+            f"{ind}                {out}.append({result})",
+            f"{ind}    except SchemaError as exc:",
+            f"{ind}        exc.path = ({index}, *exc.path)",
+            f"{ind}        raise",
+            f"{ind}    {dst} = FrozenList({out})",
+            f"{ind}else:",
+            *self.call_out(ind + "    ", dst, general, f"{src}, {parent}, {key}, ctx"),
+        ]
+
+    def norm_object(
+        self, node: Object, src: str, parent: str, key: str, dst: str, ind: str, stack: tuple[Any, ...]
+    ) -> list[str]:
+        i = self.fresh()
+        general = self.const(node.normalize_value)
+        out = f"out{i}"
+        body = [
+            f"{ind}if {src}.__class__ is dict:",
+            f"{ind}    {out} = dict({src})",
+        ]
+        for field, child in node.nodes.items():
+            if child is None:
+                continue
+            fname, c = self.const(field), f"child{self.fresh()}"
+            body += [
+                f"{ind}    {c} = {out}.get({fname})",
+                f"{ind}    if {c} is not None:",
+                *self.member(child, c, src, fname, f"{out}[{fname}]", ind + "        ", stack),
+            ]
+        return [
+            *body,
+            f"{ind}    if not no_containers(map(type, {out}.values())):",
+            f"{ind}        freeze_members({out})",
+            f"{ind}    {dst} = FrozenDict({out})",
+            f"{ind}else:",
+            *self.call_out(ind + "    ", dst, general, f"{src}, {parent}, {key}, ctx"),
+        ]
+
+    # ----- denormalize -------------------------------------------------------------------
+    def entity(self, name: str, cls: Any) -> None:
+        return self.entity_d(name, cls)
+
+    def array(self, name: str, node: Array) -> None:
+        fn = self.ref(node.node)
+        if _plain_entity(node.node):
+            return self.entity_array(name, node.node, fn, self.const(node.denormalize_value))
+        self.emit(
+            f"def {name}(value, unvisit):",
+            "    out = []",
+            "    for item in value:",
+            "        if item is None:",
+            "            out.append(None)  # a None member of the response stays None",
+            "        else:",
+            f"            result = {fn}(item, unvisit)",
+            "            if result is not None and result is not INVALID:",
+            "                out.append(result)",
+            "    return out",
+            "",
+        )
+
+    def object(self, name: str, node: Object) -> None:
+        general = self.const(node.denormalize_value)
+        members = [(self.const(f), self.ref(c)) for f, c in node.nodes.items() if c is not None]
+        body = [
+            f"def {name}(value, unvisit):",
+            "    if value.__class__ is not FrozenDict and value.__class__ is not dict:",
+            f"        return {general}(value, unvisit)",
+            "    out = dict(value)",
+        ]
+        for fname, fn in members:
+            body += [
+                f"    child = out.get({fname})",
+                "    if child is not None:",
+                f"        result = {fn}(child, unvisit)",
+                "        if result is INVALID:",
+                "            return INVALID",
+                f"        out[{fname}] = result",
+            ]
+        self.emit(*body, "    return out", "")
+
+    def entity_d(self, name: str, cls: Any) -> None:
+        general, key, cls_ref = self.const(cls.denormalize_value), self.const(cls.key), self.const(cls)
+        tracked = self.mode == "d"
+        body = [
+            f"def {name}(value, unvisit):",
+            "    if value.__class__ is not str:",
+            "        if value.__class__ is dict:  # an entity given inline, never normalized",
+            "            record = value",
+            *self.build_d(cls, "        ", cached=False),
+            "                setdict(obj, '__dict__', values)",
+            "            return obj",
+            f"        return {general}(value, unvisit)",
+        ]
+        if cls.schema:  # deep data: the general engine defers entities this deep
+            body += ["    if unvisit.depth >= MAX_DEPTH:", f"        return {general}(value, unvisit)"]
+        body += [
+            f"    table = unvisit.entities.get({key})",
+            "    record = None if table is None else table.get(value)",
+            "    if record is None or record is INVALID:",
+            *([f"        unvisit.deps.append(({key}, value, table, record))"] if tracked else []),
+            "        return record",
+            "    cache = unvisit.cache",
+            f"    ck = ({cls_ref}, value)",
+            "    hit = cache.get(ck)",
+            "    if hit is not None and hit[0] is record:",
+            "        deps = hit[2]",
+        ]
+        if tracked:
+            body += [
+                "        if deps.__class__ is not list:  # a cycle back to an instance being built, or deep data",
+                f"            return {general}(value, unvisit)",
+                "        if not unvisit.checking or len(deps) == 1 or deps_valid(unvisit.entities, deps, 1):",
+                "            unvisit.deps.extend(deps)",
+                "            return hit[1]",
+                "    outer = unvisit.deps",
+                f"    unvisit.deps = mine = [({key}, value, table, record)]",
+            ]
+        else:  # a one-off read: nobody looks at its dependencies, and its cache is its own
+            body += [
+                "        if deps is None:  # a cycle back to an instance being built",
+                f"            return {general}(value, unvisit)",
+                "        return hit[1]",
+            ]
+        body += self.build_d(cls, "", cached=True)
+        body.append("        setdict(obj, '__dict__', values)")
+        body += self.cache_entry(cls, "", tracked)
+        body += ["    return obj", ""]
+        self.emit(*body)
+
+    def cache_entry(self, cls: Any, indent: str, tracked: bool) -> list[str]:
+        """Lines storing the built `obj` in the instance cache (after `build_d`)."""
+        if not tracked:
+            return [indent + "    cache[ck] = (record, obj, ())"]
+        deps = "mine"
+        if cls.schema:  # a descendant deferred (deep data): these deps are incomplete
+            deps = "mine if len(unvisit.deferred) == queued else unvisit.deferred_token()"
+        return [
+            indent + "    unvisit.deps = outer",
+            indent + "    outer.extend(mine)",
+            indent + f"    cache[ck] = (record, obj, {deps})",
+        ]
+
+    def entity_array(self, name: str, cls: Any, fn: str, general: str) -> None:
+        """A list of pks of one plain entity class: the lookups and the build written into the loop."""
+        key, cls_ref = self.const(cls.key), self.const(cls)
+        tracked = self.mode == "d"
+        body = [f"def {name}(value, unvisit):"]
+        if cls.schema:  # deep data: the general engine defers entities this deep
+            body += ["    if unvisit.depth >= MAX_DEPTH:", f"        return {general}(value, unvisit)"]
+        body += [
+            "    out = []",
+            f"    table = unvisit.entities.get({key})",
+            "    get = NOTHING.get if table is None else table.get",
+            "    cache = unvisit.cache",
+            "    for value in value:",
+            "        if value is None:",
+            "            out.append(None)  # a None member of the response stays None",
+            "            continue",
+            "        if value.__class__ is not str:",
+            f"            obj = {fn}(value, unvisit)  # an id of another type, or an entity given inline",
+            "        else:",
+            "            record = get(value)",
+            "            if record is None or record is INVALID:",
+            *([f"                unvisit.deps.append(({key}, value, table, record))"] if tracked else []),
+            "                continue",
+            f"            ck = ({cls_ref}, value)",
+            "            hit = cache.get(ck)",
+            *(
+                [
+                    "            if hit is not None and hit[0] is record and hit[2].__class__ is list and (",
+                    "                    not unvisit.checking or len(hit[2]) == 1",
+                    "                    or deps_valid(unvisit.entities, hit[2], 1)):",
+                    "                unvisit.deps.extend(hit[2])",
+                ]
+                if tracked
+                else ["            if hit is not None and hit[0] is record and hit[2] is not None:"]
+            ),
+            "                obj = hit[1]",
+            "            elif hit is not None and hit[0] is record:",
+            f"                obj = {fn}(value, unvisit)  # a cycle, deep data or a stale entry: one by one",
+            "            else:",
+        ]
+        if tracked:
+            body += [
+                "                outer = unvisit.deps",
+                f"                unvisit.deps = mine = [({key}, value, table, record)]",
+            ]
+        body += self.build_d(cls, "            ", cached=True)
+        body.append("                    setdict(obj, '__dict__', values)")
+        body += self.cache_entry(cls, "            ", tracked)
+        body += [
+            "        if obj is not None and obj is not INVALID:",
+            "            out.append(obj)",
+            "    return out",
+            "",
+        ]
+        self.emit(*body)
+
+    def build_d(self, cls: Any, indent: str, cached: bool) -> list[str]:
+        """Lines building `obj` from `record` (ending inside `if obj is not INVALID:`).
+
+        `cached`: a stored entity (key `ck`), built one level deeper (`unvisit.depth`), as the
+        general engine does; an entity given inline is built at its parent's depth, uncached.
+        """
+        defaults, cls_ref = self.const(dict(cls._defaults)), self.const(cls)
+        body = [f"    values = {{**{defaults}, **record}}"]
+        for field in cls._mutable_defaults:
+            fname = self.const(field)
+            body += [f"    if {fname} not in record:", f"        values[{fname}] = deepcopy(values[{fname}])"]
+        body.append(f"    obj = new({cls_ref})")
+        deep = cached and bool(cls.schema)
+        if deep:
+            body += [
+                "    cache[ck] = (record, obj, None)  # a cycle back here finds it",
+                "    queued = len(unvisit.deferred)",
+                "    depth = unvisit.depth",
+                "    unvisit.depth = depth + 1",
+            ]
+        for field, child in cls.nested().items():
+            if child is None:
+                continue
+            fn, fname = self.ref(child), self.const(field)
+            body += [
+                f"    child = record.get({fname})",
+                "    if child is not None and obj is not INVALID:",
+                f"        result = {fn}(child, unvisit)",
+                "        if result is INVALID:",
+                "            obj = INVALID" if field in cls._truthy_defaults else "            result = None",
+                f"        values[{fname}] = result",
+            ]
+        if deep:
+            body.append("    unvisit.depth = depth")
+        body.append("    if obj is not INVALID:")
+        return [indent + line for line in body]
+
+
+def denormalize_with(unvisit: Any, node: Any, input: Any, tracked: bool = True) -> Any:
+    """Denormalize `input` by compiled `node` through its generated function when there is one.
+
+    With `tracked=False` the read may leave `unvisit.deps` incomplete (nobody reads them).
+    """
+    fn = denormalizer(node, tracked) if input is not None else None
+    if fn is None:
+        return unvisit(node, input)
+    try:
+        value = fn(input, unvisit)
+    except RecursionError:
+        # Too deep for the generated functions: forget this read's half-built instances
+        # and let the general engine do the whole read.
+        cache = unvisit.cache
+        for item in [k for k, hit in cache.items() if hit[2] is None]:
+            del cache[item]
+        unvisit.deps = []
+        unvisit.depth = 0
+        unvisit.deferred = ()
+        return unvisit(node, input)
+    if unvisit.deferred:  # deep data: the general engine left entities to finish
+        unvisit.finish_deferred()
+    return value
