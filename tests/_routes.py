@@ -8,7 +8,6 @@ real HTTP server instead of mocks.
 from __future__ import annotations
 
 import asyncio
-import base64
 import gzip
 from collections.abc import AsyncIterator
 from functools import lru_cache
@@ -17,19 +16,15 @@ from starlette.requests import Request
 from starlette.responses import (
     HTMLResponse,
     JSONResponse,
-    PlainTextResponse,
-    RedirectResponse,
     Response,
     StreamingResponse,
 )
 from starlette.routing import BaseRoute, Route
 
+from examples.todo_api.extras import echo, file, redirect, set_cookie, status, text, todo_list
+
 ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 
-# A valid 1x1 transparent PNG.
-PIXEL_PNG = base64.b64decode(
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
-)
 
 HTML_404 = "<!doctype html>\n<html><head><title>404 Not Found</title></head><body><h1>Not Found</h1></body></html>\n"
 
@@ -62,25 +57,11 @@ async def invalid_json(request: Request) -> Response:
     return Response(b"not json", status_code=200, media_type="application/json")
 
 
-async def file(request: Request) -> Response:
-    """A binary download (1x1 PNG) with ``Content-Disposition: attachment``."""
-    return Response(
-        PIXEL_PNG,
-        media_type="image/png",
-        headers={"Content-Disposition": 'attachment; filename="pixel.png"'},
-    )
-
-
 async def slow(request: Request) -> Response:
     """Waits ``ms`` milliseconds (default 100) before replying ``{"slept": ms}``."""
     ms = _int_param(request, "ms", 100)
     await asyncio.sleep(ms / 1000)
     return JSONResponse({"slept": ms})
-
-
-async def text(request: Request) -> Response:
-    """``text/plain`` body ``hello``."""
-    return PlainTextResponse("hello")
 
 
 async def no_content_type(request: Request) -> Response:
@@ -91,50 +72,6 @@ async def no_content_type(request: Request) -> Response:
 async def vnd_json(request: Request) -> Response:
     """JSON under a vendor media type with a charset parameter."""
     return Response(b'{"id":1,"x":2}', media_type="application/vnd.api+json; charset=utf-8")
-
-
-async def echo(request: Request) -> Response:
-    """Any method: what the server received (header names lower-cased)."""
-    body = await request.body()
-    return JSONResponse(
-        {
-            "method": request.method,
-            "path": request.url.path,
-            "query": request.url.query,
-            "headers": {k.lower(): v for k, v in request.headers.items()},
-            "body": body.decode("utf-8", errors="replace"),
-        }
-    )
-
-
-async def status(request: Request) -> Response:
-    """Replies with status ``code``: ``{"message": "status N"}``, or no body where none is
-    allowed (1xx, 204, 304)."""
-    code: int = request.path_params["code"]
-    if code in (204, 205, 304) or 100 <= code < 200:
-        return Response(status_code=code)
-    return JSONResponse({"message": f"status {code}"}, status_code=code)
-
-
-async def todo_list(request: Request) -> Response:
-    """``n`` (default 100) todo-like dicts; a cheap large payload for benchmarks."""
-    n = max(0, _int_param(request, "n", 100))
-    return JSONResponse(
-        [{"id": i, "userId": i % 10 + 1, "title": f"todo {i}", "completed": i % 2 == 0} for i in range(1, n + 1)]
-    )
-
-
-async def set_cookie(request: Request) -> Response:
-    """Sets a session cookie ``session=s3cret`` for the whole host."""
-    response = JSONResponse({"ok": True})
-    response.set_cookie("session", "s3cret", path="/")
-    return response
-
-
-async def redirect(request: Request) -> Response:
-    """Any method: a redirect with status ``code`` (default 302) to the URL in ``to``."""
-    code = _int_param(request, "code", 302)
-    return RedirectResponse(request.query_params["to"], status_code=code)
 
 
 async def drip(request: Request) -> Response:

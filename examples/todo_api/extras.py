@@ -24,11 +24,22 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
-__all__ = ["ROUTES", "link_header"]
+__all__ = [
+    "PIXEL_PNG",
+    "ROUTES",
+    "echo",
+    "file",
+    "link_header",
+    "redirect",
+    "set_cookie",
+    "status",
+    "text",
+    "todo_list",
+]
 
 _ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
 _PAGE_SIZE = 10
-_PIXEL_PNG = base64.b64decode(
+PIXEL_PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
 )
 
@@ -50,7 +61,7 @@ async def echo(request: Request) -> Response:
 async def file(request: Request) -> Response:
     """A binary download: a 1x1 PNG sent as an attachment."""
     return Response(
-        _PIXEL_PNG, media_type="image/png", headers={"Content-Disposition": 'attachment; filename="pixel.png"'}
+        PIXEL_PNG, media_type="image/png", headers={"Content-Disposition": 'attachment; filename="pixel.png"'}
     )
 
 
@@ -62,7 +73,7 @@ async def text(request: Request) -> Response:
 async def status(request: Request) -> Response:
     """Status ``code`` with ``{"message": "status N"}``, or no body where none is allowed."""
     code: int = request.path_params["code"]
-    if code in (204, 304) or 100 <= code < 200:
+    if code in (204, 205, 304) or 100 <= code < 200:
         return Response(status_code=code)
     return JSONResponse({"message": f"status {code}"}, status_code=code)
 

@@ -18,11 +18,11 @@ import httpx
 import pytest
 
 from examples.todo_api import LocalServer
+from examples.todo_api.extras import PIXEL_PNG
 from restlayer.errors import NetworkError, RestLayerError
 from restlayer.rest import RestEndpoint, aclose, client_session, get_client, resource
 from restlayer.rest.endpoint import ByteStream
 from restlayer.schema import Entity
-from tests._routes import PIXEL_PNG
 
 
 class Todo(Entity):
