@@ -195,6 +195,18 @@ class AbortOptimistic(RestLayerError):
     """Raised (as `snapshot.abort`) to cancel an optimistic update."""
 
 
+class Suspended(RestLayerError):
+    """A UI component needs data still being fetched; a suspense boundary shows its fallback meanwhile.
+
+    `endpoint` and `arguments` name what it waits for (the boundary waits on them too).
+    """
+
+    def __init__(self, endpoint: Any, arguments: tuple[Any, ...]) -> None:
+        super().__init__(f"{getattr(endpoint, 'name', endpoint)}: waiting for data (no Suspense boundary above?)")
+        self.endpoint = endpoint
+        self.arguments = arguments
+
+
 class PathTemplateWarning(UserWarning):
     """A path template that is valid but almost certainly not what was meant
     (e.g. `/todos/{id}`, a literal optional "id", where `/todos/:id` was intended)."""

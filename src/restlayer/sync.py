@@ -150,6 +150,20 @@ class Controller:
 
         return self._thread.run(invoke())
 
+    def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run `fn(*args, **kwargs)` on the loop thread (where the async Controller lives) and return its result."""
+        return self._thread.call(fn, *args, **kwargs)
+
+    def submit(self, make: Callable[[AsyncController], Awaitable[T]]) -> concurrent.futures.Future[T]:
+        """Start `make(async_controller)` on the loop without waiting; its future holds the outcome."""
+
+        async def invoke() -> T:
+            return await make(self._async)
+
+        if self._thread.loop.is_closed():
+            raise RestLayerError("restlayer.sync.Controller is closed")
+        return asyncio.run_coroutine_threadsafe(invoke(), self._thread.loop)
+
     # ----- I/O --------------------------------------------------------------------------
     def fetch(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> T:
         """Send the request, store the result and return it (denormalized when there is a schema)."""
