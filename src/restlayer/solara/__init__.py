@@ -10,6 +10,7 @@ fetch settles; a stored error is raised to the nearest `ErrorBoundary`.
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -32,6 +33,7 @@ __all__ = [
     "use_cache",
     "use_controller",
     "use_dle",
+    "use_fetch",
     "use_live",
     "use_subscription",
     "use_suspense",
@@ -72,6 +74,35 @@ def use_binding() -> Binding:
 def use_controller() -> Controller:
     """The blocking controller of the nearest `ControllerProvider` (for mutations: `.submit(...)`)."""
     return use_binding().controller
+
+
+def use_fetch() -> Callable[..., concurrent.futures.Future[Any]]:
+    """A function `fetch(endpoint, *args)` for event handlers: starts the request and returns at once.
+
+    Optimistic updates show up right away; the returned future settles with the
+    result or the error, and its done-callbacks run where they may set component
+    state (not on the controller's loop thread).
+    """
+    binding = use_binding()
+
+    def fetch(endpoint: Any, *args: Any, **kwargs: Any) -> concurrent.futures.Future[Any]:
+        outcome: concurrent.futures.Future[Any] = concurrent.futures.Future()
+
+        def settle(inner: concurrent.futures.Future[Any]) -> None:
+            if inner.cancelled():
+                outcome.cancel()
+                return
+            error = inner.exception()
+            if error is None:
+                outcome.set_result(inner.result())
+            else:
+                outcome.set_exception(error)
+
+        inner = binding.controller.submit(lambda c: c.fetch(endpoint, *args, **kwargs))
+        inner.add_done_callback(lambda done: binding.deliver(lambda: settle(done)))
+        return outcome
+
+    return fetch
 
 
 # ----- reading and re-rendering ---------------------------------------------------------------------
@@ -210,5 +241,5 @@ def ErrorBoundary(
     if exception is not None:
         if fallback is not None:
             return fallback(exception, clear)
-        return solara.Error(f"{type(exception).__name__}: {exception}")
+        return solara.v.Alert(type="error", outlined=True, children=[f"{type(exception).__name__}: {exception}"])
     return solara.Column(children=children or [])
