@@ -16,6 +16,7 @@ import pytest
 
 pytest.importorskip("solara", reason="install the extra: pip install 'restlayer[solara]'")
 
+from examples.todo_api import LocalServer
 from restlayer.sync import Controller
 
 TIMEOUT = 10.0
@@ -101,14 +102,16 @@ class AppProcess:
     """`python -m examples.todo_app` in a child process; `url` once it listens."""
 
     def __init__(self, api_url: str) -> None:
-        env = {**os.environ, "TODO_APP_POLL_MS": "300", "PYTHONUNBUFFERED": "1"}
+        # a closed page's session (and its polling) ends at once instead of after solara's default day
+        env = {**os.environ, "TODO_APP_POLL_MS": "300", "PYTHONUNBUFFERED": "1", "SOLARA_KERNEL_CULL_TIMEOUT": "0s"}
         self.process = subprocess.Popen(
             [sys.executable, "-m", "examples.todo_app", "--api", api_url, "--port", "0"],
             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         )
         self.output: list[str] = []
         ready: queue.Queue[str] = queue.Queue()
-        threading.Thread(target=self._read, args=(ready,), daemon=True).start()
+        self.reader = threading.Thread(target=self._read, args=(ready,), daemon=True)
+        self.reader.start()
         try:
             self.url = ready.get(timeout=60)
         except queue.Empty:
@@ -129,17 +132,34 @@ class AppProcess:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait(timeout=15)
+        self.reader.join(timeout=15)  # it ends at the pipe's end of file
+        if self.process.stdout is not None:
+            self.process.stdout.close()
 
 
 @pytest.fixture(scope="session")
-def todo_app(api_server: Any) -> Iterator[AppProcess]:
-    app = AppProcess(api_server.url)
+def app_api() -> Iterator[LocalServer]:
+    """The todo app's own example API: its pages keep polling, which must not reach other tests' request logs."""
+    with LocalServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def todo_app(app_api: LocalServer) -> Iterator[AppProcess]:
+    app = AppProcess(app_api.url)
     yield app
     app.stop()
 
 
 @pytest.fixture
-def open_page(browser: Any, todo_app: AppProcess, api: Any) -> Iterator[Callable[[], Any]]:
+def ui_api(app_api: LocalServer) -> LocalServer:
+    """The todo app's API with its seed data restored."""
+    app_api.reset()
+    return app_api
+
+
+@pytest.fixture
+def open_page(browser: Any, todo_app: AppProcess, ui_api: LocalServer) -> Iterator[Callable[[], Any]]:
     """Open the app in a new browser page (its own Solara session and controller), reset API data first."""
     contexts: list[Any] = []
 
