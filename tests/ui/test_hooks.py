@@ -1,4 +1,6 @@
 """restlayer.solara hooks rendered without a kernel (solara.render) against the real example API."""
+# mypy: disallow-untyped-decorators=False
+# (solara.component is untyped)
 
 from __future__ import annotations
 
@@ -52,7 +54,7 @@ def gets(api: Any, path: str) -> int:
     return len(api.requests.matching("GET", path))
 
 
-def test_provider_closes_the_controller_it_created_on_unmount(mount: Any, seen: Seen) -> None:
+def test_provider_closes_the_controller_it_created_on_unmount(mount: Any, seen: Seen, Todos: Any) -> None:
     @solara.component
     def Probe() -> Any:
         seen.add("ctrl", use_controller())
@@ -63,7 +65,7 @@ def test_provider_closes_the_controller_it_created_on_unmount(mount: Any, seen: 
     assert isinstance(ctrl, Controller)
     rc.close()
     with pytest.raises(RestLayerError, match="closed"):
-        ctrl.submit(lambda c: c.fetch(None))
+        ctrl.submit(lambda c: c.fetch(Todos.get, id=1))
 
 
 def test_provider_leaves_a_given_controller_open(mount: Any, seen: Seen, sctrl: Controller, Todos: Any) -> None:
