@@ -83,9 +83,13 @@ def _missing(reason: str) -> None:
     pytest.skip(f"browser tests skipped: {reason}")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    """A headless chromium for the whole session."""
+    """A headless chromium for one test module.
+
+    Module scope, not session: Playwright's sync API keeps an event loop marked
+    running in the main thread while it is open, which would break later asyncio tests.
+    """
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:

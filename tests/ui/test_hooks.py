@@ -11,7 +11,7 @@ import pytest
 import solara
 
 from restlayer import resource
-from restlayer.errors import RestLayerError
+from restlayer.errors import ClosedError, RestLayerError
 from restlayer.solara import (
     Binding,
     ControllerProvider,
@@ -64,7 +64,7 @@ def test_provider_closes_the_controller_it_created_on_unmount(mount: Any, seen: 
     ctrl = seen.of("ctrl")[0]
     assert isinstance(ctrl, Controller)
     rc.close()
-    with pytest.raises(RestLayerError, match="closed"):
+    with pytest.raises(ClosedError, match="closed"):
         ctrl.submit(lambda c: c.fetch(Todos.get, id=1))
 
 

@@ -3,7 +3,7 @@
 Install with `pip install restlayer[solara]`. Put a `ControllerProvider` at the
 top of the page; below it, components call `use_suspense`, `use_dle`,
 `use_cache`, `use_subscription` or `use_live`. Solara has no React Suspense, so
-`use_suspense` raises `restlayer.errors.Suspended` while its data loads and the
+`use_suspense` raises `restlayer.errors.SuspendedError` while its data loads and the
 nearest `Suspense` boundary shows a fallback instead of its children until the
 fetch settles; a stored error is raised to the nearest `ErrorBoundary`.
 """
@@ -19,7 +19,7 @@ import solara
 
 from restlayer.core import DLE
 from restlayer.core import Controller as AsyncController
-from restlayer.errors import RestLayerError, Suspended
+from restlayer.errors import RestLayerError, SuspendedError
 from restlayer.solara._binding import Binding
 from restlayer.sync import Controller
 
@@ -27,7 +27,7 @@ __all__ = [
     "Binding",
     "ControllerProvider",
     "ErrorBoundary",
-    "Suspended",
+    "SuspendedError",
     "Suspense",
     "use_binding",
     "use_cache",
@@ -44,7 +44,7 @@ _binding_context: Any = solara.create_context(None)
 
 def _not_suspended(record: logging.LogRecord) -> bool:
     """Solara logs every exception a component raises; waiting for data is not worth a traceback."""
-    return not (record.exc_info and isinstance(record.exc_info[1], Suspended))
+    return not (record.exc_info and isinstance(record.exc_info[1], SuspendedError))
 
 
 logging.getLogger("reacton").addFilter(_not_suspended)
@@ -160,13 +160,13 @@ def use_cache(endpoint: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 def use_suspense(endpoint: Any, *args: Any, **kwargs: Any) -> Any:
-    """The data once valid; raises `Suspended` while it loads (see `Suspense`) and the stored error after."""
+    """The data once valid; raises `SuspendedError` while it loads (see `Suspense`) and the stored error after."""
     bound = _bound(endpoint, args, kwargs)
     dle: DLE = _use_read(endpoint, bound, lambda c: c.dle(endpoint, *(bound or ())), _NO_DATA)
     if bound is None:
         return None
     if dle.loading:
-        raise Suspended(endpoint, bound)
+        raise SuspendedError(endpoint, bound)
     if dle.error is not None:
         raise dle.error
     return dle.data
@@ -201,7 +201,7 @@ def Suspense(children: list[Any] | None = None, fallback: Any = None) -> Any:
     """Render `children`, or `fallback` (a progress bar by default) while any of them waits for data."""
     binding = use_binding()
     exception, clear = solara.use_exception()
-    waiting = exception if isinstance(exception, Suspended) else None
+    waiting = exception if isinstance(exception, SuspendedError) else None
 
     def wait() -> Callable[[], None] | None:
         if waiting is None:
@@ -236,7 +236,7 @@ def ErrorBoundary(
 ) -> Any:
     """Render `children`, or `fallback(error, retry)` (an error box by default) when one raises."""
     exception, clear = solara.use_exception()
-    if isinstance(exception, Suspended):
+    if isinstance(exception, SuspendedError):
         raise exception  # loading is the Suspense boundary's business
     if exception is not None:
         if fallback is not None:
