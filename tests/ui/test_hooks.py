@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -21,6 +22,7 @@ from restlayer.solara import (
     use_cache,
     use_controller,
     use_dle,
+    use_fetch,
     use_live,
     use_subscription,
     use_suspense,
@@ -256,3 +258,28 @@ def test_subscription_polls_while_rendered(mount: Any, seen: Seen, api: Any, Tod
     seen.wait(lambda: any(seen.of("title")), "the first fetch")
     api.db.update("todos", 1, {"title": "changed on the server"})
     seen.wait(lambda: "changed on the server" in seen.of("title"), "polling to bring the server's change")
+
+
+def test_use_fetch_returns_at_once_and_reports_a_refusal_off_the_loop_thread(
+    mount: Any, seen: Seen, sctrl: Controller, Todos: Any, api: Any
+) -> None:
+    original = sctrl.fetch(Todos.get, id=1).title
+
+    @solara.component
+    def Item() -> Any:
+        seen.add("fetch", use_fetch())
+        seen.add("title", use_cache(Todos.get, id=1).title)
+        return solara.Text("x")
+
+    mount(ControllerProvider(children=[Item()], controller=sctrl))
+    future = seen.of("fetch")[0](Todos.partial_update, {"id": 1}, {"title": "REJECT"})
+    future.add_done_callback(
+        lambda done: seen.add("done", (threading.current_thread().name, getattr(done.exception(), "status", None)))
+    )
+    seen.wait(lambda: bool(seen.of("done")), "the refusal")
+    thread, status = seen.of("done")[0]
+    assert status == 400
+    assert thread.startswith("restlayer-ui")  # where component state may be set, not the loop thread
+    stored = sctrl.cache(Todos.get, id=1)
+    assert stored is not None and stored.title == original  # rolled back
+    assert api.db.get("todos", 1)["title"] == original
