@@ -36,27 +36,35 @@ def _lock_hash() -> str:
 
 
 def setup() -> None:
-    """Create .venv and install the locked dev dependencies unless already done; see to redis-server."""
+    """Create .venv and install the locked dev dependencies unless already done; see to the system programs."""
     if not (STAMP.exists() and STAMP.read_text() == _lock_hash()):
         _install()
-    _redis_server()
+    _system_packages()
 
 
-def _redis_server() -> None:
-    """The shared-store tests run a real redis-server: as root on Debian/Ubuntu, install it (quietly, once)."""
-    if shutil.which("redis-server") or os.name != "posix" or os.geteuid() != 0:
+#: Programs some tests drive -> their Debian package (redis-server: shared-store tests; chromium: browser tests).
+SYSTEM_PACKAGES = {"redis-server": "redis-server", "chromium": "chromium"}
+
+
+def _system_packages() -> None:
+    """As root on Debian/Ubuntu, install the missing SYSTEM_PACKAGES (quietly, once)."""
+    if os.name != "posix" or os.geteuid() != 0:
         return
-    tried = VENV / ".redis-server-tried"
-    if tried.exists() or not Path("/etc/debian_version").exists() or not shutil.which("apt-get"):
+    missing = sorted({package for program, package in SYSTEM_PACKAGES.items() if not shutil.which(program)})
+    tried = VENV / ".system-packages-tried"
+    marker = " ".join(missing)
+    if not missing or (tried.exists() and tried.read_text() == marker):
         return
-    print("+ apt-get install -y redis-server  (for the shared-store tests)", flush=True)
-    code = _quiet("apt-get", "install", "-y", "-qq", "redis-server")
+    if not Path("/etc/debian_version").exists() or not shutil.which("apt-get"):
+        return
+    print(f"+ apt-get install -y {marker}  (for the Redis and browser tests)", flush=True)
+    code = _quiet("apt-get", "install", "-y", "-qq", *missing)
     if code != 0:  # a fresh machine may have no package lists yet
         _quiet("apt-get", "update", "-qq")
-        code = _quiet("apt-get", "install", "-y", "-qq", "redis-server")
+        code = _quiet("apt-get", "install", "-y", "-qq", *missing)
     if code != 0:
-        print("  could not install redis-server: the Redis tests skip (and fail under CI=true)", flush=True)
-    tried.write_text(str(code))
+        print(f"  could not install {marker}: their tests skip (and fail under CI=true)", flush=True)
+    tried.write_text(marker)
 
 
 def _quiet(*cmd: str) -> int:

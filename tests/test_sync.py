@@ -105,9 +105,9 @@ def test_close_joins_the_thread_without_warnings(api: Any) -> None:
 # -- the facade cannot drift from the async Controller ------------------------------------------
 
 #: Members only one side has, on purpose: the async context manager vs the blocking one,
-#: and the sync facade's handle on the async controller underneath.
+#: and the sync facade's handles on the async controller underneath (UI bindings use call/submit).
 _ASYNC_ONLY = {"__aenter__", "__aexit__"}
-_SYNC_ONLY = {"controller", "__enter__", "__exit__"}
+_SYNC_ONLY = {"controller", "call", "submit", "__enter__", "__exit__"}
 
 
 def _public_methods(cls: type) -> dict[str, inspect.Signature]:

@@ -37,6 +37,7 @@ from restlayer.errors import (
     SharedStoreError,
     StatusError,
     StreamTimeoutError,
+    SuspendedError,
     TransportError,
 )
 from restlayer.pagination import paginate
@@ -96,6 +97,7 @@ __all__ = [
     "ParamError",
     "Query",
     "ResetError",
+    "SuspendedError",
     "StreamTimeoutError",
     "Resource",
     "RestEndpoint",

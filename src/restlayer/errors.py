@@ -18,6 +18,7 @@
     ├── ClosedError                the controller was closed while a call waited, or before it
     ├── StreamTimeoutError         a stream did not reach the awaited state in time (also a TimeoutError)
     ├── SharedStoreError           a shared store (Redis, a SQLite file) failed; the controller goes on locally
+    ├── SuspendedError             a UI component waits for data (a Solara `Suspense` boundary catches it)
     └── AbortOptimistic            raised to cancel an optimistic update
 
 Catch `NetworkError` for "the request did not give usable data" and a subclass
@@ -193,6 +194,18 @@ class StreamTimeoutError(RestLayerError, TimeoutError):
 
 class AbortOptimistic(RestLayerError):
     """Raised (as `snapshot.abort`) to cancel an optimistic update."""
+
+
+class SuspendedError(RestLayerError):
+    """A UI component needs data still being fetched; a suspense boundary shows its fallback meanwhile.
+
+    `endpoint` and `arguments` name what it waits for (the boundary waits on them too).
+    """
+
+    def __init__(self, endpoint: Any, arguments: tuple[Any, ...]) -> None:
+        super().__init__(f"{getattr(endpoint, 'name', endpoint)}: waiting for data (no Suspense boundary above?)")
+        self.endpoint = endpoint
+        self.arguments = arguments
 
 
 class PathTemplateWarning(UserWarning):

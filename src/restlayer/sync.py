@@ -70,6 +70,21 @@ class _LoopThread:
             with self._lock:
                 self._pending.discard(future)
 
+    def spawn(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        """Schedule `coro` on the loop and return its future at once (cancelled when the loop closes)."""
+        with self._lock:
+            if self.closed:
+                coro.close()
+                raise ClosedError("restlayer.sync.Controller is closed")
+            future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+            self._pending.add(future)
+        future.add_done_callback(self._settled)
+        return future
+
+    def _settled(self, future: concurrent.futures.Future[Any]) -> None:
+        with self._lock:
+            self._pending.discard(future)
+
     def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Call a plain function on the loop thread and return its result."""
 
@@ -149,6 +164,18 @@ class Controller:
             return await make()
 
         return self._thread.run(invoke())
+
+    def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run `fn(*args, **kwargs)` on the loop thread (where the async Controller lives) and return its result."""
+        return self._thread.call(fn, *args, **kwargs)
+
+    def submit(self, make: Callable[[AsyncController], Awaitable[T]]) -> concurrent.futures.Future[T]:
+        """Start `make(async_controller)` on the loop without waiting; its future holds the outcome."""
+
+        async def invoke() -> T:
+            return await make(self._async)
+
+        return self._thread.spawn(invoke())
 
     # ----- I/O --------------------------------------------------------------------------
     def fetch(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> T:

@@ -1,0 +1,1 @@
+"""A TodoMVC-style Solara app on restlayer's hooks: `python -m examples.todo_app` (see app.py)."""

@@ -1,0 +1,245 @@
+"""Solara data-binding hooks: components read the restlayer store and re-render when their data changes.
+
+Install with `pip install restlayer[solara]`. Put a `ControllerProvider` at the
+top of the page; below it, components call `use_suspense`, `use_dle`,
+`use_cache`, `use_subscription` or `use_live`. Solara has no React Suspense, so
+`use_suspense` raises `restlayer.errors.SuspendedError` while its data loads and the
+nearest `Suspense` boundary shows a fallback instead of its children until the
+fetch settles; a stored error is raised to the nearest `ErrorBoundary`.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import solara
+
+from restlayer.core import DLE
+from restlayer.core import Controller as AsyncController
+from restlayer.errors import RestLayerError, SuspendedError
+from restlayer.solara._binding import Binding
+from restlayer.sync import Controller
+
+__all__ = [
+    "Binding",
+    "ControllerProvider",
+    "ErrorBoundary",
+    "SuspendedError",
+    "Suspense",
+    "use_binding",
+    "use_cache",
+    "use_controller",
+    "use_dle",
+    "use_fetch",
+    "use_live",
+    "use_subscription",
+    "use_suspense",
+]
+
+_binding_context: Any = solara.create_context(None)
+
+
+def _not_suspended(record: logging.LogRecord) -> bool:
+    """Solara logs every exception a component raises; waiting for data is not worth a traceback."""
+    return not (record.exc_info and isinstance(record.exc_info[1], SuspendedError))
+
+
+logging.getLogger("reacton").addFilter(_not_suspended)
+_NO_DATA = DLE(None, False, None)
+
+
+# ----- the provider -------------------------------------------------------------------------------
+@solara.component  # type: ignore[untyped-decorator]  # solara is untyped
+def ControllerProvider(children: list[Any] | None = None, controller: Controller | None = None) -> Any:
+    """Give every component below a controller: `controller`, or a new one closed when this unmounts."""
+    binding: Binding = solara.use_memo(
+        lambda: Binding(controller or Controller(), owned=controller is None), [controller]
+    )
+    solara.use_effect(lambda: binding.close, [binding])
+    solara.provide_context(_binding_context, binding)
+    return solara.Column(children=children or [])
+
+
+def use_binding() -> Binding:
+    """The nearest provider's `Binding`: its controller plus live hook counts (`watching`, `subscribed`)."""
+    binding: Binding | None = solara.use_context(_binding_context)
+    if binding is None:
+        raise RestLayerError("restlayer.solara hooks need a ControllerProvider above the component")
+    return binding
+
+
+def use_controller() -> Controller:
+    """The blocking controller of the nearest `ControllerProvider` (for mutations: `.submit(...)`)."""
+    return use_binding().controller
+
+
+def use_fetch() -> Callable[..., concurrent.futures.Future[Any]]:
+    """A function `fetch(endpoint, *args)` for event handlers: starts the request and returns at once.
+
+    Optimistic updates show up right away; the returned future settles with the
+    result or the error, and its done-callbacks run where they may set component
+    state (not on the controller's loop thread).
+    """
+    binding = use_binding()
+
+    def fetch(endpoint: Any, *args: Any, **kwargs: Any) -> concurrent.futures.Future[Any]:
+        outcome: concurrent.futures.Future[Any] = concurrent.futures.Future()
+
+        def settle(inner: concurrent.futures.Future[Any]) -> None:
+            if inner.cancelled():
+                outcome.cancel()
+                return
+            error = inner.exception()
+            if error is None:
+                outcome.set_result(inner.result())
+            else:
+                outcome.set_exception(error)
+
+        inner = binding.controller.submit(lambda c: c.fetch(endpoint, *args, **kwargs))
+        inner.add_done_callback(lambda done: binding.deliver(lambda: settle(done)))
+        return outcome
+
+    return fetch
+
+
+# ----- reading and re-rendering ---------------------------------------------------------------------
+def _bound(endpoint: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...] | None:
+    """Canonical arguments, or None when the caller passed `None` ("do not fetch")."""
+    if not kwargs and len(args) == 1 and args[0] is None:
+        return None
+    bound: tuple[Any, ...] = endpoint.bind(*args, **kwargs)
+    return bound
+
+
+def _stored(ctrl: AsyncController, endpoint: Any, bound: tuple[Any, ...]) -> Any:
+    """The stored denormalized data (referentially stable while nothing it reads changes)."""
+    return ctrl.get_response(endpoint, *bound).data
+
+
+def _use_read(endpoint: Any, bound: tuple[Any, ...] | None, read: Callable[[AsyncController], Any], empty: Any) -> Any:
+    """`read(controller)` now, and re-render this component whenever the data of `endpoint(*bound)` changes."""
+    binding = use_binding()
+    _, set_tick = solara.use_state(0)
+    shown = solara.use_ref(None)
+    key = None if bound is None else endpoint.key(*bound)
+
+    def bump() -> None:
+        set_tick(lambda n: n + 1)
+
+    def watch() -> Callable[[], None] | None:
+        if bound is None:
+            return None
+        stop = binding.watch(endpoint, bound, bump)
+        # a change between the render's read and the watch's start would otherwise be missed
+        if binding.controller.call(_stored, binding.controller.controller, endpoint, bound) is not shown.current:
+            bump()
+        return stop
+
+    solara.use_effect(watch, [binding, id(endpoint), key])
+    if bound is None:
+        return empty
+    ctrl = binding.controller.controller
+    value, shown.current = binding.controller.call(lambda: (read(ctrl), _stored(ctrl, endpoint, bound)))
+    return value
+
+
+def use_dle(endpoint: Any, *args: Any, **kwargs: Any) -> DLE:
+    """`DLE(data, loading, error)` for `endpoint(*args)`; starts a fetch when needed, never suspends."""
+    bound = _bound(endpoint, args, kwargs)
+    result: DLE = _use_read(endpoint, bound, lambda c: c.dle(endpoint, *(bound or ())), _NO_DATA)
+    return result
+
+
+def use_cache(endpoint: Any, *args: Any, **kwargs: Any) -> Any:
+    """The stored data for `endpoint(*args)` (None when absent); never fetches."""
+    bound = _bound(endpoint, args, kwargs)
+    return _use_read(endpoint, bound, lambda c: c.cache(endpoint, *(bound or ())), None)
+
+
+def use_suspense(endpoint: Any, *args: Any, **kwargs: Any) -> Any:
+    """The data once valid; raises `SuspendedError` while it loads (see `Suspense`) and the stored error after."""
+    bound = _bound(endpoint, args, kwargs)
+    dle: DLE = _use_read(endpoint, bound, lambda c: c.dle(endpoint, *(bound or ())), _NO_DATA)
+    if bound is None:
+        return None
+    if dle.loading:
+        raise SuspendedError(endpoint, bound)
+    if dle.error is not None:
+        raise dle.error
+    return dle.data
+
+
+def use_subscription(endpoint: Any, *args: Any, **kwargs: Any) -> None:
+    """Poll `endpoint(*args)` at its `poll_frequency` while this component is rendered."""
+    binding = use_binding()
+    bound = _bound(endpoint, args, kwargs)
+    if bound is not None and endpoint.poll_frequency is None:
+        raise RestLayerError(f"{endpoint.name}: use_subscription needs an endpoint with poll_frequency")
+    key = None if bound is None else endpoint.key(*bound)
+
+    def subscribe() -> Callable[[], None] | None:
+        return None if bound is None else binding.subscribe(endpoint, bound)
+
+    solara.use_effect(subscribe, [binding, id(endpoint), key])
+
+
+def use_live(endpoint: Any, *args: Any, **kwargs: Any) -> Any:
+    """`use_suspense` plus polling while rendered (when the endpoint has a poll_frequency)."""
+    if endpoint.poll_frequency is not None:
+        use_subscription(endpoint, *args, **kwargs)
+    else:
+        solara.use_effect(lambda: None, [])  # keep the hook order the same on every render
+    return use_suspense(endpoint, *args, **kwargs)
+
+
+# ----- boundaries --------------------------------------------------------------------------------
+@solara.component  # type: ignore[untyped-decorator]  # solara is untyped
+def Suspense(children: list[Any] | None = None, fallback: Any = None) -> Any:
+    """Render `children`, or `fallback` (a progress bar by default) while any of them waits for data."""
+    binding = use_binding()
+    exception, clear = solara.use_exception()
+    waiting = exception if isinstance(exception, SuspendedError) else None
+
+    def wait() -> Callable[[], None] | None:
+        if waiting is None:
+            return None
+        mounted = True
+
+        def settled(_future: Any) -> None:
+            if mounted:
+                binding.deliver(clear)
+
+        future = binding.controller.submit(lambda c: c.suspense(waiting.endpoint, *waiting.arguments))
+        future.add_done_callback(settled)
+
+        def unmount() -> None:
+            nonlocal mounted
+            mounted = False
+
+        return unmount
+
+    solara.use_effect(wait, [waiting])
+    if exception is not None and waiting is None:
+        raise exception
+    if waiting is not None:
+        return fallback if fallback is not None else solara.ProgressLinear(True)
+    return solara.Column(children=children or [])
+
+
+@solara.component  # type: ignore[untyped-decorator]  # solara is untyped
+def ErrorBoundary(
+    children: list[Any] | None = None,
+    fallback: Callable[[BaseException, Callable[[], None]], Any] | None = None,
+) -> Any:
+    """Render `children`, or `fallback(error, retry)` (an error box by default) when one raises."""
+    exception, clear = solara.use_exception()
+    if isinstance(exception, SuspendedError):
+        raise exception  # loading is the Suspense boundary's business
+    if exception is not None:
+        if fallback is not None:
+            return fallback(exception, clear)
+        return solara.v.Alert(type="error", outlined=True, children=[f"{type(exception).__name__}: {exception}"])
+    return solara.Column(children=children or [])

@@ -1,0 +1,86 @@
+"""`Binding`: what a `ControllerProvider` hands its component tree.
+
+It pairs a blocking `restlayer.sync.Controller` (whose own loop thread runs the
+async Controller) with one "delivery" thread. Store changes are noticed on the
+loop thread, but a Solara re-render must not run there (rendering reads the
+store through that very loop), so callbacks that touch component state are
+handed to the delivery thread instead.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from restlayer.sync import Controller as SyncController
+
+
+class Binding:
+    """A controller plus the thread that delivers its change notifications to components."""
+
+    def __init__(self, controller: SyncController, *, owned: bool) -> None:
+        self.controller = controller
+        self.owned = owned
+        self.closed = False
+        self._lock = threading.Lock()
+        self._delivery = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="restlayer-ui")
+        self.watching = 0  # live `watch` registrations made by hooks (drops to 0 when all unmount)
+        self.subscribed = 0  # live polling subscriptions made by hooks
+
+    def deliver(self, fn: Callable[[], Any]) -> None:
+        """Run `fn` on the delivery thread, unless this binding is closed."""
+        with self._lock:
+            if not self.closed:
+                self._delivery.submit(fn)
+
+    def watch(self, endpoint: Any, args: tuple[Any, ...], on_change: Callable[[], Any]) -> Callable[[], None]:
+        """Call `on_change()` (on the delivery thread) whenever `endpoint(*args)` reads differently."""
+        unwatch = self.controller.watch(endpoint, *args, callback=lambda _data: self.deliver(on_change))
+        with self._lock:
+            self.watching += 1
+        done = False
+
+        def stop() -> None:
+            nonlocal done
+            with self._lock:
+                if done:
+                    return
+                done = True
+                self.watching -= 1
+                if self.closed and self.owned:  # the controller is gone, and its watchers with it
+                    return
+            unwatch()
+
+        return stop
+
+    def subscribe(self, endpoint: Any, args: tuple[Any, ...]) -> Callable[[], None]:
+        """Poll `endpoint(*args)` until the returned function is called."""
+        self.controller.subscribe(endpoint, *args)
+        with self._lock:
+            self.subscribed += 1
+        done = False
+
+        def stop() -> None:
+            nonlocal done
+            with self._lock:
+                if done:
+                    return
+                done = True
+                self.subscribed -= 1
+                if self.closed and self.owned:  # the controller is gone, and its watchers with it
+                    return
+            self.controller.unsubscribe(endpoint, *args)
+
+        return stop
+
+    def close(self) -> None:
+        """Stop delivering; close the controller when this binding created it."""
+        with self._lock:
+            if self.closed:
+                return
+            self.closed = True
+        self._delivery.shutdown(wait=False, cancel_futures=True)
+        if self.owned:
+            self.controller.close()

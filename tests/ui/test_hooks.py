@@ -1,0 +1,285 @@
+"""restlayer.solara hooks rendered without a kernel (solara.render) against the real example API."""
+# mypy: disallow-untyped-decorators=False
+# (solara.component is untyped)
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import solara
+
+from restlayer import resource
+from restlayer.errors import ClosedError, RestLayerError
+from restlayer.solara import (
+    Binding,
+    ControllerProvider,
+    ErrorBoundary,
+    Suspense,
+    use_binding,
+    use_cache,
+    use_controller,
+    use_dle,
+    use_fetch,
+    use_live,
+    use_subscription,
+    use_suspense,
+)
+from restlayer.sync import Controller
+from tests.core._models import Todo
+from tests.ui.conftest import Seen
+
+
+@pytest.fixture
+def Todos(api: Any) -> Any:
+    return resource(path="/todos/:id", schema=Todo, url_prefix=api.url, optimistic=True)
+
+
+@pytest.fixture
+def mount() -> Iterator[Any]:
+    """Render an element kernel-less; every render context is closed at the end of the test."""
+    contexts: list[Any] = []
+
+    def render(element: Any) -> Any:
+        _box, rc = solara.render(element, handle_error=False)
+        contexts.append(rc)
+        return rc
+
+    yield render
+    for rc in contexts:
+        rc.close()
+
+
+def gets(api: Any, path: str) -> int:
+    return len(api.requests.matching("GET", path))
+
+
+def test_provider_closes_the_controller_it_created_on_unmount(mount: Any, seen: Seen, Todos: Any) -> None:
+    @solara.component
+    def Probe() -> Any:
+        seen.add("ctrl", use_controller())
+        return solara.Text("x")
+
+    rc = mount(ControllerProvider(children=[Probe()]))
+    ctrl = seen.of("ctrl")[0]
+    assert isinstance(ctrl, Controller)
+    rc.close()
+    with pytest.raises(ClosedError, match="closed"):
+        ctrl.submit(lambda c: c.fetch(Todos.get, id=1))
+
+
+def test_provider_leaves_a_given_controller_open(mount: Any, seen: Seen, sctrl: Controller, Todos: Any) -> None:
+    @solara.component
+    def Probe() -> Any:
+        seen.add("ctrl", use_controller())
+        return solara.Text("x")
+
+    rc = mount(ControllerProvider(children=[Probe()], controller=sctrl))
+    assert seen.of("ctrl") == [sctrl]
+    rc.close()
+    assert sctrl.fetch(Todos.get, id=1).id == 1
+
+
+def test_hooks_without_provider_say_so(mount: Any, Todos: Any) -> None:
+    @solara.component
+    def Orphan() -> Any:
+        use_dle(Todos.get, id=1)
+        return solara.Text("x")
+
+    with pytest.raises(RestLayerError, match="ControllerProvider"):
+        mount(Orphan())
+
+
+def test_suspense_shows_fallback_then_data_with_one_request(mount: Any, seen: Seen, api: Any, Todos: Any) -> None:
+    @solara.component
+    def Item() -> Any:
+        todo = use_suspense(Todos.get, id=1)
+        seen.add("item", todo.title)
+        return solara.Text(todo.title)
+
+    @solara.component
+    def Loading() -> Any:
+        seen.add("fallback", True)
+        return solara.Text("loading")
+
+    mount(ControllerProvider(children=[Suspense(children=[Item()], fallback=Loading())]))
+    seen.wait(lambda: bool(seen.of("item")), "the item to render")
+    assert seen.of("fallback") == [True]
+    assert seen.of("item")[0] == api.db.get("todos", 1)["title"]
+    assert gets(api, "/todos/1") == 1
+
+
+def test_suspense_raises_a_stored_error_to_the_error_boundary(mount: Any, seen: Seen, api: Any, Todos: Any) -> None:
+    @solara.component
+    def Item() -> Any:
+        use_suspense(Todos.get, id=99999)
+        seen.add("item", True)
+        return solara.Text("never")
+
+    def show(error: BaseException, retry: Any) -> Any:
+        seen.add("error", getattr(error, "status", None))
+        return solara.Text("failed")
+
+    boundary = ErrorBoundary(children=[Suspense(children=[Item()])], fallback=show)
+    mount(ControllerProvider(children=[boundary]))
+    seen.wait(lambda: bool(seen.of("error")), "the error boundary")
+    assert seen.of("error")[0] == 404
+    assert seen.of("item") == []
+
+
+def test_dle_loading_then_data_and_none_args_do_not_fetch(mount: Any, seen: Seen, api: Any, Todos: Any) -> None:
+    @solara.component
+    def Item() -> Any:
+        dle = use_dle(Todos.get, id=2)
+        skipped = use_dle(Todos.get, None)
+        seen.add("dle", (dle.loading, dle.data and dle.data.id, dle.error))
+        seen.add("skipped", tuple(skipped))
+        return solara.Text("x")
+
+    mount(ControllerProvider(children=[Item()]))
+    seen.wait(lambda: (False, 2, None) in seen.of("dle"), "data after loading")
+    assert seen.of("dle")[0] == (True, None, None)
+    assert set(seen.of("skipped")) == {(None, False, None)}
+    assert [r.path for r in api.requests] == ["/todos/2"]
+
+
+def test_cache_never_fetches_but_shows_what_another_component_fetched(
+    mount: Any, seen: Seen, api: Any, Todos: Any
+) -> None:
+    @solara.component
+    def Cached() -> Any:
+        todo = use_cache(Todos.get, id=3)
+        seen.add("cached", todo and todo.id)
+        return solara.Text("x")
+
+    @solara.component
+    def Page() -> Any:
+        fetch, set_fetch = solara.use_state(False)
+        seen.add("fetcher", set_fetch)
+        return solara.Column(children=[Cached(), *([Fetcher()] if fetch else [])])
+
+    @solara.component
+    def Fetcher() -> Any:
+        use_dle(Todos.get, id=3)
+        return solara.Text("y")
+
+    mount(ControllerProvider(children=[Page()]))
+    assert seen.of("cached") == [None]
+    assert len(api.requests) == 0
+    seen.of("fetcher")[0](True)
+    seen.wait(lambda: 3 in seen.of("cached"), "the cached read to show the fetched todo")
+    assert gets(api, "/todos/3") == 1
+
+
+def test_change_of_an_unrelated_entity_does_not_rerender(
+    mount: Any, seen: Seen, sctrl: Controller, Todos: Any
+) -> None:
+    sctrl.fetch(Todos.get, id=1)
+    sctrl.fetch(Todos.get, id=2)
+
+    @solara.component
+    def Item(id: int) -> Any:
+        todo = use_suspense(Todos.get, id=id)
+        seen.add(f"item{id}", todo.title)
+        return solara.Text(todo.title)
+
+    mount(ControllerProvider(children=[Suspense(children=[Item(1), Item(2)])], controller=sctrl))
+    assert len(seen.of("item1")) == len(seen.of("item2")) == 1
+    sctrl.set(Todo, {"id": 2}, {"id": 2, "title": "two, renamed"})
+    seen.wait(lambda: "two, renamed" in seen.of("item2"), "item 2 to re-render")
+    sctrl.set(Todo, {"id": 1}, {"id": 1, "title": "one, renamed"})
+    seen.wait(lambda: "one, renamed" in seen.of("item1"), "item 1 to re-render")
+    # item 1 rendered once for its own change, never for item 2's
+    assert len(seen.of("item1")) == 2
+    assert len(seen.of("item2")) == 2
+
+
+def test_equal_data_written_again_does_not_rerender(mount: Any, seen: Seen, sctrl: Controller, Todos: Any) -> None:
+    todo = sctrl.fetch(Todos.get, id=1)
+
+    @solara.component
+    def Item() -> Any:
+        seen.add("item", use_cache(Todos.get, id=1).title)
+        return solara.Text("x")
+
+    mount(ControllerProvider(children=[Item()], controller=sctrl))
+    sctrl.set(Todo, {"id": 1}, {"id": 1, "userId": todo.userId, "title": todo.title, "completed": todo.completed})
+    sctrl.set(Todo, {"id": 1}, {"id": 1, "title": "changed"})
+    seen.wait(lambda: "changed" in seen.of("item"), "the real change")
+    assert seen.of("item") == [todo.title, "changed"]
+
+
+def test_removed_component_stops_watching_and_polling(mount: Any, seen: Seen, api: Any, Todos: Any) -> None:
+    polled = Todos.get.extend(poll_frequency=60_000)
+
+    @solara.component
+    def Live() -> Any:
+        seen.add("live", use_live(polled, id=1).id)
+        return solara.Text("x")
+
+    @solara.component
+    def Page() -> Any:
+        show, set_show = solara.use_state(True)
+        seen.add("toggle", set_show)
+        seen.add("binding", use_binding())
+        return solara.Column(children=[Suspense(children=[Live()])] if show else [])
+
+    mount(ControllerProvider(children=[Page()]))
+    seen.wait(lambda: 1 in seen.of("live"), "the live value")
+    binding: Binding = seen.of("binding")[0]
+    seen.wait(lambda: (binding.watching, binding.subscribed) == (1, 1), "the live component's watch and poll")
+    seen.of("toggle")[0](False)
+    seen.wait(lambda: (binding.watching, binding.subscribed) == (0, 0), "the removed component to let go")
+
+
+def test_subscription_needs_a_poll_frequency(mount: Any, Todos: Any) -> None:
+    @solara.component
+    def Sub() -> Any:
+        use_subscription(Todos.get, id=1)
+        return solara.Text("x")
+
+    with pytest.raises(RestLayerError, match="poll_frequency"):
+        mount(ControllerProvider(children=[Sub()]))
+
+
+def test_subscription_polls_while_rendered(mount: Any, seen: Seen, api: Any, Todos: Any) -> None:
+    polled = Todos.get.extend(poll_frequency=50)
+
+    @solara.component
+    def Item() -> Any:
+        use_subscription(polled, id=1)
+        dle = use_dle(polled, id=1)
+        seen.add("title", dle.data and dle.data.title)
+        return solara.Text("x")
+
+    mount(ControllerProvider(children=[Item()]))
+    seen.wait(lambda: any(seen.of("title")), "the first fetch")
+    api.db.update("todos", 1, {"title": "changed on the server"})
+    seen.wait(lambda: "changed on the server" in seen.of("title"), "polling to bring the server's change")
+
+
+def test_use_fetch_returns_at_once_and_reports_a_refusal_off_the_loop_thread(
+    mount: Any, seen: Seen, sctrl: Controller, Todos: Any, api: Any
+) -> None:
+    original = sctrl.fetch(Todos.get, id=1).title
+
+    @solara.component
+    def Item() -> Any:
+        seen.add("fetch", use_fetch())
+        seen.add("title", use_cache(Todos.get, id=1).title)
+        return solara.Text("x")
+
+    mount(ControllerProvider(children=[Item()], controller=sctrl))
+    future = seen.of("fetch")[0](Todos.partial_update, {"id": 1}, {"title": "REJECT"})
+    future.add_done_callback(
+        lambda done: seen.add("done", (threading.current_thread().name, getattr(done.exception(), "status", None)))
+    )
+    seen.wait(lambda: bool(seen.of("done")), "the refusal")
+    thread, status = seen.of("done")[0]
+    assert status == 400
+    assert thread.startswith("restlayer-ui")  # where component state may be set, not the loop thread
+    stored = sctrl.cache(Todos.get, id=1)
+    assert stored is not None and stored.title == original  # rolled back
+    assert api.db.get("todos", 1)["title"] == original
