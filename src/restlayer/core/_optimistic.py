@@ -11,13 +11,14 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from restlayer.core import _actions as act
+from restlayer.core._read import query_args, read_error, read_response
 from restlayer.core._reducer import normalize_response
 from restlayer.core._state import State
 from restlayer.core.expiry import Response
 from restlayer.errors import AbortOptimistic
 
 if TYPE_CHECKING:
-    from restlayer.core.controller import Controller
+    from restlayer.schema import MemoCache
 
 log = logging.getLogger("restlayer")
 
@@ -30,25 +31,25 @@ class Snapshot:
 
     abort: AbortOptimistic = AbortOptimistic("Optimistic update aborted")
 
-    def __init__(self, controller: Controller, state: State, fetched_at: float) -> None:
-        self._controller = controller
+    def __init__(self, memo: MemoCache, state: State, fetched_at: float) -> None:
+        self._memo = memo
         self.state = state
         self.fetched_at = fetched_at
 
     def get(self, schema: Any, *args: Any, **kwargs: Any) -> Any:
         """Denormalized read of any schema (like `Controller.get`)."""
-        return self._controller._get(schema, args, kwargs, self.state)
+        return self._memo.query(schema, query_args(args, kwargs), self.state)
 
     def get_response(self, endpoint: Any, *args: Any, **kwargs: Any) -> Response[Any]:
         """Like `Controller.get_response`, against this snapshot."""
-        return self._controller._response(endpoint, endpoint.bind(*args, **kwargs), self.state)
+        return read_response(self._memo, endpoint, endpoint.bind(*args, **kwargs), self.state)[0]
 
     def get_error(self, endpoint: Any, *args: Any, **kwargs: Any) -> BaseException | None:
         """Like `Controller.get_error`, against this snapshot."""
-        return self._controller._error(endpoint, endpoint.bind(*args, **kwargs), self.state)
+        return read_error(endpoint, endpoint.bind(*args, **kwargs), self.state)
 
 
-def apply_optimistic(controller: Controller, state: State) -> State:
+def apply_optimistic(memo: MemoCache, state: State) -> State:
     """`state` with every pending optimistic response applied in start order.
 
     An entry whose `get_optimistic_response` fails is skipped and its error is
@@ -57,7 +58,7 @@ def apply_optimistic(controller: Controller, state: State) -> State:
     view = state
     for entry in state.optimistic:
         try:
-            value = _expected(controller, view, entry)
+            value = _expected(memo, view, entry)
         except Exception as exc:
             view = _with_error(view, entry, exc)
             continue
@@ -78,9 +79,9 @@ _SKIP: Any = object()
 _logged: weakref.WeakSet[act.Fetch] = weakref.WeakSet()
 
 
-def _expected(controller: Controller, view: State, entry: act.Fetch) -> Any:
+def _expected(memo: MemoCache, view: State, entry: act.Fetch) -> Any:
     """The endpoint's expected response, or `_SKIP` when it aborts; other failures raise (logged once)."""
-    snapshot = Snapshot(controller, view, entry.fetched_at)
+    snapshot = Snapshot(memo, view, entry.fetched_at)
     try:
         return entry.endpoint.get_optimistic_response(snapshot, *entry.args)
     except AbortOptimistic:

@@ -12,8 +12,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from restlayer.core.controller import Controller
     from restlayer.core.endpoint import Endpoint
+    from restlayer.core.expiry import Response
+
+#: `read(endpoint, args)`: the stored Response and the entities it read (for GC holds).
+Read = Callable[["Endpoint[object]", tuple[Any, ...]], "tuple[Response[Any], list[tuple[str, str]]]"]
+#: `hold(key, refs)` / `release(key, refs)`: take or drop a garbage-collection hold.
+Hold = Callable[[str | None, list[tuple[str, str]]], None]
 
 log = logging.getLogger("restlayer")
 
@@ -43,20 +48,25 @@ class Watcher:
 
 
 class Watchers:
-    """Every watcher of one controller; `notify()` runs after each committed change."""
+    """Every watcher of one controller; `notify()` runs after each committed change.
 
-    def __init__(self, controller: Controller) -> None:
-        self._controller = controller
+    The controller hands over how to read a watcher's value and how to hold and
+    release what it read, so garbage collection keeps watched data.
+    """
+
+    def __init__(self, read: Read, hold: Hold, release: Hold) -> None:
+        self._read = read
+        self._hold = hold
+        self._release = release
         self._items: list[Watcher] = []
         self._busy = False
         self._again = False
 
     def add(self, watcher: Watcher) -> Callable[[], None]:
         """Register `watcher` (reading its current value); returns the function removing it."""
-        ctrl = self._controller
-        response, refs = ctrl._read(watcher.endpoint, watcher.args)
+        response, refs = self._read(watcher.endpoint, watcher.args)
         watcher.last, watcher.refs = response.data, refs
-        ctrl._hold(watcher.key, refs)
+        self._hold(watcher.key, refs)
         self._items.append(watcher)
         removed = False
 
@@ -67,7 +77,7 @@ class Watchers:
             removed = True
             if watcher in self._items:
                 self._items.remove(watcher)
-            ctrl._unhold(watcher.key, watcher.refs)
+            self._release(watcher.key, watcher.refs)
 
         return unwatch
 
@@ -87,9 +97,8 @@ class Watchers:
             self._busy = False
 
     def _check(self, watcher: Watcher) -> None:
-        ctrl = self._controller
         try:
-            response, refs = ctrl._read(watcher.endpoint, watcher.args)
+            response, refs = self._read(watcher.endpoint, watcher.args)
         except Exception:
             log.exception("watch: reading %s failed", watcher.key)
             return
@@ -98,8 +107,8 @@ class Watchers:
             return
         old, watcher.last = watcher.last, new
         if refs != watcher.refs:
-            ctrl._hold(None, refs)
-            ctrl._unhold(None, watcher.refs)
+            self._hold(None, refs)
+            self._release(None, watcher.refs)
             watcher.refs = refs
         if not changed(old, new):
             return

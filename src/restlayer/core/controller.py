@@ -24,6 +24,7 @@ from restlayer.core._read import (
     deletes,
     empty_form,
     needs_fetch,
+    query_args,
     read_error,
     read_response,
     refs_of,
@@ -83,14 +84,6 @@ def _run_policy(
         return None, failure
 
 
-def _query_args(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
-    """Schema-read arguments: keywords merged into the first (params) argument."""
-    if not kwargs:
-        return args
-    first = args[0] if args else None
-    return ({**(first or {}), **kwargs}, *args[1:])
-
-
 class Controller:
     """The store plus every way to read, fetch and change it.
 
@@ -127,7 +120,7 @@ class Controller:
         self._resets = 0  # how many resets were committed (a fetch dropped by one is retried by readers)
         self._view: State | None = EMPTY_STATE
         self._failures: weakref.WeakKeyDictionary[act.SetResponse, BaseException] = weakref.WeakKeyDictionary()
-        self._watchers = Watchers(self)
+        self._watchers = Watchers(self._read, self._hold, self._unhold)
         self._dispatch = build_chain(self, self.managers, self._commit)
         for manager in self.managers:
             manager.init(self)
@@ -151,6 +144,8 @@ class Controller:
         if isinstance(action, act.Reset):
             self._resets += 1
             self.memo.clear()
+        elif isinstance(action, act.GC):
+            self.memo = MemoCache()  # a fresh memo: pruning alone keeps the old table capacity
         if len(self._watchers):
             self._watchers.notify()
 
@@ -159,7 +154,7 @@ class Controller:
         view = self._view
         if view is None:
             state = self._state
-            view = self._view = apply_optimistic(self, state) if state.optimistic else state
+            view = self._view = apply_optimistic(self.memo, state) if state.optimistic else state
         return view
 
     def get_state(self) -> State:
@@ -208,20 +203,12 @@ class Controller:
         response, detail = read_response(self.memo, endpoint, args, self._current())
         return response, (refs_of(detail) if self.gc_policy is not None else [])
 
-    def _response(self, endpoint: Endpoint[object], args: tuple[Any, ...] | None, state: State) -> Response[Any]:
-        if args is None:
-            return Response(None, ExpiryStatus.VALID, INF)
-        return read_response(self.memo, endpoint, args, state)[0]
-
-    def _error(self, endpoint: Endpoint[object], args: tuple[Any, ...] | None, state: State) -> BaseException | None:
-        return None if args is None else read_error(endpoint, args, state)
-
-    def _get(self, schema: SchemaLike, args: tuple[Any, ...], kwargs: dict[str, Any], state: State) -> Any:
-        return self.memo.query(schema, _query_args(args, kwargs), state)
-
     def get_response(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> Response[T]:
         """`Response(data, expiry_status, expires_at)` of the stored result; never fetches."""
-        return self._response(endpoint, self._bind(endpoint, args, kwargs), self._current())
+        bound = self._bind(endpoint, args, kwargs)
+        if bound is None:
+            return Response(None, ExpiryStatus.VALID, INF)
+        return read_response(self.memo, endpoint, bound, self._current())[0]
 
     @overload
     def get(self, schema: type[E], *args: object, **kwargs: object) -> E | None: ...
@@ -231,11 +218,12 @@ class Controller:
     def get(self, schema: SchemaLike, *args: object, **kwargs: object) -> Any: ...
     def get(self, schema: SchemaLike, *args: object, **kwargs: object) -> Any:
         """Denormalized read of any schema (Entity, Collection, Query, All, dict) from the store."""
-        return self._get(schema, args, kwargs, self._current())
+        return self.memo.query(schema, query_args(args, kwargs), self._current())
 
     def get_error(self, endpoint: Endpoint[Any], *args: Any, **kwargs: object) -> BaseException | None:
         """The stored error, unless its policy is soft and data is still stored."""
-        return self._error(endpoint, self._bind(endpoint, args, kwargs), self._current())
+        bound = self._bind(endpoint, args, kwargs)
+        return None if bound is None else read_error(endpoint, bound, self._current())
 
     def last_error(self, endpoint: Endpoint[Any], *args: Any, **kwargs: object) -> BaseException | None:
         """The error of the call's latest fetch, even one `get_error` hides (a soft failure, e.g. of a poll).
@@ -277,15 +265,22 @@ class Controller:
             return
         self.dispatch(self._new_fetch(endpoint, args, background=True, **options))
 
-    def _poll(self, endpoint: Endpoint[object], args: tuple[Any, ...], frequency: float) -> None:
-        """One polling fetch: short expiry, soft errors."""
+    # ----- the manager API: what managers call to act on the store ------------------------------
+    def poll(self, endpoint: Endpoint[object], args: tuple[Any, ...], frequency: float) -> None:
+        """Start one background polling fetch of `endpoint(*args)` (bound args): short expiry, soft errors."""
         self._start(
             endpoint, args, data_expiry_length=frequency / 2, error_expiry_length=frequency / 10,
             error_policy=lambda error: "soft",
         )
 
-    def _resolve_fetch(self, fetch: act.Fetch, value: Any = None, error: BaseException | None = None) -> Any:
-        """Commit a fetch's outcome; returns the error its callers get instead (processing or policy failure)."""
+    def resolve(
+        self, fetch: act.Fetch, *, value: Any = None, error: BaseException | None = None
+    ) -> BaseException | None:
+        """Store the outcome of a `"fetch"` action: its reply `value`, or the `error` the request raised.
+
+        Returns the error its callers must get instead of `value` when storing
+        failed (the reply did not match the schema, or the error policy raised).
+        """
         ep, date = fetch.endpoint, self.now()
         failure: BaseException | None
         if error is not None:
@@ -333,8 +328,8 @@ class Controller:
         except Exception:
             _log.exception("refetch_overtaken failed after %s", fetch.key)
 
-    def _abort_fetch(self, fetch: act.Fetch) -> None:
-        """A cancelled request: only its optimistic entry goes."""
+    def abort(self, fetch: act.Fetch) -> None:
+        """Forget a `"fetch"` action whose request was cancelled: only its optimistic update goes."""
         now = self.now()
         self.dispatch(act.SetResponse(fetch.endpoint, fetch.args, fetch.key, None, fetch.fetched_at, now, now,
                                       fetch=fetch, aborted=True))
@@ -402,14 +397,14 @@ class Controller:
         if not args:
             raise TypeError("set(schema, *args, value): the value is missing")
         *rest, value = args
-        query_args = _query_args(tuple(rest), kwargs)
+        bound = query_args(tuple(rest), kwargs)
         if callable(value) and not isinstance(value, type):
-            current = self.memo.query(schema, query_args, self._current())
+            current = self.memo.query(schema, bound, self._current())
             if current is None:
                 return
             value = value(current)
         now = self.now()
-        self.dispatch(act.Set(schema, query_args, value, now, now + DATA_EXPIRY))
+        self.dispatch(act.Set(schema, bound, value, now, now + DATA_EXPIRY))
 
     def invalidate(self, endpoint: Endpoint[Any], *args: Any, **kwargs: object) -> None:
         """Drop the stored result: readers block on a refetch (status INVALID)."""

@@ -14,7 +14,6 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from restlayer.core import _actions as act
-from restlayer.schema import MemoCache
 
 if TYPE_CHECKING:
     from restlayer.core._state import State
@@ -91,13 +90,12 @@ class GCPolicy:
         controller = self._controller
         if controller is None:
             return 0
-        action = self.collect(controller._state, controller.now())
+        action = self.collect(controller.get_committed_state(), controller.now())
         if action is not None:
-            controller.dispatch(action)
-            controller.memo = MemoCache()  # a fresh memo: pruning alone keeps the old table capacity
+            controller.dispatch(action)  # the controller starts a fresh memo once it is applied
             self._compact()
         else:
-            controller.memo.prune(controller._state.entities)
+            controller.memo.prune(controller.get_committed_state().entities)
         return 0 if action is None else len(action.endpoint_keys) + len(action.entity_refs)
 
     def _compact(self) -> None:

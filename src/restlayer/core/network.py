@@ -152,7 +152,7 @@ class NetworkManager(Manager):
         except asyncio.CancelledError:
             if not flight.dropped:
                 self._finish(flight)
-                controller._abort_fetch(action)
+                controller.abort(action)
                 flight.settle(error=ClosedError(f"The request for {action.key} was cancelled before it finished"))
             raise
         except ParamError as exc:  # a local mistake (bad header, param...): the caller's to fix, never stored
@@ -177,7 +177,7 @@ class NetworkManager(Manager):
     ) -> None:
         """Store the outcome and settle the callers; they are settled even when storing fails."""
         try:
-            failure = controller._resolve_fetch(action, value=value, error=error)
+            failure = controller.resolve(action, value=value, error=error)
         except RestLayerError as exc:
             failure = exc
         except Exception as exc:  # a manager or user callback failed while storing: never leave callers waiting
@@ -199,7 +199,7 @@ class NetworkManager(Manager):
         for flight in list(self._flights):
             flight.dropped = True
             if self._controller is not None and flight.action.optimistic:
-                self._controller._abort_fetch(flight.action)
+                self._controller.abort(flight.action)
             flight.settle(error=ClosedError())
             if flight.task is not None:
                 flight.task.cancel()

@@ -94,7 +94,7 @@ class SubscriptionManager(Manager):
         poll = self.polls.get(action.key)
         if poll is None:
             poll = self.polls[action.key] = Poll(action.endpoint, action.args, action.key)
-        meta = controller._state.meta.get(action.key)
+        meta = controller.get_committed_state().meta.get(action.key)
         last = None if meta is None else meta.get("date")
         if poll.add(action.endpoint.poll_frequency, controller.now(), last):
             self._schedule(poll)
@@ -124,7 +124,7 @@ class SubscriptionManager(Manager):
         controller = self._controller
         if controller is None or self.polls.get(poll.key) is not poll:
             return
-        controller._poll(poll.endpoint, poll.args, poll.frequency)
+        controller.poll(poll.endpoint, poll.args, poll.frequency)
         poll.polled(controller.now())
         self._schedule(poll)
 
