@@ -10,8 +10,9 @@ import logging
 import weakref
 from typing import TYPE_CHECKING, Any
 
+from restlayer._args import merge_keywords
 from restlayer.core import _actions as act
-from restlayer.core._read import query_args, read_error, read_response
+from restlayer.core._read import read_error, read_response
 from restlayer.core._reducer import normalize_response
 from restlayer.core._state import State
 from restlayer.core.expiry import Response
@@ -38,7 +39,7 @@ class Snapshot:
 
     def get(self, schema: Any, *args: Any, **kwargs: Any) -> Any:
         """Denormalized read of any schema (like `Controller.get`)."""
-        return self._memo.query(schema, query_args(args, kwargs), self.state)
+        return self._memo.query(schema, merge_keywords(args, kwargs), self.state)
 
     def get_response(self, endpoint: Any, *args: Any, **kwargs: Any) -> Response[Any]:
         """Like `Controller.get_response`, against this snapshot."""

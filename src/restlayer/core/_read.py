@@ -30,14 +30,6 @@ Refs = list[tuple[str, str]]
 _has_entities: dict[Any, bool] = {}
 
 
-def query_args(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
-    """Schema-read arguments (`ctrl.get`, `ctrl.set`): keywords merged into the first (params) argument."""
-    if not kwargs:
-        return args
-    first = args[0] if args else None
-    return ({**(first or {}), **kwargs}, *args[1:])
-
-
 def has_entities(schema: Any) -> bool:
     """Whether results of `schema` reference entities (and so need denormalizing)."""
     node = compile_schema(schema)

@@ -15,6 +15,7 @@ import weakref
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, cast, overload
 
+from restlayer._args import merge_keywords
 from restlayer._typing import E, T
 from restlayer.core import _actions as act
 from restlayer.core._optimistic import apply_optimistic
@@ -24,7 +25,6 @@ from restlayer.core._read import (
     deletes,
     empty_form,
     needs_fetch,
-    query_args,
     read_error,
     read_response,
     refs_of,
@@ -218,7 +218,7 @@ class Controller:
     def get(self, schema: SchemaLike, *args: object, **kwargs: object) -> Any: ...
     def get(self, schema: SchemaLike, *args: object, **kwargs: object) -> Any:
         """Denormalized read of any schema (Entity, Collection, Query, All, dict) from the store."""
-        return self.memo.query(schema, query_args(args, kwargs), self._current())
+        return self.memo.query(schema, merge_keywords(args, kwargs), self._current())
 
     def get_error(self, endpoint: Endpoint[Any], *args: Any, **kwargs: object) -> BaseException | None:
         """The stored error, unless its policy is soft and data is still stored."""
@@ -397,7 +397,7 @@ class Controller:
         if not args:
             raise TypeError("set(schema, *args, value): the value is missing")
         *rest, value = args
-        bound = query_args(tuple(rest), kwargs)
+        bound = merge_keywords(tuple(rest), kwargs)
         if callable(value) and not isinstance(value, type):
             current = self.memo.query(schema, bound, self._current())
             if current is None:

@@ -7,7 +7,6 @@ actually called, fetched and cached.
 
 from __future__ import annotations
 
-import inspect
 import json
 import re
 from collections.abc import Callable, Mapping
@@ -15,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Final, overload
 
 import httpx
 
+from restlayer._args import split_call
 from restlayer._typing import E, T, T_co
 from restlayer.errors import NetworkError, ParamError, RestLayerError
 from restlayer.graphql._errors import GQLNetworkError
@@ -66,13 +66,6 @@ def _operation_label(get_query: Callable[[Any], str]) -> str | None:
         return match.group(1)
     text = clean_query(text)
     return text if len(text) <= _NAME_LENGTH else text[: _NAME_LENGTH - 3] + "..."
-
-
-def _variables(args: tuple[Any, ...]) -> Any:
-    """The variables among call arguments: the first one, `{}` when absent or None."""
-    if not args or args[0] is None:
-        return {}
-    return args[0]
 
 
 def _key_json(variables: Any) -> str:
@@ -168,12 +161,10 @@ class GQLEndpoint(RestEndpoint[T_co]):
 
     # -- arguments and keys ------------------------------------------------------------
 
-    def bind(self, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
-        """Canonical arguments: keyword arguments merged into the variables dict."""
-        if not kwargs:
-            return args
-        first = args[0] if args else None
-        return ({**(first or {}), **kwargs}, *args[1:])
+    def _split(self, args: tuple[Any, ...]) -> tuple[Any, Any]:
+        """The variables travel in the request body; the URL is the server's, whatever they are."""
+        variables = split_call(args, False)[0]
+        return variables, variables
 
     def url(self, params: Mapping[str, Any] | None = None) -> str:
         """The GraphQL server's address (variables never enter the URL)."""
@@ -181,7 +172,7 @@ class GQLEndpoint(RestEndpoint[T_co]):
 
     def key(self, *args: Any) -> str:
         """`"<query> <compact JSON of the variables>"`; member order is kept."""
-        variables = _variables(args)
+        variables = split_call(args, False)[0]
         return f"{self.get_query(variables)} {_key_json(variables)}"
 
     def test_key(self, key: str) -> bool:
@@ -222,19 +213,6 @@ class GQLEndpoint(RestEndpoint[T_co]):
         if not response.is_success:
             raise GQLNetworkError([body], response=response)
         return body.get("data") if isinstance(body, dict) else None
-
-    async def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        """Send the operation; the value of `process(data, *args)`."""
-        if kwargs:
-            args = self.bind(*args, **kwargs)
-        init: Any = self.get_request_init(_variables(args))
-        if inspect.isawaitable(init):
-            init = await init
-        response = await self.fetch_with_retry(self.url(), init)
-        value: Any = self.parse_response(response)
-        if inspect.isawaitable(value):
-            value = await value
-        return self.process(value, *args)
 
     # -- derived endpoints -------------------------------------------------------------
 

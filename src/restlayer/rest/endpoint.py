@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Final, Generic, Protocol, overload
 
 import httpx
 
+from restlayer._args import merge_keywords, split_call
 from restlayer._sentinel import Sentinel
 from restlayer._time import normalize_time_options
 from restlayer._typing import E, Self, T, T_co
@@ -388,14 +389,11 @@ class RestEndpoint(Generic[T_co]):
                     f"({', '.join(kwargs)}); pass the body positionally: ep(body, **params)"
                 )
             return ({**kwargs}, args[0])
-        first = args[0] if args else None
-        return ({**(first or {}), **kwargs}, *args[1:])
+        return merge_keywords(args, kwargs)
 
-    def _params(self, args: tuple[Any, ...]) -> Any:
-        """The URL params among call arguments."""
-        if self._has_body and len(args) < 2:
-            return {}
-        return (args[0] if args else None) or {}
+    def _split(self, args: tuple[Any, ...]) -> tuple[Any, Any]:
+        """`(URL params, request body)` of canonical call arguments (the hook GQLEndpoint overrides)."""
+        return split_call(args, self._has_body)
 
     def url(self, params: Mapping[str, Any] | None = None) -> str:
         """url_prefix + the filled template + `?` and the params the template does not use."""
@@ -414,7 +412,7 @@ class RestEndpoint(Generic[T_co]):
         remove_cursor = self.remove_cursor
         if remove_cursor is not None:
             args = tuple(remove_cursor(*args))
-        return f"{self.method} {self.url(self._params(args))}"
+        return f"{self.method} {self.url(split_call(args, self._has_body)[0])}"
 
     def test_key(self, key: str) -> bool:
         """Whether a store key belongs to this endpoint (any params)."""
@@ -675,13 +673,7 @@ class RestEndpoint(Generic[T_co]):
         """Send the request; the value of `process(parsed, *args)`."""
         if kwargs:
             args = self.bind(*args, **kwargs)
-        if self._has_body:
-            count = len(args)
-            params = (args[0] or {}) if count > 1 else {}
-            body = args[-1] if count else None
-        else:
-            params = (args[0] or {}) if args else {}
-            body = None
+        params, body = self._split(args)
         init: Any = self.get_request_init(body)
         if inspect.isawaitable(init):
             init = await init
