@@ -46,5 +46,5 @@ def test_gql_endpoint_overrides_hooks_instead_of_copying_the_call() -> None:
     assert "_split" in own and "get_request_init" in own
     ep = GQLEndpoint("http://h/graphql").query("query { a }")
     assert ep.bind({"x": 1}, y=2) == ({"x": 1, "y": 2},)
-    assert ep.key() == 'query { a } {}'
+    assert ep.key() == "query { a } {}"
     assert ep.key({"x": 1}) == 'query { a } {"x":1}'

@@ -25,7 +25,7 @@ from restlayer import (
     TransportError,
     resource,
 )
-from restlayer.rest.endpoint import status_message
+from restlayer.rest._parse import status_message
 
 
 class Todo(Entity):

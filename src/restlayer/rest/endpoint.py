@@ -9,13 +9,10 @@ the call path stays close to a bare httpx request.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import inspect
-import json
 import logging
-import re
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final, Generic, Protocol, overload
 
 import httpx
@@ -25,19 +22,17 @@ from restlayer._sentinel import Sentinel
 from restlayer._time import normalize_time_options
 from restlayer._typing import E, Self, T, T_co
 from restlayer.errors import (
-    BodyTooLargeError,
     ClientLoopError,
     DeadlineExceededError,
-    DecodeError,
-    EmptyBodyError,
     NetworkError,
     ParamError,
     RedirectError,
     RestLayerError,
     StatusError,
-    TransportError,
 )
+from restlayer.rest._body import RequestParts
 from restlayer.rest._client import get_client
+from restlayer.rest._parse import ByteStream, parse_reply, read_body, status_message, transport_error
 from restlayer.rest._path import compile_path
 from restlayer.rest._retry import Retry
 from restlayer.rest._url import build_url
@@ -66,10 +61,7 @@ OPTIONS: Final = frozenset(
 )  # fmt: skip
 
 CONTENT_MODES: Final = frozenset({"json", "blob", "text", "arrayBuffer", "stream"})
-_TEXT_LIKE: Final = re.compile(r"\btext\b|\bxml\b|\bhtml\b|\bjavascript\b|\bcss\b|\bcsv\b|\burlencoded\b")
 _NO_BODY_METHODS: Final = ("GET", "DELETE")
-_JSON_CONTENT_TYPE: Final = {"Content-Type": "application/json"}
-_CHUNK: Final = 65536
 #: Default cap on a reply's decoded body: 100 MiB.
 DEFAULT_MAX_BODY_SIZE: Final = 100 * 1024 * 1024
 #: Redirects after which a mutation would be repeated as a GET by clients.
@@ -77,13 +69,6 @@ _METHOD_CHANGING_REDIRECTS: Final = frozenset({301, 302, 303})
 _READ_ONLY_METHODS: Final = frozenset({"GET", "HEAD", "OPTIONS"})
 #: Headers that describe the body, kept when a redirect crosses origins.
 _BODY_HEADERS: Final = frozenset({"content-type", "content-length"})
-#: Headers that describe the raw transfer; dropped once the body is decoded.
-_TRANSFER_HEADERS: Final = frozenset({"content-encoding", "content-length", "transfer-encoding"})
-
-
-def _dumps(value: Any) -> bytes:
-    """JSON body text: compact, non-ASCII kept, UTF-8 (serialized exactly once)."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def _class_sets(cls: type, name: str) -> bool:
@@ -94,43 +79,6 @@ def _class_sets(cls: type, name: str) -> bool:
         if name in klass.__dict__:
             return True
     return False
-
-
-def _schema_name(schema: Any) -> str:
-    """How an error message names a schema: a class by its name, anything else by str()."""
-    return getattr(schema, "__name__", None) or str(schema)
-
-
-async def _read_sync_file(file: Any) -> AsyncIterator[bytes]:
-    """Stream a blocking file-like object as request content."""
-    while chunk := file.read(_CHUNK):
-        yield chunk.encode() if isinstance(chunk, str) else chunk
-
-
-async def _read_async_file(file: Any) -> AsyncIterator[bytes]:
-    """Stream a file-like object whose `read` is a coroutine (aiofiles, anyio)."""
-    while chunk := await file.read(_CHUNK):
-        yield chunk.encode() if isinstance(chunk, str) else chunk
-
-
-def _encode_content(body: Any) -> Any:
-    """httpx `content` for a non-JSON body: text and bytes as given, files and async
-    iterables streamed."""
-    if isinstance(body, (str, bytes)):
-        return body
-    if isinstance(body, (bytearray, memoryview)):
-        return bytes(body)
-    if hasattr(body, "__aiter__"):
-        return body
-    read = getattr(body, "read", None)
-    if read is not None:
-        if inspect.iscoroutinefunction(read):
-            return _read_async_file(body)
-        return _read_sync_file(body)
-    raise ParamError(
-        f"Unsupported request body of type {type(body).__name__}: send a dict or list "
-        "(JSON), str, bytes, a file-like object or an async iterable of bytes"
-    )
 
 
 def _header_items(headers: Any) -> Iterable[tuple[Any, Any]]:
@@ -172,91 +120,6 @@ def _same_origin(a: httpx.URL, b: httpx.URL) -> bool:
 
 def _port(url: httpx.URL) -> int | None:
     return url.port or {"http": 80, "https": 443}.get(url.scheme)
-
-
-def _with_content(response: httpx.Response, body: bytes) -> httpx.Response:
-    """A read copy of a streamed, closed `response` holding its decoded `body`."""
-    headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() not in _TRANSFER_HEADERS]
-    copy = httpx.Response(
-        response.status_code,
-        headers=headers,
-        content=body,
-        request=response.request,
-        extensions=response.extensions,
-        history=response.history,
-        default_encoding=response.default_encoding,
-    )
-    with contextlib.suppress(RuntimeError):  # a reply a transport built already read is never timed
-        copy.elapsed = response.elapsed
-    return copy
-
-
-def _transport_error(
-    url: Any, exc: BaseException, response: httpx.Response | None = None, *, method: str | None = None
-) -> TransportError:
-    """A transport failure (connect, read, reset, bad encoding) as a status-500 TransportError."""
-    reason = str(exc) or type(exc).__name__
-    where = f"{method} {url}" if method else str(url)
-    return TransportError(f"{where}: {reason}", status=500, response=response)
-
-
-class ByteStream:
-    """The body of a `content="stream"` reply: `async for chunk in stream` yields bytes.
-
-    The connection is released when the body is exhausted or `aclose()` is called
-    (also usable as `async with stream:`), even if iteration never started.
-    """
-
-    __slots__ = ("_chunks", "response")
-
-    def __init__(self, response: httpx.Response) -> None:
-        self.response = response
-        self._chunks: AsyncIterator[bytes] | None = None
-
-    def __aiter__(self) -> ByteStream:
-        return self
-
-    async def __anext__(self) -> bytes:
-        if self._chunks is None:
-            self._chunks = self.response.aiter_bytes()
-        try:
-            return await self._chunks.__anext__()
-        except httpx.HTTPError as exc:
-            await self.response.aclose()
-            raise _transport_error(self.response.url, exc, self.response) from exc
-        except httpx.StreamError as exc:  # iterated again after the end or after aclose()
-            raise RestLayerError(f"{self.response.url}: {exc}") from exc
-        except BaseException:
-            await self.response.aclose()
-            raise
-
-    async def aclose(self) -> None:
-        """Release the connection without reading the rest of the body."""
-        await self.response.aclose()
-
-    async def __aenter__(self) -> ByteStream:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-
-class _RequestParts:
-    """What `get_request_init` derives from `request_init`, computed once per dict."""
-
-    __slots__ = ("extra", "json_headers", "plain_headers", "source")
-
-    def __init__(self, request_init: Mapping[str, Any] | None) -> None:
-        self.source = request_init
-        init = dict(request_init or {})
-        given = init.pop("headers", None)
-        init.pop("method", None)
-        headers: dict[str, str] = dict(given) if given else {}
-        self.extra = init
-        self.plain_headers = headers
-        sets_type = any(k.lower() == "content-type" for k in headers)
-        is_form = "data" in init or "files" in init
-        self.json_headers = headers if sets_type or is_form else {**_JSON_CONTENT_TYPE, **headers}
 
 
 if TYPE_CHECKING:
@@ -347,7 +210,7 @@ class RestEndpoint(Generic[T_co]):
         self._schema_set = self.schema is not None and not isinstance(self.schema, str)
         process_overridden = "process" in options or cls.process is not RestEndpoint.process
         self._raw_ok = not self._schema_set or process_overridden
-        self._parts = _RequestParts(self.request_init)
+        self._parts = RequestParts(self.request_init)
         normalize_time_options(self)
         self.retry = _retry_policy(self.retry)
 
@@ -431,17 +294,8 @@ class RestEndpoint(Generic[T_co]):
         """The request options: request_init, the method, headers and the encoded body."""
         parts = self._parts
         if parts.source is not self.request_init:
-            parts = self._parts = _RequestParts(self.request_init)
-        init = dict(parts.extra)
-        init["method"] = self.method
-        if body is None:
-            headers = parts.json_headers
-        elif isinstance(body, (dict, list)):
-            init["content"] = _dumps(body)
-            headers = parts.json_headers
-        else:
-            init["content"] = _encode_content(body)
-            headers = parts.plain_headers
+            parts = self._parts = RequestParts(self.request_init)
+        init, headers = parts.encode(self.method, body)
         result = self.get_headers(dict(headers))
         if inspect.isawaitable(result):
             result = await result
@@ -469,7 +323,7 @@ class RestEndpoint(Generic[T_co]):
         try:
             request = client.build_request(method, url, **kwargs)
         except httpx.InvalidURL as exc:
-            raise _transport_error(url, exc, method=method) from exc
+            raise transport_error(url, exc, method=method) from exc
         own_names = {str(name).lower() for name, _ in _header_items(own)} - _BODY_HEADERS
         sending = self._send(client, request, follow, auth, own_names)
         deadline = self.total_timeout
@@ -506,11 +360,11 @@ class RestEndpoint(Generic[T_co]):
                         f"{request.url}: more than {client.max_redirects} redirects", status=500, response=response
                     )
             if not response.is_success:
-                response = await self._read_body(response)
+                response = await read_body(response, self.max_body_size)
                 raise StatusError(status_message(response), status=response.status_code, response=response)
             if self._stream:
                 return response
-            return await self._read_body(response)
+            return await read_body(response, self.max_body_size)
         except BaseException:
             await response.aclose()
             raise
@@ -521,7 +375,7 @@ class RestEndpoint(Generic[T_co]):
         try:
             return await client.send(request, stream=True, follow_redirects=False, auth=auth)
         except httpx.RequestError as exc:
-            raise _transport_error(request.url, exc, method=request.method) from exc
+            raise transport_error(request.url, exc, method=request.method) from exc
         except RuntimeError as exc:  # e.g. "Event loop is closed": a client used on a second loop
             if "loop" not in str(exc).lower():
                 raise
@@ -555,109 +409,10 @@ class RestEndpoint(Generic[T_co]):
                 response=response,
             )
 
-    async def _read_body(self, response: httpx.Response) -> httpx.Response:
-        """Read the decoded body, at most `max_body_size` bytes; the reply with its content."""
-        cap = self.max_body_size
-        chunks: list[bytes] = []
-        size = 0
-        try:
-            async for chunk in response.aiter_bytes():
-                size += len(chunk)
-                if cap is not None and size > cap:
-                    raise BodyTooLargeError(
-                        f"{response.url}: reply body exceeds max_body_size={cap} bytes (decoded); "
-                        "raise max_body_size or use content='stream'",
-                        status=400,
-                        response=response,
-                    )
-                chunks.append(chunk)
-        except httpx.HTTPError as exc:
-            raise _transport_error(response.url, exc, response) from exc
-        finally:
-            await response.aclose()
-        return _with_content(response, b"".join(chunks))
-
     async def parse_response(self, response: httpx.Response) -> Any:
         """The reply's value: by `content` when set, else by Content-Type."""
-        if response.status_code == 204:
-            if self._stream:
-                await response.aclose()
-            return None
-        content = self.content
-        if not self._stream and self._schema_set and not self._raw_ok and not response.content:
-            raise EmptyBodyError(
-                f"{response.url}: empty reply body (status {response.status_code}) where schema "
-                f"{_schema_name(self.schema)} needs data",
-                status=400,
-                response=response,
-            )
-        if content is not None:
-            return await self._parse_content(response, content)
-        content_type = response.headers.get("content-type")
-        if content_type is None:
-            binary = False
-        elif "json" in content_type:
-            return self._parse_json(response)
-        else:
-            binary = _TEXT_LIKE.search(content_type) is None
-        if self._raw_ok:
-            return response.content if binary else response.text
-        if binary:
-            raise DecodeError(
-                f'Unexpected binary content-type "{content_type}" for schema '
-                f"{_schema_name(self.schema)}. Binary responses cannot be normalized. "
-                "Use schema=None or set content='blob'.",
-                status=400,
-                response=response,
-            )
-        raise DecodeError(self._text_error(content_type, response.text), status=404, response=response)
-
-    async def _parse_content(self, response: httpx.Response, content: str) -> Any:
-        """Parse by an explicit `content` mode."""
-        if content == "json":
-            return self._parse_json(response)
-        if self._schema_set:
-            if self._stream:
-                await response.aclose()
-            raise DecodeError(
-                f"content '{content}' is incompatible with schema. Binary/text responses "
-                "cannot be normalized. Use schema=None.",
-                status=400,
-                response=response,
-            )
-        if content == "text":
-            return response.text
-        if content == "stream":
-            return ByteStream(response)
-        return response.content
-
-    def _parse_json(self, response: httpx.Response) -> Any:
-        """Parsed JSON body; a body that is not JSON (or nests too deeply) is a status-400 DecodeError."""
-        try:
-            return json.loads(response.content)
-        except ValueError as exc:
-            raise DecodeError(f"{response.url}: invalid JSON response: {exc}", status=400, response=response) from exc
-        except RecursionError as exc:
-            raise DecodeError(
-                f"{response.url}: JSON response nests too deeply to decode", status=400, response=response
-            ) from exc
-
-    def _text_error(self, content_type: str | None, text: str) -> str:
-        """Message for a text reply to an endpoint that expects data for its schema."""
-        name = _schema_name(self.schema)
-        if (content_type is not None and "html" in content_type) or text.startswith("<!doctype html>"):
-            return (
-                f"Unexpected html response for schema {name}\n"
-                "This likely means no API endpoint was configured for this request, "
-                f"resulting in an HTML fallback.\n\nResponse (first 300 characters): {text[:300]}"
-            )
-        try:
-            json.loads(text)
-        except ValueError:
-            return f"Unexpected text response for schema {name}"
-        return (
-            f'Unexpected text response for schema {name}: "content-type" header does not '
-            'include "json", but JSON response found. Set content="json" or fix the server.'
+        return await parse_reply(
+            response, self.content, self.schema, schema_set=self._schema_set, raw_ok=self._raw_ok
         )
 
     def process(self, value: Any, *args: Any) -> Any:
@@ -793,44 +548,6 @@ class RestEndpoint(Generic[T_co]):
 
         page: Self = self.extend(schema=schema, remove_cursor=remove_cursor, name=self.name + ".get_page")
         return page
-
-
-#: How much of an error reply's body a StatusError message quotes.
-_DETAIL_CHARS: Final = 500
-
-
-def status_message(response: httpx.Response) -> str:
-    """`GET http://.../todos/1 -> 422 Unprocessable Entity: <detail>`: what a non-2xx reply said.
-
-    The detail is a JSON body's `detail`/`message`/`error` member when there is one,
-    else the start of the body; at most about 500 characters.
-    """
-    request = response.request
-    reason = response.reason_phrase or "error"
-    head = f"{request.method} {request.url} -> {response.status_code} {reason}"
-    detail = _reply_detail(response)
-    return f"{head}: {detail}" if detail else head
-
-
-def _reply_detail(response: httpx.Response) -> str:
-    """The most telling part of an error reply's body, shortened."""
-    text = response.text.strip()  # httpx decodes with replacement characters, never raises
-    content_type = response.headers.get("content-type", "")
-    if "html" in content_type:
-        text = re.sub(r"<[^>]*>", " ", text)  # an error page: its words, not its markup
-    elif "json" in content_type:
-        try:
-            body = json.loads(text)
-        except ValueError:
-            body = None
-        if isinstance(body, dict):
-            for member in ("detail", "message", "error", "title"):
-                if body.get(member) not in (None, ""):
-                    found = body[member]
-                    text = found if isinstance(found, str) else json.dumps(found, ensure_ascii=False)
-                    break
-    text = " ".join(text.split())
-    return text if len(text) <= _DETAIL_CHARS else text[: _DETAIL_CHARS - 3] + "..."
 
 
 def _loop_advice(name: str, exc: BaseException) -> str:

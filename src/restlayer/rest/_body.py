@@ -1,0 +1,88 @@
+"""Request bodies: JSON encoding, text/bytes/file/stream content, and the headers each kind needs."""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import AsyncIterator, Mapping
+from typing import IO, Any, Final
+
+from restlayer.errors import ParamError
+
+_JSON_CONTENT_TYPE: Final = {"Content-Type": "application/json"}
+_CHUNK: Final = 65536
+
+#: What httpx accepts as `content`.
+Content = str | bytes | AsyncIterator[bytes]
+
+
+def dumps(value: object) -> bytes:
+    """JSON body text: compact, non-ASCII kept, UTF-8 (serialized exactly once)."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+async def _read_sync_file(file: IO[Any]) -> AsyncIterator[bytes]:
+    """Stream a blocking file-like object as request content."""
+    while chunk := file.read(_CHUNK):
+        yield chunk.encode() if isinstance(chunk, str) else chunk
+
+
+async def _read_async_file(file: Any) -> AsyncIterator[bytes]:
+    """Stream a file-like object whose `read` is a coroutine (aiofiles, anyio)."""
+    while chunk := await file.read(_CHUNK):
+        yield chunk.encode() if isinstance(chunk, str) else chunk
+
+
+def encode_content(body: object) -> Content:
+    """httpx `content` for a non-JSON body: text and bytes as given, files and async
+    iterables streamed."""
+    if isinstance(body, (str, bytes)):
+        return body
+    if isinstance(body, (bytearray, memoryview)):
+        return bytes(body)
+    if hasattr(body, "__aiter__"):
+        return body  # type: ignore[return-value]  # an async iterable of bytes, sent as it comes
+    read = getattr(body, "read", None)
+    if read is not None:
+        if inspect.iscoroutinefunction(read):
+            return _read_async_file(body)
+        return _read_sync_file(body)  # type: ignore[arg-type]  # has `read`: a file-like object
+    raise ParamError(
+        f"Unsupported request body of type {type(body).__name__}: send a dict or list "
+        "(JSON), str, bytes, a file-like object or an async iterable of bytes"
+    )
+
+
+class RequestParts:
+    """What a request derives from `request_init`, computed once per dict.
+
+    `extra`: the httpx options besides headers and method; `json_headers`: the
+    headers of a JSON (or bodiless) request, with a JSON Content-Type unless the
+    init sets one or sends a form; `plain_headers`: the headers of other bodies.
+    """
+
+    __slots__ = ("extra", "json_headers", "plain_headers", "source")
+
+    def __init__(self, request_init: Mapping[str, Any] | None) -> None:
+        self.source = request_init
+        init = dict(request_init or {})
+        given = init.pop("headers", None)
+        init.pop("method", None)
+        headers: dict[str, str] = dict(given) if given else {}
+        self.extra = init
+        self.plain_headers = headers
+        sets_type = any(k.lower() == "content-type" for k in headers)
+        is_form = "data" in init or "files" in init
+        self.json_headers = headers if sets_type or is_form else {**_JSON_CONTENT_TYPE, **headers}
+
+    def encode(self, method: str, body: object) -> tuple[dict[str, Any], dict[str, str]]:
+        """The request options for `body` (method and encoded `content` set) and the headers it needs."""
+        init = dict(self.extra)
+        init["method"] = method
+        if body is None:
+            return init, self.json_headers
+        if isinstance(body, (dict, list)):
+            init["content"] = dumps(body)
+            return init, self.json_headers
+        init["content"] = encode_content(body)
+        return init, self.plain_headers
