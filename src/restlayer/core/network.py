@@ -158,7 +158,7 @@ class NetworkManager(Manager):
         except ParamError as exc:  # a local mistake (bad header, param...): the caller's to fix, never stored
             if not flight.dropped:
                 self._finish(flight)
-                controller._abort_fetch(action)
+                controller.abort(action)
                 flight.settle(error=exc)
             return
         except Exception as exc:
