@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from restlayer._text import to_text
 from restlayer._typing import Self, dataclass_transform
 from restlayer.errors import SchemaError
+from restlayer.schema._annotated import annotated_schemas
 from restlayer.schema._base import INVALID, MAX_DEPTH, Node, compile_schema, normalize_members
 from restlayer.schema._frozen import CONTAINERS as _CONTAINERS
 from restlayer.schema._frozen import freeze_members
@@ -211,10 +212,15 @@ class Entity:
     # ----- schema machinery -----------------------------------------------------------------
     @classmethod
     def nested(cls) -> dict[str, Node]:
-        """The compiled nested schemas by field name (recompiled if `schema` was reassigned)."""
+        """The compiled nested schemas by field name: from entity-typed annotations and `schema`.
+
+        Read on first use, so annotations may name classes defined later in the
+        module; recompiled if `schema` is reassigned.
+        """
         if cls._nested_for is not cls.schema:
             _check_nested(cls)
-            cls._nested = {name: compile_schema(s) for name, s in cls.schema.items()}
+            members = {**annotated_schemas(cls, Entity), **cls.schema}  # `schema` wins over an annotation
+            cls._nested = {name: compile_schema(s) for name, s in members.items()}
             cls._nested_for = cls.schema
         return cls._nested
 
