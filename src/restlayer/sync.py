@@ -21,6 +21,7 @@ from typing import Any, TypeVar, overload
 from restlayer._typing import E
 from restlayer.core import DLE, Endpoint, Response, State
 from restlayer.core import Controller as AsyncController
+from restlayer.core._actions import Action
 from restlayer.errors import ClosedError, RestLayerError
 from restlayer.pagination import NextPage
 from restlayer.pagination import paginate as _paginate
@@ -190,16 +191,16 @@ class Controller:
         """Valid data for the call, fetching first when it is missing or invalid."""
         return self._run(lambda: self._async.suspense(endpoint, *args, **kwargs))
 
-    def subscribe(self, endpoint: Endpoint[Any], *args: Any, **kwargs: object) -> None:
+    def subscribe(self, endpoint: Endpoint[Any], *args: object, **kwargs: object) -> None:
         """Start polling the endpoint at its `poll_frequency`."""
         self._run(lambda: self._async.subscribe(endpoint, *args, **kwargs))
 
-    def unsubscribe(self, endpoint: Endpoint[Any], *args: Any, **kwargs: object) -> None:
+    def unsubscribe(self, endpoint: Endpoint[Any], *args: object, **kwargs: object) -> None:
         """Leave a subscription; polling stops when nobody is subscribed."""
         self._run(lambda: self._async.unsubscribe(endpoint, *args, **kwargs))
 
     @contextmanager
-    def subscription(self, endpoint: Endpoint[Any], *args: Any, **kwargs: object) -> Iterator[None]:
+    def subscription(self, endpoint: Endpoint[Any], *args: object, **kwargs: object) -> Iterator[None]:
         """Poll while the `with` block runs."""
         self.subscribe(endpoint, *args, **kwargs)
         try:
@@ -237,11 +238,11 @@ class Controller:
         """A denormalized read of any schema from the store."""
         return self._thread.call(self._async.get, schema, *args, **kwargs)
 
-    def get_error(self, endpoint: Endpoint[Any], *args: Any, **kwargs: object) -> BaseException | None:
+    def get_error(self, endpoint: Endpoint[Any], *args: object, **kwargs: object) -> BaseException | None:
         """The stored error for the call, if it should be shown."""
         return self._thread.call(self._async.get_error, endpoint, *args, **kwargs)
 
-    def last_error(self, endpoint: Endpoint[Any], *args: Any, **kwargs: object) -> BaseException | None:
+    def last_error(self, endpoint: Endpoint[Any], *args: object, **kwargs: object) -> BaseException | None:
         """The error of the call's latest fetch, even a soft one `get_error` hides."""
         return self._thread.call(self._async.last_error, endpoint, *args, **kwargs)
 
@@ -253,7 +254,7 @@ class Controller:
         """Stored data or None; never fetches."""
         return self._thread.call(self._async.cache, endpoint, *args, **kwargs)
 
-    def set_response(self, endpoint: Endpoint[Any], *args: Any, **kwargs: object) -> None:
+    def set_response(self, endpoint: Endpoint[Any], *args: object, **kwargs: object) -> None:
         """Store `args[-1]` as the response of `endpoint(*args[:-1], **kwargs)`."""
         self._thread.call(self._async.set_response, endpoint, *args, **kwargs)
 
@@ -261,15 +262,15 @@ class Controller:
         """Store `args[-1]` as the error of `endpoint(*args[:-1], **kwargs)`."""
         self._thread.call(self._async.set_error, endpoint, *args, **kwargs)
 
-    def set(self, schema: SchemaLike, *args: Any, **kwargs: object) -> None:
+    def set(self, schema: SchemaLike, *args: object, **kwargs: object) -> None:
         """Write `args[-1]` into the store through `schema` (keywords join the first argument)."""
         self._thread.call(self._async.set, schema, *args, **kwargs)
 
-    def dispatch(self, action: Any) -> None:
+    def dispatch(self, action: Action) -> None:
         """Send an action through the managers to the store (on the loop thread)."""
         self._thread.call(self._async.dispatch, action)
 
-    def invalidate(self, endpoint: Endpoint[Any], *args: Any, **kwargs: object) -> None:
+    def invalidate(self, endpoint: Endpoint[Any], *args: object, **kwargs: object) -> None:
         """Drop the stored result of one call: readers refetch."""
         self._thread.call(self._async.invalidate, endpoint, *args, **kwargs)
 

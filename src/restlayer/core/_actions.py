@@ -9,9 +9,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from restlayer.core.expiry import DATA_EXPIRY, ERROR_EXPIRY
+
+if TYPE_CHECKING:
+    from restlayer.core.endpoint import Endpoint
+    from restlayer.schema import SchemaLike
 
 TestKey = Callable[[str], bool]
 
@@ -26,7 +30,7 @@ class Fetch:
     """
 
     type: ClassVar[str] = "fetch"
-    endpoint: Any
+    endpoint: Endpoint[object]
     args: tuple[Any, ...]
     key: str
     fetched_at: float
@@ -51,7 +55,7 @@ class SetResponse:
     """
 
     type: ClassVar[str] = "set_response"
-    endpoint: Any
+    endpoint: Endpoint[object]
     args: tuple[Any, ...]
     key: str
     response: Any
@@ -69,7 +73,7 @@ class Set:
     """Write `value` for `schema` and `args` straight into the entity tables."""
 
     type: ClassVar[str] = "set"
-    schema: Any
+    schema: SchemaLike
     args: tuple[Any, ...]
     value: Any
     date: float
@@ -113,7 +117,7 @@ class Subscribe:
     """Start (or join) polling `key` at the endpoint's `poll_frequency`."""
 
     type: ClassVar[str] = "subscribe"
-    endpoint: Any
+    endpoint: Endpoint[object]
     args: tuple[Any, ...]
     key: str
 
@@ -123,7 +127,7 @@ class Unsubscribe:
     """Leave polling of `key` (polling stops with the last subscriber)."""
 
     type: ClassVar[str] = "unsubscribe"
-    endpoint: Any
+    endpoint: Endpoint[object]
     args: tuple[Any, ...]
     key: str
 

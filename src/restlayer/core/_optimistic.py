@@ -83,8 +83,11 @@ _logged: weakref.WeakSet[act.Fetch] = weakref.WeakSet()
 def _expected(memo: MemoCache, view: State, entry: act.Fetch) -> Any:
     """The endpoint's expected response, or `_SKIP` when it aborts; other failures raise (logged once)."""
     snapshot = Snapshot(memo, view, entry.fetched_at)
+    expect = entry.endpoint.get_optimistic_response
+    if expect is None:  # only optimistic fetches are pending entries
+        return _SKIP
     try:
-        return entry.endpoint.get_optimistic_response(snapshot, *entry.args)
+        return expect(snapshot, *entry.args)
     except AbortOptimistic:
         return _SKIP
     except Exception:

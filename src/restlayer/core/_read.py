@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from restlayer._pmap import EMPTY
 from restlayer.core._state import State
@@ -24,13 +24,16 @@ from restlayer.schema import (
 )
 from restlayer.schema._base import compile_schema
 
+if TYPE_CHECKING:
+    from restlayer.schema._denormalize import Dep
+
 MISSING: Any = object()
 INF = float("inf")
 Refs = list[tuple[str, str]]
-_has_entities: dict[Any, bool] = {}
+_has_entities: dict[object, bool] = {}
 
 
-def has_entities(schema: Any) -> bool:
+def has_entities(schema: object) -> bool:
     """Whether results of `schema` reference entities (and so need denormalizing)."""
     node = compile_schema(schema)
     known = _has_entities.get(node)
@@ -41,10 +44,10 @@ def has_entities(schema: Any) -> bool:
     return known
 
 
-_deletes: dict[Any, bool] = {}
+_deletes: dict[object, bool] = {}
 
 
-def deletes(schema: Any) -> bool:
+def deletes(schema: object) -> bool:
     """Whether `schema` marks entities deleted (holds an `Invalidate`, at the top or in a container)."""
     node = compile_schema(schema)
     known = _deletes.get(node)
@@ -55,7 +58,7 @@ def deletes(schema: Any) -> bool:
     return known
 
 
-def _has_invalidate(node: Any) -> bool:
+def _has_invalidate(node: object) -> bool:
     if isinstance(node, Invalidate):
         return True
     if isinstance(node, (Query, Array, Values)):
@@ -65,7 +68,7 @@ def _has_invalidate(node: Any) -> bool:
     return False
 
 
-def _walk(node: Any) -> bool:
+def _walk(node: object) -> bool:
     if node is None:
         return False
     if isinstance(node, (type, Collection, Invalidate, All, Union)):
@@ -118,7 +121,7 @@ def refs_of(detail: Denormalized | None) -> Refs:
     return [] if detail is None else detail.refs
 
 
-def entity_expiry(deps: Any, state: State) -> float:
+def entity_expiry(deps: Iterable[Dep], state: State) -> float:
     """The smallest `expires_at` of the entities a read touched (infinity when none)."""
     lowest = INF
     tables = state.entities_meta

@@ -220,12 +220,12 @@ class Controller:
         """Denormalized read of any schema (Entity, Collection, Query, All, dict) from the store."""
         return self.memo.query(schema, merge_keywords(args, kwargs), self._current())
 
-    def get_error(self, endpoint: Endpoint[Any], *args: Any, **kwargs: object) -> BaseException | None:
+    def get_error(self, endpoint: Endpoint[Any], *args: object, **kwargs: object) -> BaseException | None:
         """The stored error, unless its policy is soft and data is still stored."""
         bound = self._bind(endpoint, args, kwargs)
         return None if bound is None else read_error(endpoint, bound, self._current())
 
-    def last_error(self, endpoint: Endpoint[Any], *args: Any, **kwargs: object) -> BaseException | None:
+    def last_error(self, endpoint: Endpoint[Any], *args: object, **kwargs: object) -> BaseException | None:
         """The error of the call's latest fetch, even one `get_error` hides (a soft failure, e.g. of a poll).
 
         While a soft failure keeps the old data showing, this tells that the data
@@ -367,7 +367,7 @@ class Controller:
         return cast(T, self._fetched(endpoint, bound, value))
 
     # ----- writes ---------------------------------------------------------------------------------
-    def set_response(self, endpoint: Endpoint[Any], *args: Any, **kwargs: object) -> None:
+    def set_response(self, endpoint: Endpoint[Any], *args: object, **kwargs: object) -> None:
         """Store `response` (the last positional argument) as the result of `endpoint(*args)`."""
         if not args:
             raise TypeError("set_response(endpoint, *args, response): the response is missing")
@@ -388,7 +388,7 @@ class Controller:
         self.dispatch(act.SetResponse(endpoint, bound, endpoint.key(*bound), error, now, now, expires, True,
                                       endpoint.error_policy(error)))
 
-    def set(self, schema: SchemaLike, *args: Any, **kwargs: object) -> None:
+    def set(self, schema: SchemaLike, *args: object, **kwargs: object) -> None:
         """Write `value` (last positional) into the entity tables.
 
         A callable value is an updater: it gets the current value and returns the
@@ -406,7 +406,7 @@ class Controller:
         now = self.now()
         self.dispatch(act.Set(schema, bound, value, now, now + DATA_EXPIRY))
 
-    def invalidate(self, endpoint: Endpoint[Any], *args: Any, **kwargs: object) -> None:
+    def invalidate(self, endpoint: Endpoint[Any], *args: object, **kwargs: object) -> None:
         """Drop the stored result: readers block on a refetch (status INVALID)."""
         bound = self._bind(endpoint, args, kwargs)
         if bound is not None:
@@ -424,7 +424,7 @@ class Controller:
         """Empty the store; in-flight fetches fail with ResetError and their replies are dropped."""
         self.dispatch(act.Reset(self.now()))
 
-    async def subscribe(self, endpoint: Endpoint[Any], *args: Any, **kwargs: object) -> None:
+    async def subscribe(self, endpoint: Endpoint[Any], *args: object, **kwargs: object) -> None:
         """Poll `endpoint(*args)` every `poll_frequency` ms until unsubscribed."""
         bound = self._bind(endpoint, args, kwargs)
         if bound is None:
@@ -433,7 +433,7 @@ class Controller:
             raise RestLayerError(f"{endpoint.name}: subscribe needs poll_frequency")
         self.dispatch(act.Subscribe(endpoint, bound, endpoint.key(*bound)))
 
-    async def unsubscribe(self, endpoint: Endpoint[Any], *args: Any, **kwargs: object) -> None:
+    async def unsubscribe(self, endpoint: Endpoint[Any], *args: object, **kwargs: object) -> None:
         """Undo one `subscribe`; polling stops with the last subscriber."""
         bound = self._bind(endpoint, args, kwargs)
         if bound is None or endpoint.poll_frequency is None:
@@ -531,7 +531,7 @@ class Controller:
         return self._watchers.add(Watcher(endpoint, bound, callback))
 
     @contextlib.asynccontextmanager
-    async def subscription(self, endpoint: Endpoint[Any], *args: Any, **kwargs: object) -> AsyncIterator[None]:
+    async def subscription(self, endpoint: Endpoint[Any], *args: object, **kwargs: object) -> AsyncIterator[None]:
         """`async with ctrl.subscription(ep, ...)`: polls at `poll_frequency` while open."""
         bound = self._bind(endpoint, args, kwargs)
         if bound is None:

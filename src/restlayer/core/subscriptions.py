@@ -8,7 +8,7 @@ is testable without timers; the manager only turns due times into
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from restlayer.core import _actions as act
 from restlayer.core.manager import Manager, Next
@@ -96,12 +96,12 @@ class SubscriptionManager(Manager):
             poll = self.polls[action.key] = Poll(action.endpoint, action.args, action.key)
         meta = controller.get_committed_state().meta.get(action.key)
         last = None if meta is None else meta.get("date")
-        if poll.add(action.endpoint.poll_frequency, controller.now(), last):
+        if poll.add(_frequency(action), controller.now(), last):
             self._schedule(poll)
 
     def _unsubscribe(self, controller: Controller, action: act.Unsubscribe) -> None:
         poll = self.polls.get(action.key)
-        if poll is None or not poll.remove(action.endpoint.poll_frequency, controller.now()):
+        if poll is None or not poll.remove(_frequency(action), controller.now()):
             return
         if poll.active:
             self._schedule(poll)
@@ -138,3 +138,8 @@ class SubscriptionManager(Manager):
         for key in list(self._handles):
             self._cancel(key)
         self.polls.clear()
+
+
+def _frequency(action: act.Subscribe | act.Unsubscribe) -> float:
+    """The polling period of a (un)subscribe: the Controller dispatches them only for endpoints that poll."""
+    return cast(float, action.endpoint.poll_frequency)
