@@ -23,7 +23,7 @@ Hold = Callable[[str | None, list[tuple[str, str]]], None]
 log = logging.getLogger("restlayer")
 
 
-def changed(old: Any, new: Any) -> bool:
+def changed(old: object, new: object) -> bool:
     """Identity changed and the values differ (a failing `==` counts as different)."""
     if new is old:
         return False
@@ -38,7 +38,7 @@ class Watcher:
 
     __slots__ = ("args", "callback", "endpoint", "key", "last", "refs")
 
-    def __init__(self, endpoint: Endpoint[object], args: tuple[Any, ...], callback: Callable[[Any], Any]) -> None:
+    def __init__(self, endpoint: Endpoint[object], args: tuple[Any, ...], callback: Callable[[Any], object]) -> None:
         self.endpoint = endpoint
         self.args = args
         self.callback = callback

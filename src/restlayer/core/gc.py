@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from restlayer.core import _actions as act
 
@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 
 EntityRef = tuple[str, str]
 MIN_LIFETIME = 120_000
+
+K = TypeVar("K")  # a counted item: an endpoint key or an entity reference
 
 
 class GCPolicy:
@@ -126,7 +128,7 @@ class GCPolicy:
             self._handle = None
 
 
-def _decrement(counts: dict[Any, int], item: Any, queue: set[Any]) -> None:
+def _decrement(counts: dict[K, int], item: K, queue: set[K]) -> None:
     count = counts.get(item, 0) - 1
     if count > 0:
         counts[item] = count
