@@ -159,12 +159,12 @@ else:
     ExtendedResource = Resource  # one class at run time
 
 
-def _schema_label(schema: Any) -> str:
+def _schema_label(schema: object) -> str:
     """The prefix of member names: the schema class name (`Todo.get`)."""
     return str(getattr(schema, "__name__", None) or getattr(schema, "name", None) or type(schema).__name__)
 
 
-def _is_entity_like(schema: Any) -> bool:
+def _is_entity_like(schema: object) -> bool:
     """Whether `delete` should wrap the schema in Invalidate (an Entity class or a Union)."""
     from restlayer.schema import Entity, Union
 
@@ -178,7 +178,7 @@ def _delete_process(value: Any, *args: Any) -> Any:
     return (args[0] if args else None) or {}
 
 
-def _as_dict(value: Any) -> dict[str, Any]:
+def _as_dict(value: object) -> dict[str, Any]:
     """A body or stored entity as a plain dict (for optimistic responses)."""
     if value is None:
         return {}
@@ -190,7 +190,7 @@ def _as_dict(value: Any) -> dict[str, Any]:
     return {}
 
 
-def _optimistic_update(snapshot: Any, params: Any = None, body: Any = None, *rest: Any) -> Any:
+def _optimistic_update(snapshot: object, params: object = None, body: object = None, *rest: object) -> object:
     """Expected reply of a create or update: the params overlaid with the body."""
     return {**_as_dict(params), **_as_dict(body)}
 
@@ -198,7 +198,9 @@ def _optimistic_update(snapshot: Any, params: Any = None, body: Any = None, *res
 def _optimistic_partial(schema: Any) -> Callable[..., Any]:
     """Expected reply of a partial update: params, the stored entity, then the body."""
 
-    def get_optimistic_response(snapshot: Any, params: Any = None, body: Any = None, *rest: Any) -> Any:
+    def get_optimistic_response(
+        snapshot: Any, params: object = None, body: object = None, *rest: object
+    ) -> object:
         stored = snapshot.get(schema, params)
         if not stored:
             raise snapshot.abort
@@ -207,7 +209,7 @@ def _optimistic_partial(schema: Any) -> Callable[..., Any]:
     return get_optimistic_response
 
 
-def _optimistic_delete(snapshot: Any, params: Any = None, *rest: Any) -> Any:
+def _optimistic_delete(snapshot: object, params: object = None, *rest: object) -> object:
     """Expected reply of a delete: the params naming the entity."""
     return params
 
