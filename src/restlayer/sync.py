@@ -86,7 +86,7 @@ class _LoopThread:
         with self._lock:
             self._pending.discard(future)
 
-    def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    def call(self, fn: Callable[..., T], *args: object, **kwargs: object) -> T:
         """Call a plain function on the loop thread and return its result."""
 
         async def invoke() -> T:

@@ -68,7 +68,7 @@ def _operation_label(get_query: Callable[[Any], str]) -> str | None:
     return text if len(text) <= _NAME_LENGTH else text[: _NAME_LENGTH - 3] + "..."
 
 
-def _key_json(variables: Any) -> str:
+def _key_json(variables: object) -> str:
     """Compact JSON of the variables, member order kept (the key's second half)."""
     return json.dumps(variables, separators=(",", ":"), ensure_ascii=False)
 
@@ -145,7 +145,7 @@ class GQLEndpoint(RestEndpoint[T_co]):
         return GQLSubscription(endpoint, ws_url or ws_url_of(self.url_prefix))
 
     def _operation(
-        self, query: QueryText, schema: Any, side_effect: bool | None, options: dict[str, Any]
+        self, query: QueryText, schema: object, side_effect: bool | None, options: dict[str, Any]
     ) -> GQLEndpoint[Any]:
         """`query` / `mutation`: this endpoint extended with `get_query`, schema and side_effect."""
         get_query = _query_getter(query)
@@ -170,7 +170,7 @@ class GQLEndpoint(RestEndpoint[T_co]):
         """The GraphQL server's address (variables never enter the URL)."""
         return self.url_prefix
 
-    def key(self, *args: Any) -> str:
+    def key(self, *args: object) -> str:
         """`"<query> <compact JSON of the variables>"`; member order is kept."""
         variables = split_call(args, False)[0]
         return f"{self.get_query(variables)} {_key_json(variables)}"
