@@ -35,8 +35,9 @@ class Todo(Entity):
 def _body(megabytes: float) -> bytes:
     one = len(json.dumps({"id": 100000, "userId": 10, "title": "todo number 100000 " * 2, "completed": True}))
     count = int(megabytes * 1_000_000 / (one + 2))
-    items = [{"id": i, "userId": i % 10, "title": f"todo number {i} " * 2, "completed": i % 2 == 0}
-             for i in range(count)]
+    items = [
+        {"id": i, "userId": i % 10, "title": f"todo number {i} " * 2, "completed": i % 2 == 0} for i in range(count)
+    ]
     return json.dumps(items).encode()
 
 

@@ -36,8 +36,9 @@ class Todo(Entity):
 
 
 def _items(n: int, start: int = 1) -> list[dict[str, Any]]:
-    return [{"id": i, "userId": i % 10 + 1, "title": f"todo {i}", "completed": i % 2 == 0}
-            for i in range(start, start + n)]
+    return [
+        {"id": i, "userId": i % 10 + 1, "title": f"todo {i}", "completed": i % 2 == 0} for i in range(start, start + n)
+    ]
 
 
 def _best(fn: Callable[[], Any], repeat: int = 7, number: int = 100) -> float:
@@ -68,8 +69,10 @@ def bench_memo() -> None:
     state = ctrl.get_state()
     result = state.endpoints[ep.key()]
     cold = _best(lambda: denormalize([Todo], result, state.entities), number=20)
-    print(f"(a) get_response memo hit {hit * 1e6:.2f} us; cold denormalize {cold * 1e6:.0f} us; "
-          f"ratio {cold / hit:.0f}x (target >= 100x)")
+    print(
+        f"(a) get_response memo hit {hit * 1e6:.2f} us; cold denormalize {cold * 1e6:.0f} us; "
+        f"ratio {cold / hit:.0f}x (target >= 100x)"
+    )
 
 
 def _store_of(n: int) -> tuple[Controller, RestEndpoint]:
@@ -96,8 +99,10 @@ def bench_write() -> None:
     for n in (1_000, 100_000):
         times[n] = _best(_writer(n), repeat=9, number=300)
     ratio = times[100_000] / times[1_000]
-    print(f"(b) set_response into 1,000: {times[1_000] * 1e6:.1f} us; into 100,000: "
-          f"{times[100_000] * 1e6:.1f} us; ratio {ratio:.2f} (target <= 1.5)")
+    print(
+        f"(b) set_response into 1,000: {times[1_000] * 1e6:.1f} us; into 100,000: "
+        f"{times[100_000] * 1e6:.1f} us; ratio {ratio:.2f} (target <= 1.5)"
+    )
 
 
 async def bench_fetch(url: str, rounds: int = 30, per_round: int = 20) -> None:
@@ -131,8 +136,10 @@ async def bench_fetch(url: str, rounds: int = 30, per_round: int = 20) -> None:
     n = rounds * per_round
     raw_ms, ctrl_ms = totals["raw"] / n * 1000, totals["ctrl"] / n * 1000
     json_ms = totals["json"] / n * 1000
-    print(f"(c) raw httpx + normalize {raw_ms:.3f} ms; ctrl.fetch {ctrl_ms:.3f} ms; "
-          f"overhead {(ctrl_ms / raw_ms - 1) * 100:+.1f}% (target <= 15%)")
+    print(
+        f"(c) raw httpx + normalize {raw_ms:.3f} ms; ctrl.fetch {ctrl_ms:.3f} ms; "
+        f"overhead {(ctrl_ms / raw_ms - 1) * 100:+.1f}% (target <= 15%)"
+    )
     print(f"    raw httpx + json.loads {json_ms:.3f} ms; ctrl.fetch / that: {ctrl_ms / json_ms:.2f}x (target <= 1.25)")
 
 
@@ -166,9 +173,11 @@ def bench_memory(n: int = 100_000) -> None:
     policy.sweep()
     after = _traced(lambda: None) - base
     tracemalloc.stop()
-    print(f"(d) {(full - empty) / n:.0f} bytes per stored entity ({n:,} entities); empty store "
-          f"{empty / 1024:.1f} KiB, after expire_all + sweep {after / 1024:.1f} KiB "
-          f"({(after - empty) / max(empty, 1) * 100:+.1f}%; target within 10%)")
+    print(
+        f"(d) {(full - empty) / n:.0f} bytes per stored entity ({n:,} entities); empty store "
+        f"{empty / 1024:.1f} KiB, after expire_all + sweep {after / 1024:.1f} KiB "
+        f"({(after - empty) / max(empty, 1) * 100:+.1f}%; target within 10%)"
+    )
 
 
 def main() -> None:

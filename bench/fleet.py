@@ -130,24 +130,31 @@ def main() -> None:
             alone = requests_for(server, ids)
             together = requests_for(server, ids, "--redis", redis.url, "--namespace", secrets.token_hex(4))
             ratio = together / alone
-            print(f"(a) {WORKERS} workers x {KEYS} keys: {alone} requests alone, {together} sharing "
-                  f"(ratio {ratio:.3f}; target <= {1 / WORKERS:.3f})")
+            print(
+                f"(a) {WORKERS} workers x {KEYS} keys: {alone} requests alone, {together} sharing "
+                f"(ratio {ratio:.3f}; target <= {1 / WORKERS:.3f})"
+            )
             delays = sorted(propagation(server, redis.url))
             p50 = statistics.median(delays)
             p99 = delays[min(len(delays) - 1, int(len(delays) * 0.99))]
-            print(f"(b) propagation to {WORKERS - 1} workers, {len(delays)} samples: p50 {p50:.2f} ms, "
-                  f"p99 {p99:.2f} ms (target p99 <= 100 ms)")
+            print(
+                f"(b) propagation to {WORKERS - 1} workers, {len(delays)} samples: p50 {p50:.2f} ms, "
+                f"p99 {p99:.2f} ms (target p99 <= 100 ms)"
+            )
             memo, write_ms, write_ratio = asyncio.run(in_process(server, redis.url))
             print(f"(c) memo-hit read, shared/local: {memo:.3f}x (target <= 1.1)")
             print(f"(d) write-through: {write_ms:.3f} ms per stored response ({write_ratio:.1f}x the local write)")
             requests, first, second = warm_restart(server, ids)
-            print(f"(e) warm restart: second run sent {requests} requests for {KEYS} keys; "
-                  f"start-up {first * 1000:.0f} ms then {second * 1000:.0f} ms")
-            print(f"fleet: requests_ratio={ratio:.3f} propagation_p50_ms={p50:.2f} propagation_p99_ms={p99:.2f} "
-                  f"memo_ratio={memo:.3f} warm_restart_requests={requests}")
+            print(
+                f"(e) warm restart: second run sent {requests} requests for {KEYS} keys; "
+                f"start-up {first * 1000:.0f} ms then {second * 1000:.0f} ms"
+            )
+            print(
+                f"fleet: requests_ratio={ratio:.3f} propagation_p50_ms={p50:.2f} propagation_p99_ms={p99:.2f} "
+                f"memo_ratio={memo:.3f} warm_restart_requests={requests}"
+            )
     finally:
         redis.close()
-
 
 
 if __name__ == "__main__":

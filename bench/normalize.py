@@ -68,10 +68,11 @@ def one_project_update(data: dict[str, Any]) -> dict[str, Any]:
     return {
         **src,
         "name": src["name"] + " (renamed)",
-        "buildTypes": {"buildType": [
-            {**b, "paused": not b["paused"]} if i == 0 else b
-            for i, b in enumerate(src["buildTypes"]["buildType"])
-        ]},
+        "buildTypes": {
+            "buildType": [
+                {**b, "paused": not b["paused"]} if i == 0 else b for i, b in enumerate(src["buildTypes"]["buildType"])
+            ]
+        },
     }
 
 
@@ -106,25 +107,40 @@ def js_cases(data: dict[str, Any]) -> dict[str, Case]:
         "denormalizeLong (fresh MemoCache)": lambda: MemoCache().denormalize(ProjectSchema, result, entities),
         "withCache new entities object": alternating(MemoCache(), ProjectSchema, result, same_a, same_b),
         "memo read after unrelated change": alternating(MemoCache(), ProjectSchema, result, changed_a, changed_b),
-        "setOneEntity": lambda: normalize(
-            ProjectWithBuildTypesDescription, project, state=full, meta=LATER_META),
+        "setOneEntity": lambda: normalize(ProjectWithBuildTypesDescription, project, state=full, meta=LATER_META),
     }
 
 
 def synthetic(i: int, name: str | None = None) -> dict[str, Any]:
     """Build type s{i} (the same rule as the side-by-side harness)."""
-    return {"id": f"s{i}", "internalId": f"bt{i}", "name": name if name is not None else f"Build {i}",
-            "type": "regular", "paused": i % 7 == 0, "projectId": f"P{i % 1000}"}
+    return {
+        "id": f"s{i}",
+        "internalId": f"bt{i}",
+        "name": name if name is not None else f"Build {i}",
+        "type": "regular",
+        "paused": i % 7 == 0,
+        "projectId": f"P{i % 1000}",
+    }
 
 
 def scaled(data: dict[str, Any], k: int) -> dict[str, Any]:
     """data.json copied k times with unique ids."""
-    return {"project": [
-        {**p, "id": f"{p['id']}~{c}", "buildTypes": {"buildType": [
-            {**b, "id": f"{b['id']}~{c}", "projectId": f"{b['projectId']}~{c}"}
-            for b in p["buildTypes"]["buildType"]]}}
-        for c in range(k) for p in data["project"]
-    ]}
+    return {
+        "project": [
+            {
+                **p,
+                "id": f"{p['id']}~{c}",
+                "buildTypes": {
+                    "buildType": [
+                        {**b, "id": f"{b['id']}~{c}", "projectId": f"{b['projectId']}~{c}"}
+                        for b in p["buildTypes"]["buildType"]
+                    ]
+                },
+            }
+            for c in range(k)
+            for p in data["project"]
+        ]
+    }
 
 
 def store_of(n: int) -> Any:
@@ -188,8 +204,10 @@ def gc_pauses(data: dict[str, Any], n: int, min_time: float) -> None:
         memo.denormalize(BuildTypeList, ids, big.entities)
         times.append(time.perf_counter() - start)
     times.sort()
-    print(f"    memo-hit reads with the big store alive: p50 {times[5000] * 1e6:.1f} us, "
-          f"p99 {times[9900] * 1e6:.1f} us, max {times[-1] * 1e3:.2f} ms (target p99 < 1 ms)")
+    print(
+        f"    memo-hit reads with the big store alive: p50 {times[5000] * 1e6:.1f} us, "
+        f"p99 {times[9900] * 1e6:.1f} us, max {times[-1] * 1e3:.2f} ms (target p99 < 1 ms)"
+    )
     started = time.perf_counter()
     gc.collect()
     print(f"    one explicit full collection with the big store alive: {(time.perf_counter() - started) * 1e3:.0f} ms")
@@ -210,8 +228,10 @@ def memory_per_entity(n: int) -> None:
     memo.denormalize(BuildTypeList, store.result, store.entities)
     read = tracemalloc.get_traced_memory()[0]
     tracemalloc.stop()
-    print(f"memory per entity ({n:,} entities): parsed JSON {parsed / n:.0f} B, store {stored / n:.0f} B "
-          f"({stored / parsed:.2f}x), store + one memoized read of all {read / n:.0f} B ({read / parsed:.2f}x)")
+    print(
+        f"memory per entity ({n:,} entities): parsed JSON {parsed / n:.0f} B, store {stored / n:.0f} B "
+        f"({stored / parsed:.2f}x), store + one memoized read of all {read / n:.0f} B ({read / parsed:.2f}x)"
+    )
 
 
 def main() -> None:
@@ -221,8 +241,7 @@ def main() -> None:
     parser.add_argument("--min-time", type=float, default=0.5, help="seconds of timed batches per case")
     opts = parser.parse_args()
     data = load()
-    print(f"data.json: {len(data['project'])} projects "
-          f"(median ops/s of >= 5 batches, min..max in parentheses)")
+    print(f"data.json: {len(data['project'])} projects (median ops/s of >= 5 batches, min..max in parentheses)")
     for name, fn in js_cases(data).items():
         report(name, fn, opts.min_time)
     if opts.scaling:

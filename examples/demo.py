@@ -88,8 +88,10 @@ async def run(server: LocalServer) -> None:
     todos = ctrl.cache(TodoResource.get_list, userId=1)
     user = ctrl.cache(UserResource.get, id=1, expand="todos")
     say(f"after:  list[0].title={todos[0].title!r}, user.todos[0].title={user.todos[0].title!r}")
-    check("one PATCH request, both views updated from the store",
-          log.total - before == 1 and todos[0].title == user.todos[0].title == "Buy oat milk")
+    check(
+        "one PATCH request, both views updated from the store",
+        log.total - before == 1 and todos[0].title == user.todos[0].title == "Buy oat milk",
+    )
 
     step("Create a todo; it appears in exactly the lists it belongs to")
     user2 = await ctrl.suspense(TodoResource.get_list, userId=2)
@@ -97,14 +99,18 @@ async def run(server: LocalServer) -> None:
     ones = ctrl.cache(TodoResource.get_list, userId=1)
     twos = ctrl.cache(TodoResource.get_list, userId=2)
     say(f"created todo {new.id}; user 1 list: {titles(ones)}")
-    check("added to user 1's list, not to user 2's",
-          new.id in [t.id for t in ones] and new.id not in [t.id for t in twos] and len(twos) == len(user2))
+    check(
+        "added to user 1's list, not to user 2's",
+        new.id in [t.id for t in ones] and new.id not in [t.id for t in twos] and len(twos) == len(user2),
+    )
 
     step("Delete a todo; it disappears everywhere")
     await ctrl.fetch(TodoResource.delete, id=new.id)
     ones = ctrl.cache(TodoResource.get_list, userId=1)
-    check("gone from the list and from the entity table",
-          new.id not in [t.id for t in ones] and ctrl.get(Todo, {"id": new.id}) is None)
+    check(
+        "gone from the list and from the entity table",
+        new.id not in [t.id for t in ones] and ctrl.get(Todo, {"id": new.id}) is None,
+    )
 
     step("Optimistic update: visible at once, rolled back when the server refuses")
     target = ones[0]

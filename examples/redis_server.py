@@ -42,9 +42,24 @@ class RedisServer:
     def start(self, timeout: float = 10.0) -> None:
         """Start the server and wait for its "Ready to accept connections" line."""
         self.process = subprocess.Popen(
-            [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--dir", self.dir, "--loglevel", "notice"],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, bufsize=0,
+            [
+                self.binary,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                self.dir,
+                "--loglevel",
+                "notice",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            bufsize=0,
         )
         assert self.process.stdout is not None
         fd = self.process.stdout.fileno()
@@ -65,6 +80,7 @@ class RedisServer:
 
     def _drain(self, fd: int) -> None:
         """Keep reading the server's log in the background so a full pipe never blocks it."""
+
         def run() -> None:
             with contextlib.suppress(OSError):
                 while os.read(fd, 65536):

@@ -53,9 +53,7 @@ def _python_blocks(path: Path, root: Path = DOCS) -> list[Block]:
         words = match["info"].split()
         start = i + 1
         i = start
-        while i < len(lines) and not (
-            lines[i].strip().startswith(fence) and lines[i].strip().strip(fence[0]) == ""
-        ):
+        while i < len(lines) and not (lines[i].strip().startswith(fence) and lines[i].strip().strip(fence[0]) == ""):
             i += 1
         body = [line[len(indent) :] if line.startswith(indent) else line for line in lines[start:i]]
         i += 1
@@ -92,7 +90,7 @@ def test_block_extraction(tmp_path: Path) -> None:
         "```python\na = 1\n```\n"
         "```python skip\nnot python\n```\n"
         "```bash\nls\n```\n"
-        '!!! note\n    ```python\n    b = a + 1\n    ```\n',
+        "!!! note\n    ```python\n    b = a + 1\n    ```\n",
         encoding="utf-8",
     )
     blocks = _python_blocks(page, root=tmp_path)

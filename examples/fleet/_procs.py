@@ -21,7 +21,11 @@ class Worker:
         env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
         self.process = subprocess.Popen(
             [sys.executable, "-m", "examples.fleet.worker", "--api", api, *extra],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=ROOT, env=env, bufsize=0,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            cwd=ROOT,
+            env=env,
+            bufsize=0,
         )
         self._buffer = b""
 

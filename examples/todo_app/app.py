@@ -153,8 +153,9 @@ def TodoApp() -> Any:
     banner = []
     if error is not None:
         banner = [
-            solara.v.Alert(type="error", outlined=True, children=[f"Change refused: {explain(error)}"],
-                           class_="error-banner"),
+            solara.v.Alert(
+                type="error", outlined=True, children=[f"Change refused: {explain(error)}"], class_="error-banner"
+            ),
             solara.Button("Dismiss", on_click=lambda: set_error(None), text=True),
         ]
     return solara.Column(

@@ -134,8 +134,6 @@ class ClientLoopError(RestLayerError):
     """The httpx client in use is bound to an event loop that is closed or not the running one."""
 
 
-
-
 class SchemaError(RestLayerError):
     """Data does not fit its schema (wrong shape, no usable primary key, invalid).
 

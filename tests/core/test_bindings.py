@@ -20,8 +20,9 @@ async def test_suspense_fetches_once_then_cached(ctrl: Controller, res: Any, api
     assert await ctrl.suspense(res.Todo.get, None) is None
 
 
-async def test_suspense_stale_returns_at_once_and_refreshes(rctrl: Controller, rec: Recorder, res: Any, api: Any,
-                                                            clock: Clock) -> None:
+async def test_suspense_stale_returns_at_once_and_refreshes(
+    rctrl: Controller, rec: Recorder, res: Any, api: Any, clock: Clock
+) -> None:
     first = await rctrl.suspense(res.Todo.get, id=1)
     clock.advance(60_001)
     assert await rctrl.suspense(res.Todo.get, id=1) is first

@@ -45,7 +45,10 @@ async def test_rejected_update_rolls_back(ctrl: Controller, res: Any) -> None:
 async def test_failing_mutation_to_status_400_rolls_back(ctrl: Controller, res: Any, api: Any) -> None:
     await ctrl.fetch(res.Todo.get, id=2)
     ep = RestEndpoint(
-        path="/_test/status/:code", url_prefix=api.url, method="PATCH", schema=Todo,
+        path="/_test/status/:code",
+        url_prefix=api.url,
+        method="PATCH",
+        schema=Todo,
         get_optimistic_response=lambda snap, params, body: {"id": 2, **body},
     )
     task = asyncio.ensure_future(ctrl.fetch(ep, {"code": 400}, {"title": "temp"}))
@@ -66,8 +69,13 @@ async def test_partial_update_aborts_when_not_stored(ctrl: Controller, res: Any)
 
 def titled(gates: Gates, title: str) -> RestEndpoint:
     """A PATCH held by the gate server whose reply sets Todo 5's title to `title`."""
-    return RestEndpoint(path="/gate/:name", url_prefix=gates.url, method="PATCH", schema=Todo,
-                        process=lambda value, *a: {"id": 5, "title": title})
+    return RestEndpoint(
+        path="/gate/:name",
+        url_prefix=gates.url,
+        method="PATCH",
+        schema=Todo,
+        process=lambda value, *a: {"id": 5, "title": title},
+    )
 
 
 async def overtaken_patches(ctrl: Controller, gates: Gates, clock: Clock) -> str:
@@ -85,15 +93,15 @@ async def overtaken_patches(ctrl: Controller, gates: Gates, clock: Clock) -> str
     return a
 
 
-async def test_last_started_wins_whatever_reply_order(cctrl: Controller, res: Any, gates: Gates,
-                                                      clock: Clock) -> None:
+async def test_last_started_wins_whatever_reply_order(cctrl: Controller, res: Any, gates: Gates, clock: Clock) -> None:
     await cctrl.fetch(res.Todo.get, id=5)
     await overtaken_patches(cctrl, gates, clock)
     assert present(cctrl.get(Todo, "5")).title == "second"
 
 
-async def test_refetch_overtaken_mutation_shows_the_server_state(res: Any, api: Any, gates: Gates,
-                                                                 clock: Clock) -> None:
+async def test_refetch_overtaken_mutation_shows_the_server_state(
+    res: Any, api: Any, gates: Gates, clock: Clock
+) -> None:
     rec = Recorder()
     asked: list[tuple[Any, ...]] = []
 

@@ -303,8 +303,12 @@ def test_move() -> None:
 
 def test_move_with_custom_merge() -> None:
     state = prepared()
-    r = normalize(TODOS.move_with(lambda existing, incoming: [*incoming, *existing]),
-                  {"id": 2, "userId": 1}, args=[{"id": 2}, {"userId": 1}], state=state)
+    r = normalize(
+        TODOS.move_with(lambda existing, incoming: [*incoming, *existing]),
+        {"id": 2, "userId": 1},
+        args=[{"id": 2}, {"userId": 1}],
+        state=state,
+    )
     assert lists(r)[K_U1] == ["2", "1"]
     assert lists(r)[K_U2] == []
 
@@ -407,8 +411,9 @@ VALUES = Collection(Values(Todo))
 
 
 def test_values_move_between_collections() -> None:
-    r = normalize(VALUES.move, {"id": 1, "userId": 2}, args=[{"id": 1}, {"userId": 2}],
-                  state=values_lists(), meta=meta(2000))
+    r = normalize(
+        VALUES.move, {"id": 1, "userId": 2}, args=[{"id": 1}, {"userId": 2}], state=values_lists(), meta=meta(2000)
+    )
     assert lists(r, "{Todo}") == {K_U1: {}, K_U2: {"2": "2", "1": "1"}}
     assert r.entities["Todo"]["1"]["userId"] == 2
     assert denormalize(VALUES.move, r.result, r.entities) == {"1": Todo.from_json({"id": 1, "userId": 2})}
@@ -423,8 +428,9 @@ def test_values_move_with_custom_merge() -> None:
 
 def test_values_move_that_stays_changes_no_collection() -> None:
     state = values_lists()
-    r = normalize(VALUES.move, {"id": 1, "userId": 1, "title": "t"}, args=[{"id": 1}, {"userId": 1}],
-                  state=state, meta=meta(2000))
+    r = normalize(
+        VALUES.move, {"id": 1, "userId": 1, "title": "t"}, args=[{"id": 1}, {"userId": 1}], state=state, meta=meta(2000)
+    )
     assert lists(r, "{Todo}") == lists(state, "{Todo}")
     assert r.entities["Todo"]["1"]["title"] == "t"
 

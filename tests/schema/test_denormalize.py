@@ -183,8 +183,7 @@ def test_defaults_and_undeclared_members() -> None:
     assert todo.completed is False
     assert todo.user_id == 0
     assert todo.extra == [1]
-    assert to_plain(todo) == {"id": "x", "user_id": 0, "title": "", "completed": False, "author": None,
-                              "extra": [1]}
+    assert to_plain(todo) == {"id": "x", "user_id": 0, "title": "", "completed": False, "author": None, "extra": [1]}
 
 
 def test_mutable_defaults_not_shared_between_instances() -> None:
@@ -243,8 +242,11 @@ CUser.schema = {"todos": [CTodo]}
 
 
 def cycle_store() -> Any:
-    data = {"id": 1, "name": "u", "todos": [{"id": 10, "title": "a", "author": {"id": 1}},
-                                            {"id": 11, "title": "b", "author": 1}]}
+    data = {
+        "id": 1,
+        "name": "u",
+        "todos": [{"id": 10, "title": "a", "author": {"id": 1}}, {"id": 11, "title": "b", "author": 1}],
+    }
     return normalize(CUser, data)
 
 

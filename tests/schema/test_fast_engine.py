@@ -139,8 +139,12 @@ INPUTS: dict[str, st.SearchStrategy[Any]] = {
     "list": st.one_of(st.lists(post, max_size=4), WEIRD),
     "cycle": st.lists(cycle, max_size=4),
     "shared": st.fixed_dictionaries(
-        {}, optional={"users": st.lists(user, max_size=3), "cards": st.lists(user, max_size=3),
-                      "posts": st.lists(post, max_size=2)}
+        {},
+        optional={
+            "users": st.lists(user, max_size=3),
+            "cards": st.lists(user, max_size=3),
+            "posts": st.lists(post, max_size=2),
+        },
     ),
 }
 

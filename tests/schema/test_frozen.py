@@ -67,8 +67,13 @@ def test_frozen_values_still_behave_as_plain_data() -> None:
     copied["a"].append(4)  # copies are plain and mutable
     assert type(copied) is dict and type(copy.copy(value["a"])) is list
     assert type(pickle.loads(pickle.dumps(value))) is dict
-    for change in (lambda: value["a"].extend([1]), lambda: value["a"].sort(), lambda: value.pop("a"),
-                   lambda: value.update({}), lambda: value["a"].__setitem__(0, 1)):
+    for change in (
+        lambda: value["a"].extend([1]),
+        lambda: value["a"].sort(),
+        lambda: value.pop("a"),
+        lambda: value.update({}),
+        lambda: value["a"].__setitem__(0, 1),
+    ):
         with pytest.raises(TypeError):
             change()
 

@@ -13,8 +13,10 @@ def base() -> Any:
     """List of Todo 1 and 2 with authors u1, u2."""
     return normalize(
         [Todo],
-        [{"id": 1, "title": "a", "author": {"id": "u1", "username": "one"}},
-         {"id": 2, "title": "b", "author": {"id": "u2", "username": "two"}}],
+        [
+            {"id": 1, "title": "a", "author": {"id": "u1", "username": "one"}},
+            {"id": 2, "title": "b", "author": {"id": "u2", "username": "two"}},
+        ],
         meta=meta(1000),
     )
 
@@ -25,8 +27,10 @@ def test_same_inputs_same_object() -> None:
     memo = MemoCache()
     first = memo.denormalize([Todo], r.result, r.entities)
     assert memo.denormalize([Todo], r.result, r.entities) is first
-    assert first == [Todo(id=1, title="a", author=User.from_json({"id": "u1", "username": "one"})),
-                     Todo(id=2, title="b", author=User.from_json({"id": "u2", "username": "two"}))]
+    assert first == [
+        Todo(id=1, title="a", author=User.from_json({"id": "u1", "username": "one"})),
+        Todo(id=2, title="b", author=User.from_json({"id": "u2", "username": "two"})),
+    ]
 
 
 def test_other_entity_keeps_result() -> None:

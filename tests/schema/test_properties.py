@@ -47,10 +47,7 @@ IDS = st.integers(min_value=0, max_value=30)
 @st.composite
 def world(draw: st.DrawFn) -> dict[str, dict[Any, dict[str, Any]]]:
     """One consistent record per entity id, every declared field present."""
-    users = {
-        i: {"id": i, "username": draw(TEXT), "admin": draw(st.booleans())}
-        for i in draw(st.sets(IDS, max_size=5))
-    }
+    users = {i: {"id": i, "username": draw(TEXT), "admin": draw(st.booleans())} for i in draw(st.sets(IDS, max_size=5))}
     user_ids = sorted(users)
     todos = {}
     for i in draw(st.sets(IDS, max_size=8)):

@@ -167,8 +167,14 @@ def test_all_order_is_insertion_order_across_writes_deletes_and_processes() -> N
         "print(','.join(u.id for u in MemoCache().query(All(U), [], r)))\n"
     )
     for seed in ("1", "2", "3"):
-        out = subprocess.run([sys.executable, "-c", script], env={**os.environ, "PYTHONHASHSEED": seed},
-                             capture_output=True, text=True, timeout=60, check=True)
+        out = subprocess.run(
+            [sys.executable, "-c", script],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
         assert out.stdout.strip() == ",".join(names)
 
 

@@ -47,14 +47,19 @@ def test_a_patch_survives_a_json_round_trip() -> None:
         entities=(row("a", 5), ("Todo", "2", None, meta(6)), ("[Todo]", "{}", ["1"], meta(6))),
         endpoints=(("GET /todos/1", "1", meta(5)),),
         indexes=(("User", "username", "bret", "1"), ("User", "username", "old", None)),
-        invalidated=("k1",), expired=("k2",), released=("k3",),
+        invalidated=("k1",),
+        expired=("k2",),
+        released=("k3",),
     )
     assert Patch.from_json(json.loads(json.dumps(patch.to_json()))) == patch
 
 
 def test_rows_from_two_writers_converge_whatever_the_arrival_order() -> None:
-    patches = [Patch(entities=(row("first", 10),)), Patch(entities=(row("second", 30),)),
-               Patch(entities=(row("third", 20),))]
+    patches = [
+        Patch(entities=(row("first", 10),)),
+        Patch(entities=(row("second", 30),)),
+        Patch(entities=(row("third", 20),)),
+    ]
     finals = set()
     for order in itertools.permutations(patches):
         state = EMPTY_STATE
@@ -76,12 +81,23 @@ def test_an_unchanged_row_keeps_the_very_same_state() -> None:
 
 
 def test_deletes_indexes_invalidation_and_expiry_apply() -> None:
-    state: State = merge_patch(EMPTY_STATE, Patch(
-        entities=(row("x", 5),), endpoints=(("a", "1", meta(5)), ("b", "1", meta(5))),
-        indexes=(("Todo", "title", "x", "1"),),
-    ))
-    state = merge_patch(state, Patch(entities=(("Todo", "1", None, meta(6)),), invalidated=("a",), expired=("b",),
-                                     indexes=(("Todo", "title", "x", None),)))
+    state: State = merge_patch(
+        EMPTY_STATE,
+        Patch(
+            entities=(row("x", 5),),
+            endpoints=(("a", "1", meta(5)), ("b", "1", meta(5))),
+            indexes=(("Todo", "title", "x", "1"),),
+        ),
+    )
+    state = merge_patch(
+        state,
+        Patch(
+            entities=(("Todo", "1", None, meta(6)),),
+            invalidated=("a",),
+            expired=("b",),
+            indexes=(("Todo", "title", "x", None),),
+        ),
+    )
     assert state.entities["Todo"]["1"] is INVALID
     assert state.indexes["Todo"]["title"]["x"] is INVALID
     assert "a" not in state.endpoints and state.meta["a"]["invalidated"] is True

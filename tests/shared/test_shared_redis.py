@@ -29,8 +29,9 @@ async def make(redis_server: RedisServer, namespace: str) -> AsyncIterator[Make]
     def build(url: str | None = None, **options: Any) -> Controller:
         lock_ms = options.pop("lock_ms", 5000)
         store = RedisStore(url or redis_server.url, namespace=namespace)
-        ctrl = Controller(shared=SharedManager(store, lock_ms=lock_ms,
-                                               clear_on_reset=options.pop("clear_on_reset", False)), **options)
+        ctrl = Controller(
+            shared=SharedManager(store, lock_ms=lock_ms, clear_on_reset=options.pop("clear_on_reset", False)), **options
+        )
         made.append(ctrl)
         return ctrl
 
@@ -185,8 +186,9 @@ async def test_a_dead_lock_holder_expires_and_the_waiter_fetches(
 async def test_a_failed_holder_releases_the_key_for_the_waiters(make: Make, res: Any, api: Any) -> None:
     a, b = make(), make()
     await started(a, b)
-    outcomes = await asyncio.gather(a.fetch(res.status, code=500), b.fetch(res.status, code=500),
-                                    return_exceptions=True)
+    outcomes = await asyncio.gather(
+        a.fetch(res.status, code=500), b.fetch(res.status, code=500), return_exceptions=True
+    )
     assert all(isinstance(o, Exception) for o in outcomes)
     assert 1 <= len(gets(api, "/_test/status/500")) <= 2
 

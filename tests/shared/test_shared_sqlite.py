@@ -82,7 +82,7 @@ async def test_malformed_rows_in_the_file_are_ignored_and_logged(
     await run(path, lambda ctrl: ctrl.suspense(res.Todo.get, id=1))
     with sqlite3.connect(path) as db:
         db.execute("UPDATE endpoints SET data = '{broken'")
-        db.execute("UPDATE entities SET data = '[\"Todo\", \"1\", 5, {}]'")
+        db.execute('UPDATE entities SET data = \'["Todo", "1", 5, {}]\'')
     with caplog.at_level(logging.WARNING, logger="restlayer.shared"):
         todo = await run(path, lambda ctrl: ctrl.suspense(res.Todo.get, id=1))
     assert todo == Todo(id=1, userId=1, title="delectus aut autem", completed=False)

@@ -17,7 +17,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 
-REGRESSED = '''
+REGRESSED = """
 from typing_extensions import assert_type
 
 from restlayer import Entity, RestEndpoint
@@ -30,7 +30,7 @@ class Todo(Entity):
 endpoint = RestEndpoint(path="/todos/:id", schema=Todo)
 assert_type(endpoint, RestEndpoint[list[Todo]])
 fine: int = 1  # type: ignore[assignment]  # pyright: ignore[reportAssignmentType]
-'''
+"""
 
 
 def _run(*command: str | Path) -> subprocess.CompletedProcess[str]:

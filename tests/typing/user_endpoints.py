@@ -78,6 +78,7 @@ page_endpoint = RestEndpoint(path="/feed", schema={"results": Collection([Todo])
 assert_type(page_endpoint.get_page, RestEndpoint[dict[str, Any]])
 assert_type(page_endpoint.push, RestEndpoint[Any])  # a list inside a dict: the item type is not inferred
 
+
 # A subclass names its result type explicitly.
 class AuthEndpoint(RestEndpoint[Any]):
     def get_headers(self, headers: dict[str, str]) -> dict[str, str]:

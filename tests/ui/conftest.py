@@ -70,8 +70,13 @@ def sctrl() -> Iterator[Controller]:
 # ---------------------------------------------------------------------------
 CHROMIUM = os.environ.get("RESTLAYER_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
-    "--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run",
+    "--no-sandbox",
+    "--headless",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
 ]
 INSTALL_HINT = "install it with `python3 dev.py setup` (as root on Debian) or `apt-get install -y chromium`"
 
@@ -110,7 +115,11 @@ class AppProcess:
         env = {**os.environ, "TODO_APP_POLL_MS": "300", "PYTHONUNBUFFERED": "1", "SOLARA_KERNEL_CULL_TIMEOUT": "0s"}
         self.process = subprocess.Popen(
             [sys.executable, "-m", "examples.todo_app", "--api", api_url, "--port", "0"],
-            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
         )
         self.output: list[str] = []
         ready: queue.Queue[str] = queue.Queue()

@@ -173,9 +173,7 @@ def test_cache_never_fetches_but_shows_what_another_component_fetched(
     assert gets(api, "/todos/3") == 1
 
 
-def test_change_of_an_unrelated_entity_does_not_rerender(
-    mount: Any, seen: Seen, sctrl: Controller, Todos: Any
-) -> None:
+def test_change_of_an_unrelated_entity_does_not_rerender(mount: Any, seen: Seen, sctrl: Controller, Todos: Any) -> None:
     sctrl.fetch(Todos.get, id=1)
     sctrl.fetch(Todos.get, id=2)
 

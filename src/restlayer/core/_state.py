@@ -88,4 +88,6 @@ def _plain(value: Any) -> Any:
     if isinstance(value, Sentinel):
         return repr(value)
     return str(value)
+
+
 EMPTY_STATE = State()

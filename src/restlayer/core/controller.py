@@ -242,7 +242,11 @@ class Controller:
         data = options.pop("data_expiry_length", endpoint.data_expiry_length)
         error = options.pop("error_expiry_length", endpoint.error_expiry_length)
         return act.Fetch(
-            endpoint, args, endpoint.key(*args), self.now(), **options,
+            endpoint,
+            args,
+            endpoint.key(*args),
+            self.now(),
+            **options,
             data_expiry_length=expiry_length(data, DATA_EXPIRY, "data_expiry_length"),
             error_expiry_length=expiry_length(error, ERROR_EXPIRY, "error_expiry_length"),
         )
@@ -269,7 +273,10 @@ class Controller:
     def poll(self, endpoint: Endpoint[object], args: tuple[Any, ...], frequency: float) -> None:
         """Start one background polling fetch of `endpoint(*args)` (bound args): short expiry, soft errors."""
         self._start(
-            endpoint, args, data_expiry_length=frequency / 2, error_expiry_length=frequency / 10,
+            endpoint,
+            args,
+            data_expiry_length=frequency / 2,
+            error_expiry_length=frequency / 10,
             error_policy=lambda error: "soft",
         )
 
@@ -285,12 +292,23 @@ class Controller:
         failure: BaseException | None
         if error is not None:
             policy, failure = _run_policy(fetch.error_policy or ep.error_policy, error, ep.name)
-            action = act.SetResponse(ep, fetch.args, fetch.key, error, fetch.fetched_at, date,
-                                     date + fetch.error_expiry_length, True, policy, fetch)
+            action = act.SetResponse(
+                ep,
+                fetch.args,
+                fetch.key,
+                error,
+                fetch.fetched_at,
+                date,
+                date + fetch.error_expiry_length,
+                True,
+                policy,
+                fetch,
+            )
             self.dispatch(action)
         else:
-            action = act.SetResponse(ep, fetch.args, fetch.key, value, fetch.fetched_at, date,
-                                     date + fetch.data_expiry_length, fetch=fetch)
+            action = act.SetResponse(
+                ep, fetch.args, fetch.key, value, fetch.fetched_at, date, date + fetch.data_expiry_length, fetch=fetch
+            )
             self.dispatch(action)
             failure = self._failures.pop(action, None)
             if failure is None and self.refetch_overtaken is not None and ep.side_effect:
@@ -299,8 +317,9 @@ class Controller:
             self._log_outcome(fetch, error, action.error_policy, failure)
         return failure
 
-    def _log_outcome(self, fetch: act.Fetch, error: BaseException | None, policy: str | None,
-                     failure: BaseException | None) -> None:
+    def _log_outcome(
+        self, fetch: act.Fetch, error: BaseException | None, policy: str | None, failure: BaseException | None
+    ) -> None:
         """One DEBUG line per committed fetch: stored (with its entity count) or failed."""
         if error is None and failure is None:
             refs = refs_of(read_response(self.memo, fetch.endpoint, fetch.args, self._current())[1])
@@ -331,8 +350,11 @@ class Controller:
     def abort(self, fetch: act.Fetch) -> None:
         """Forget a `"fetch"` action whose request was cancelled: only its optimistic update goes."""
         now = self.now()
-        self.dispatch(act.SetResponse(fetch.endpoint, fetch.args, fetch.key, None, fetch.fetched_at, now, now,
-                                      fetch=fetch, aborted=True))
+        self.dispatch(
+            act.SetResponse(
+                fetch.endpoint, fetch.args, fetch.key, None, fetch.fetched_at, now, now, fetch=fetch, aborted=True
+            )
+        )
 
     def _fetched(self, endpoint: Endpoint[object], args: tuple[Any, ...], value: Any) -> Any:
         """A fetch's return: the store's read of the result (what `cache` gives now, same object).
@@ -385,8 +407,11 @@ class Controller:
         bound = endpoint.bind(*rest, **kwargs)
         now = self.now()
         expires = now + expiry_length(endpoint.error_expiry_length, ERROR_EXPIRY, "error_expiry_length")
-        self.dispatch(act.SetResponse(endpoint, bound, endpoint.key(*bound), error, now, now, expires, True,
-                                      endpoint.error_policy(error)))
+        self.dispatch(
+            act.SetResponse(
+                endpoint, bound, endpoint.key(*bound), error, now, now, expires, True, endpoint.error_policy(error)
+            )
+        )
 
     def set(self, schema: SchemaLike, *args: object, **kwargs: object) -> None:
         """Write `value` (last positional) into the entity tables.

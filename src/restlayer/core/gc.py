@@ -77,10 +77,12 @@ class GCPolicy:
 
     def collect(self, state: State, now: float) -> act.GC | None:
         """The GC action for what can go now (queued, unheld, expired); the rest stays queued."""
-        keys = [k for k in self.queued_endpoints if k not in self.endpoint_counts and self.expired(
-            state.meta.get(k), now)]
-        refs = [r for r in self.queued_entities if r not in self.entity_counts and self.expired(
-            _entity_meta(state, r), now)]
+        keys = [
+            k for k in self.queued_endpoints if k not in self.endpoint_counts and self.expired(state.meta.get(k), now)
+        ]
+        refs = [
+            r for r in self.queued_entities if r not in self.entity_counts and self.expired(_entity_meta(state, r), now)
+        ]
         self.queued_endpoints.difference_update(keys)
         self.queued_entities.difference_update(refs)
         if not keys and not refs:

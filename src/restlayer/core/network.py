@@ -172,7 +172,10 @@ class NetworkManager(Manager):
 
     @staticmethod
     def _commit(
-        controller: Controller, action: act.Fetch, flight: _Flight, value: Any = None,
+        controller: Controller,
+        action: act.Fetch,
+        flight: _Flight,
+        value: Any = None,
         error: BaseException | None = None,
     ) -> None:
         """Store the outcome and settle the callers; they are settled even when storing fails."""

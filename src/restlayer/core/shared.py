@@ -303,8 +303,9 @@ class SharedManager(Manager):
             return
         elif isinstance(action, act.Set):
             meta = {"fetched_at": action.date, "date": action.date, "expires_at": action.expires_at}
-            rows, indexes, _ = _touched(controller.get_committed_state(), action.schema, action.value,
-                                        action.args, meta)
+            rows, indexes, _ = _touched(
+                controller.get_committed_state(), action.schema, action.value, action.args, meta
+            )
             self._enqueue(Write(Patch(entities=rows, indexes=indexes), now=controller.now()))
         elif isinstance(action, act.Invalidate):
             self._enqueue(Write(Patch(invalidated=action.keys), now=controller.now()))
@@ -333,8 +334,12 @@ class SharedManager(Manager):
         state = controller.get_committed_state()
         stored = state.meta.get(action.key)
         ok = (
-            not action.aborted and not action.error and stored is not None and stored.get("error") is None
-            and stored.get("fetched_at") == action.fetched_at and stored.get("date") == action.date
+            not action.aborted
+            and not action.error
+            and stored is not None
+            and stored.get("error") is None
+            and stored.get("fetched_at") == action.fetched_at
+            and stored.get("date") == action.date
         )
         if not ok or not self._may_write():
             if unlock and self._may_write():
@@ -346,8 +351,12 @@ class SharedManager(Manager):
         except Exception:  # the reducer stored it, so this does not happen; never break the caller
             log.exception("could not share %s", action.key)
             return
-        patch = Patch(entities=rows, endpoints=((action.key, state.endpoints.get(action.key), meta),),
-                      indexes=indexes, released=released)
+        patch = Patch(
+            entities=rows,
+            endpoints=((action.key, state.endpoints.get(action.key), meta),),
+            indexes=indexes,
+            released=released,
+        )
         self._enqueue(Write(patch, {action.key: (action.response, refs)}, unlock, controller.now()))
 
     # ----- writing ----------------------------------------------------------------------------
@@ -381,8 +390,9 @@ class SharedManager(Manager):
             log.warning("not shared (not JSON): %s", exc)
             if isinstance(item, Write) and item.unlock:
                 with contextlib.suppress(SharedStoreError):
-                    await self.store.write(Write(Patch(released=tuple(k for k, _ in item.unlock)),
-                                                 unlock=item.unlock, now=item.now))
+                    await self.store.write(
+                        Write(Patch(released=tuple(k for k, _ in item.unlock)), unlock=item.unlock, now=item.now)
+                    )
 
     # ----- read-through -----------------------------------------------------------------------
     def _read_through(self, controller: Controller, action: act.Fetch, next: Next) -> None:
@@ -472,8 +482,17 @@ class SharedManager(Manager):
         """Store a backend snapshot as if this process had fetched it, then answer the callers."""
         first = actions[0]
         meta = snapshot.meta
-        self._replay(act.SetResponse(first.endpoint, first.args, first.key, snapshot.response,
-                                     meta["fetched_at"], meta["date"], meta["expires_at"]))
+        self._replay(
+            act.SetResponse(
+                first.endpoint,
+                first.args,
+                first.key,
+                snapshot.response,
+                meta["fetched_at"],
+                meta["date"],
+                meta["expires_at"],
+            )
+        )
         if snapshot.entities:
             self._replay(act.Merge(Patch(entities=snapshot.entities)))
         for action in actions:
@@ -494,8 +513,11 @@ def _fresh(controller: Controller, key: str) -> bool:
     state = controller.get_committed_state()
     meta = state.meta.get(key)
     return (
-        meta is not None and key in state.endpoints and not meta.get("invalidated")
-        and meta.get("error") is None and controller.now() <= meta.get("expires_at", 0)
+        meta is not None
+        and key in state.endpoints
+        and not meta.get("invalidated")
+        and meta.get("error") is None
+        and controller.now() <= meta.get("expires_at", 0)
     )
 
 

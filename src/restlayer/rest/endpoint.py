@@ -411,9 +411,7 @@ class RestEndpoint(Generic[T_co]):
 
     async def parse_response(self, response: httpx.Response) -> Any:
         """The reply's value: by `content` when set, else by Content-Type."""
-        return await parse_reply(
-            response, self.content, self.schema, schema_set=self._schema_set, raw_ok=self._raw_ok
-        )
+        return await parse_reply(response, self.content, self.schema, schema_set=self._schema_set, raw_ok=self._raw_ok)
 
     def process(self, value: Any, *args: Any) -> Any:
         """Post-process the parsed value; `args` are the call arguments. Default: identity."""
@@ -485,6 +483,7 @@ class RestEndpoint(Generic[T_co]):
             ...
 
     else:
+
         @functools.cached_property
         def push(self) -> RestEndpoint[Any]:
             """POST that appends the created item to every matching list."""

@@ -198,9 +198,7 @@ def _optimistic_update(snapshot: object, params: object = None, body: object = N
 def _optimistic_partial(schema: Any) -> Callable[..., Any]:
     """Expected reply of a partial update: params, the stored entity, then the body."""
 
-    def get_optimistic_response(
-        snapshot: Any, params: object = None, body: object = None, *rest: object
-    ) -> object:
+    def get_optimistic_response(snapshot: Any, params: object = None, body: object = None, *rest: object) -> object:
         stored = snapshot.get(schema, params)
         if not stored:
             raise snapshot.abort

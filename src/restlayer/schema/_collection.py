@@ -368,8 +368,11 @@ class _Mover(Schema[Any]):
         before = []
         for index, item in enumerate(items):
             if not isinstance(item, Mapping):
-                raise SchemaError(f"A move takes objects, found {type(item).__name__}",
-                                  schema=repr(self), path=(index,) if item is not value else ())
+                raise SchemaError(
+                    f"A move takes objects, found {type(item).__name__}",
+                    schema=repr(self),
+                    path=(index,) if item is not value else (),
+                )
             before.append(self._before(item, parent, key, ctx))
         if coll.is_array:
             normalized = coll.node.normalize_value(items, parent, key, ctx)

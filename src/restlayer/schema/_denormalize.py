@@ -127,7 +127,10 @@ class Unvisit:
         item = coll.node.node
         hit = self.cache.get((key, pk))
         if (
-            hit is not None and hit[0] is record and len(hit) == 4 and hit[3] is item
+            hit is not None
+            and hit[0] is record
+            and len(hit) == 4
+            and hit[3] is item
             and (not self.checking or deps_valid(self.entities, hit[2], 1))
         ):
             self.deps.extend(hit[2])
@@ -251,9 +254,7 @@ def deps_valid(entities: Mapping[str, Any], deps: list[Dep], start: int = 0) -> 
 
 
 @no_gc
-def denormalize(
-    schema: Any, input: Any, entities: Mapping[str, Any], args: tuple[Any, ...] | list[Any] = ()
-) -> Any:
+def denormalize(schema: Any, input: Any, entities: Mapping[str, Any], args: tuple[Any, ...] | list[Any] = ()) -> Any:
     """Rebuild the value of `input` by `schema` from `entities`; None when it is invalid."""
     from restlayer.schema._fast import denormalize_with
 

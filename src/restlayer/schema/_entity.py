@@ -84,8 +84,7 @@ class Entity:
         cls._plain_build = cls.from_json.__func__ is Entity.from_json.__func__  # type: ignore[attr-defined]
         cls._plain_store = all(
             getattr(cls, name).__func__ is getattr(Entity, name).__func__
-            for name in ("merge", "merge_with_store", "merge_meta_with_store",
-                         "should_update", "should_reorder")
+            for name in ("merge", "merge_with_store", "merge_meta_with_store", "should_update", "should_reorder")
         )
         cls._checks_valid = cls.validate.__func__ is not Entity.validate.__func__  # type: ignore[attr-defined]
         cls._nested_for = None
@@ -322,11 +321,12 @@ def _check_definition(cls: type[Entity]) -> None:
     """Refuse a class whose fields collide with the machinery (TypeError naming the field)."""
     for name, annotation in inspect.get_annotations(cls).items():
         if name in _MACHINERY and not _is_classvar(annotation):
-            hint = (f"set it without an annotation (`{name} = ...`)" if name in _SETTINGS
-                    else "rename the field (and map it in process())")
-            raise TypeError(
-                f"{cls.__name__}: field {name!r} collides with Entity.{name}; {hint}"
+            hint = (
+                f"set it without an annotation (`{name} = ...`)"
+                if name in _SETTINGS
+                else "rename the field (and map it in process())"
             )
+            raise TypeError(f"{cls.__name__}: field {name!r} collides with Entity.{name}; {hint}")
     for name in _MACHINERY.difference(_SETTINGS):
         if name in cls.__dict__ and not callable(getattr(cls, name)):
             raise TypeError(f"{cls.__name__}: {name!r} is an Entity method and cannot be set to a value")

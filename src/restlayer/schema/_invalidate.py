@@ -49,8 +49,7 @@ class Invalidate(Schema[T]):
         elif isinstance(value, (str, int)) and not isinstance(value, bool):
             pk = to_text(value) or None
         else:
-            raise SchemaError(f"Expected an object or a primary key, found {type(value).__name__}",
-                              schema=repr(self))
+            raise SchemaError(f"Expected an object or a primary key, found {type(value).__name__}", schema=repr(self))
         if pk is None:
             raise SchemaError("Missing usable primary key", schema=repr(self))
         ctx.invalidate(node.key, pk)

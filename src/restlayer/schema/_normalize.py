@@ -104,8 +104,7 @@ class Normalizer:
         item = self.working_on
         while item is not None:  # the deferred ancestors of this value
             if item.value is value:
-                raise SchemaError(f"The input contains itself (a {schema.key} nested in itself)",
-                                  schema=schema.key)
+                raise SchemaError(f"The input contains itself (a {schema.key} nested in itself)", schema=schema.key)
             item = item.parent
         if not self.deferred:
             self.deferred = []
@@ -160,9 +159,7 @@ class Normalizer:
         else:
             existing_meta = self._stored_meta(key, pk)
             table[pk] = schema.merge_with_store(existing_meta, self.meta, existing, record)
-            self.pending_meta[key][pk] = schema.merge_meta_with_store(
-                existing_meta, self.meta, existing, record
-            )
+            self.pending_meta[key][pk] = schema.merge_meta_with_store(existing_meta, self.meta, existing, record)
         if schema.indexes:
             self._index(schema, pk, existing, table[pk])
 
@@ -246,8 +243,11 @@ def _tables_of(state: Any) -> tuple[Any, Any, Any]:
     if isinstance(state, Mapping):
         parts = (state.get("entities"), state.get("indexes"), state.get("entities_meta"))
     else:
-        parts = (getattr(state, "entities", None), getattr(state, "indexes", None),
-                 getattr(state, "entities_meta", None))
+        parts = (
+            getattr(state, "entities", None),
+            getattr(state, "indexes", None),
+            getattr(state, "entities_meta", None),
+        )
     return as_tables(parts[0], 2, ordered=True), as_tables(parts[1], 3), as_tables(parts[2], 2)
 
 

@@ -53,9 +53,7 @@ class Union(Schema["Entity"]):
         if name is None:
             return None, None
         if not isinstance(name, str):
-            raise SchemaError(
-                f"Union type attribute must be a string, found {type(name).__name__}", schema=repr(self)
-            )
+            raise SchemaError(f"Union type attribute must be a string, found {type(name).__name__}", schema=repr(self))
         return name, self.nodes.get(name)
 
     def normalize_value(self, value: Any, parent: Any, key: str | None, ctx: Normalizer) -> Any:

@@ -77,8 +77,15 @@ class RedisStore:
     `max_connections`: concurrent Redis calls of this process (more wait their turn).
     """
 
-    def __init__(self, url: str, *, namespace: str = "restlayer", keep_ms: float = 600_000,
-                 timeout: float = 30.0, max_connections: int = 64) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        namespace: str = "restlayer",
+        keep_ms: float = 600_000,
+        timeout: float = 30.0,
+        max_connections: int = 64,
+    ) -> None:
         if not namespace or any(c in namespace for c in "{}"):
             raise SharedStoreError(f"namespace {namespace!r} must be non-empty and without braces")
         self.url = url
@@ -142,8 +149,12 @@ class RedisStore:
     def _connect(self, read_timeout: float | None) -> Any:
         """A client whose calls wait (up to `timeout`) for one of `max_connections` connections."""
         pool = aioredis.BlockingConnectionPool.from_url(
-            self.url, max_connections=self.max_connections, timeout=self.timeout, socket_timeout=read_timeout,
-            socket_connect_timeout=self.timeout, socket_keepalive=True,
+            self.url,
+            max_connections=self.max_connections,
+            timeout=self.timeout,
+            socket_timeout=read_timeout,
+            socket_connect_timeout=self.timeout,
+            socket_keepalive=True,
         )
         return aioredis.Redis(connection_pool=pool, retry=Retry(NoBackoff(), 0), retry_on_error=[])
 
@@ -192,8 +203,17 @@ class RedisStore:
         keys, args = self._operations(write)
         patch = write.patch
         head = f'{{"src":{dumps(self.source)},'
-        tail = "," + dumps({"i": [list(r) for r in patch.indexes], "x": list(patch.invalidated),
-                            "o": list(patch.expired), "u": list(patch.released)})[1:]
+        tail = (
+            ","
+            + dumps(
+                {
+                    "i": [list(r) for r in patch.indexes],
+                    "x": list(patch.invalidated),
+                    "o": list(patch.expired),
+                    "u": list(patch.released),
+                }
+            )[1:]
+        )
         async with self._calls():
             await self._script(keys=keys, args=[self.channel, head, tail, *args])
 
@@ -208,8 +228,13 @@ class RedisStore:
         for key, result, meta in write.patch.endpoints:
             response, deps = write.responses.get(key, (None, ()))
             keys.append(self.endpoint_key(key))
-            args += ["r", repr(float(meta["fetched_at"])), endpoint_record(response, result, meta, deps),
-                     lifetime_ms(meta, write.now, self.keep_ms), dumps([key, result, meta])]
+            args += [
+                "r",
+                repr(float(meta["fetched_at"])),
+                endpoint_record(response, result, meta, deps),
+                lifetime_ms(meta, write.now, self.keep_ms),
+                dumps([key, result, meta]),
+            ]
         for kind, names in (("x", write.patch.invalidated), ("o", write.patch.expired)):
             for key in names:
                 keys.append(self.endpoint_key(key))

@@ -138,10 +138,12 @@ class SQLiteStore:
                 (key, meta["fetched_at"], endpoint_record(response, result, meta, deps), self._until(meta, write.now)),
             )
         db.executemany("INSERT OR REPLACE INTO indexes VALUES (?, ?, ?, ?)", patch.indexes)
-        db.executemany(f"UPDATE endpoints SET expired = {_INVALIDATED} WHERE key = ?",
-                       [(k,) for k in patch.invalidated])
-        db.executemany(f"UPDATE endpoints SET expired = {_EXPIRED} WHERE key = ? AND expired = 0",
-                       [(k,) for k in patch.expired])
+        db.executemany(
+            f"UPDATE endpoints SET expired = {_INVALIDATED} WHERE key = ?", [(k,) for k in patch.invalidated]
+        )
+        db.executemany(
+            f"UPDATE endpoints SET expired = {_EXPIRED} WHERE key = ? AND expired = 0", [(k,) for k in patch.expired]
+        )
 
     def _until(self, meta: dict[str, float], now: float) -> float:
         return (now or _now_ms()) + lifetime_ms(meta, now or _now_ms(), self.keep_ms)
