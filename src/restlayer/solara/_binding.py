@@ -38,28 +38,17 @@ class Binding:
     def watch(self, endpoint: Any, args: tuple[Any, ...], on_change: Callable[[], Any]) -> Callable[[], None]:
         """Call `on_change()` (on the delivery thread) whenever `endpoint(*args)` reads differently."""
         unwatch = self.controller.watch(endpoint, *args, callback=lambda _data: self.deliver(on_change))
-        with self._lock:
-            self.watching += 1
-        done = False
-
-        def stop() -> None:
-            nonlocal done
-            with self._lock:
-                if done:
-                    return
-                done = True
-                self.watching -= 1
-                if self.closed and self.owned:  # the controller is gone, and its watchers with it
-                    return
-            unwatch()
-
-        return stop
+        return self._counted("watching", unwatch)
 
     def subscribe(self, endpoint: Any, args: tuple[Any, ...]) -> Callable[[], None]:
         """Poll `endpoint(*args)` until the returned function is called."""
         self.controller.subscribe(endpoint, *args)
+        return self._counted("subscribed", lambda: self.controller.unsubscribe(endpoint, *args))
+
+    def _counted(self, counter: str, undo: Callable[[], object]) -> Callable[[], None]:
+        """Count one live watch/subscription in `counter`; the returned stop runs `undo` once."""
         with self._lock:
-            self.subscribed += 1
+            setattr(self, counter, getattr(self, counter) + 1)
         done = False
 
         def stop() -> None:
@@ -68,10 +57,10 @@ class Binding:
                 if done:
                     return
                 done = True
-                self.subscribed -= 1
+                setattr(self, counter, getattr(self, counter) - 1)
                 if self.closed and self.owned:  # the controller is gone, and its watchers with it
                     return
-            self.controller.unsubscribe(endpoint, *args)
+            undo()
 
         return stop
 
