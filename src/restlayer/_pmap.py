@@ -23,11 +23,14 @@ class PMap(Mapping[K, V], Generic[K, V]):
     """An immutable mapping; `set`, `delete` and `update` return new maps."""
 
     __slots__ = ("_map", "get")
+    _map: immutables.Map[K, V]
 
     def __init__(self, items: Mapping[K, V] | immutables.Map[K, V] | None = None) -> None:
         m: immutables.Map[K, V]
         if isinstance(items, immutables.Map):
             m = items
+        elif isinstance(items, PMap):  # share the other map's trie (immutables.Map refuses a PMap)
+            m = items._map
         else:
             m = immutables.Map(items or {})
         self._map = m
@@ -161,3 +164,19 @@ class OrderedPMap(PMap[K, V]):
 
 
 _LOG_LOCK = threading.Lock()
+
+
+def merge_tables(
+    tables: PMap[str, PMap[str, Any]], pending: Mapping[str, Mapping[str, Any]], ordered: bool = False
+) -> PMap[str, PMap[str, Any]]:
+    """`tables` with each table's `pending` rows set; entity tables (`ordered`) keep their insertion order."""
+    if not pending:
+        return tables
+    changes: dict[str, PMap[str, Any]] = {}
+    for key, rows in pending.items():
+        current = tables.get(key)
+        if current is None:
+            changes[key] = OrderedPMap(rows) if ordered else PMap(rows)
+        else:
+            changes[key] = (OrderedPMap.of(current) if ordered else current).update(rows)
+    return tables.update(changes)

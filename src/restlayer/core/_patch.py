@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from restlayer._pmap import EMPTY, OrderedPMap, PMap
+from restlayer._pmap import EMPTY, PMap, merge_tables
 from restlayer.core._state import State
 from restlayer.schema import INVALID
 
@@ -158,24 +158,7 @@ def _merge_entities(state: State, rows: Iterable[EntityRow]) -> tuple[Any, Any]:
             continue
         tables.setdefault(key, {})[pk] = value
         metas.setdefault(key, {})[pk] = meta
-    return _update_rows(entities, tables, ordered=True), _update_rows(entities_meta, metas)
-
-
-def _update_rows(tables: PMap[str, Any], rows: dict[str, dict[str, Any]], ordered: bool = False) -> PMap[str, Any]:
-    """`tables` with `rows` set; entity tables (`ordered`) keep remembering their insertion order."""
-    if not rows:
-        return tables
-    changes: dict[str, PMap[str, Any]] = {}
-    for key, new in rows.items():
-        current = tables.get(key)
-        if not ordered:
-            changes[key] = PMap(new) if current is None else current.update(new)
-        elif current is None:
-            changes[key] = OrderedPMap(new)
-        else:
-            table = current if current.__class__ is OrderedPMap else OrderedPMap(dict(current.items()))
-            changes[key] = table.update(new)
-    return tables.update(changes)
+    return merge_tables(entities, tables, ordered=True), merge_tables(entities_meta, metas)
 
 
 def _merge_indexes(indexes: PMap[str, Any], rows: Iterable[IndexRow]) -> PMap[str, Any]:

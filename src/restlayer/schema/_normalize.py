@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from restlayer._gc import no_gc
-from restlayer._pmap import EMPTY, OrderedPMap, PMap
+from restlayer._pmap import EMPTY, OrderedPMap, PMap, merge_tables
 from restlayer._text import to_text
 from restlayer.errors import SchemaError
 from restlayer.schema._base import INVALID, compile_schema, normalize_members, schema_name
@@ -201,29 +201,10 @@ class Normalizer:
         """Merge the pending writes into new persistent tables."""
         return NormalizedResult(
             result,
-            _merge_tables(self.entities, self.pending, ordered=True),
+            merge_tables(self.entities, self.pending, ordered=True),
             _merge_indexes(self.indexes, self.pending_indexes),
-            _merge_tables(self.entities_meta, self.pending_meta),
+            merge_tables(self.entities_meta, self.pending_meta),
         )
-
-
-def _merge_tables(tables: Tables, pending: dict[str, dict[str, Any]], ordered: bool = False) -> Tables:
-    """New tables with the pending rows set; entity tables (`ordered`) remember insertion order."""
-    if not pending:
-        return tables
-    changes: dict[str, PMap[str, Any]] = {}
-    for key, rows in pending.items():
-        current = tables.get(key)
-        if ordered:
-            if current is None:
-                changes[key] = OrderedPMap(rows)
-            elif current.__class__ is OrderedPMap:
-                changes[key] = current.update(rows)
-            else:
-                changes[key] = OrderedPMap(current).update(rows)
-        else:
-            changes[key] = PMap(rows) if current is None else current.update(rows)
-    return tables.update(changes)
 
 
 def _merge_indexes(indexes: Any, pending: dict[str, dict[str, dict[str, Any]]]) -> Any:
@@ -232,7 +213,7 @@ def _merge_indexes(indexes: Any, pending: dict[str, dict[str, dict[str, Any]]]) 
     changes = {}
     for key, fields in pending.items():
         current = indexes.get(key) or EMPTY
-        changes[key] = _merge_tables(current, fields)
+        changes[key] = merge_tables(current, fields)
     return indexes.update(changes)
 
 
