@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -30,32 +31,27 @@ if TYPE_CHECKING:
 MISSING: Any = object()
 INF = float("inf")
 Refs = list[tuple[str, str]]
-_has_entities: dict[object, bool] = {}
 
 
 def has_entities(schema: object) -> bool:
     """Whether results of `schema` reference entities (and so need denormalizing)."""
-    node = compile_schema(schema)
-    known = _has_entities.get(node)
-    if known is None:
-        if len(_has_entities) > 4096:
-            _has_entities.clear()
-        known = _has_entities[node] = _walk(node)
-    return known
-
-
-_deletes: dict[object, bool] = {}
+    return _node_has_entities(compile_schema(schema))
 
 
 def deletes(schema: object) -> bool:
     """Whether `schema` marks entities deleted (holds an `Invalidate`, at the top or in a container)."""
-    node = compile_schema(schema)
-    known = _deletes.get(node)
-    if known is None:
-        if len(_deletes) > 4096:
-            _deletes.clear()
-        known = _deletes[node] = _has_invalidate(node)
-    return known
+    return _node_deletes(compile_schema(schema))
+
+
+# Answers per compiled schema node, bounded (the nodes of a program are few; inline schemas come and go).
+@functools.lru_cache(maxsize=4096)
+def _node_has_entities(node: Any) -> bool:
+    return _walk(node)
+
+
+@functools.lru_cache(maxsize=4096)
+def _node_deletes(node: Any) -> bool:
+    return _has_invalidate(node)
 
 
 def _has_invalidate(node: object) -> bool:
