@@ -107,7 +107,7 @@ def test_values_collection_refetch() -> None:
 
 
 def test_deleted_collection_replaced() -> None:
-    state = normalize(Invalidate(TODOS.node.node), {"id": 1})
+    state = normalize(Invalidate(Todo), {"id": 1})
     state = normalize(TODOS, [{"id": 1}], args=[{"userId": 1}], state=state)
     r = normalize(TODOS, [{"id": 2}], args=[{"userId": 1}], state=state)
     assert r.entities["[Todo]"][K_U1] == ["2"]

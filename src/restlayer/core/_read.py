@@ -3,32 +3,21 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Final
 
 from restlayer._pmap import EMPTY
+from restlayer._typing import T
 from restlayer.core._state import State
 from restlayer.core.endpoint import Endpoint
 from restlayer.core.expiry import ExpiryStatus, Response
-from restlayer.schema import (
-    All,
-    Array,
-    Collection,
-    Denormalized,
-    Invalidate,
-    MemoCache,
-    Object,
-    Query,
-    Union,
-    Values,
-    denormalize,
-)
-from restlayer.schema._base import compile_schema
+from restlayer.schema import Denormalized, MemoCache, denormalize
+from restlayer.schema._base import Node, compile_schema
 
 if TYPE_CHECKING:
     from restlayer.schema._denormalize import Dep
 
-MISSING: Any = object()
+MISSING: Final = object()
 INF = float("inf")
 Refs = list[tuple[str, str]]
 
@@ -43,40 +32,23 @@ def deletes(schema: object) -> bool:
     return _node_deletes(compile_schema(schema))
 
 
+# Each schema type answers for itself (`Schema.has_entities`, `Schema.deletes_entities`).
+def _has_entities(node: Node | None) -> bool:
+    return node is not None and node.has_entities()
+
+
+def _deletes(node: Node | None) -> bool:
+    return node is not None and node.deletes_entities()
+
+
 # Answers per compiled schema node, bounded (the nodes of a program are few; inline schemas come and go).
-@functools.lru_cache(maxsize=4096)
-def _node_has_entities(node: Any) -> bool:
-    return _walk(node)
+# Typed by what the cache accepts: checkers do not see an Entity class as hashable (its `__hash__`
+# is the instances'), though every node is.
+_node_has_entities: Callable[[object], bool] = functools.lru_cache(maxsize=4096)(_has_entities)
+_node_deletes: Callable[[object], bool] = functools.lru_cache(maxsize=4096)(_deletes)
 
 
-@functools.lru_cache(maxsize=4096)
-def _node_deletes(node: Any) -> bool:
-    return _has_invalidate(node)
-
-
-def _has_invalidate(node: object) -> bool:
-    if isinstance(node, Invalidate):
-        return True
-    if isinstance(node, (Query, Array, Values)):
-        return _has_invalidate(node.node)
-    if isinstance(node, Object):
-        return any(_has_invalidate(child) for child in node.nodes.values())
-    return False
-
-
-def _walk(node: object) -> bool:
-    if node is None:
-        return False
-    if isinstance(node, (type, Collection, Invalidate, All, Union)):
-        return True
-    if isinstance(node, (Query, Array, Values)):
-        return _walk(node.node)
-    if isinstance(node, Object):
-        return any(_walk(child) for child in node.nodes.values())
-    return True  # derived collection schemas and user Schema subclasses
-
-
-def expiry_status(invalid: bool, invalid_if_stale: bool, meta: Mapping[str, Any] | None) -> ExpiryStatus:
+def expiry_status(invalid: bool, invalid_if_stale: bool, meta: Mapping[str, object] | None) -> ExpiryStatus:
     """INVALID when invalidated or invalid without an error; IIS when invalid with one or stale-is-invalid."""
     has_error = meta is not None and meta.get("error") is not None
     if (meta is not None and meta.get("invalidated")) or (invalid and not has_error):
@@ -87,8 +59,8 @@ def expiry_status(invalid: bool, invalid_if_stale: bool, meta: Mapping[str, Any]
 
 
 def read_response(
-    memo: MemoCache, endpoint: Endpoint[object], args: tuple[Any, ...], state: State
-) -> tuple[Response[Any], Denormalized | None]:
+    memo: MemoCache, endpoint: Endpoint[T], args: tuple[object, ...], state: State
+) -> tuple[Response[T], Denormalized | None]:
     """The endpoint's Response for `args` from `state`, plus the read's detail (see `refs_of`)."""
     key = endpoint.key(*args)
     meta = state.meta.get(key)
@@ -129,7 +101,7 @@ def entity_expiry(deps: Iterable[Dep], state: State) -> float:
     return lowest
 
 
-def read_error(endpoint: Endpoint[object], args: tuple[Any, ...], state: State) -> BaseException | None:
+def read_error(endpoint: Endpoint[object], args: tuple[object, ...], state: State) -> BaseException | None:
     """`meta[key].error`, hidden when the policy is soft and data is still stored."""
     key = endpoint.key(*args)
     meta = state.meta.get(key)
@@ -141,7 +113,7 @@ def read_error(endpoint: Endpoint[object], args: tuple[Any, ...], state: State) 
     return error
 
 
-def empty_form(endpoint: Endpoint[object], args: tuple[Any, ...], state: State) -> Any:
+def empty_form(endpoint: Endpoint[object], args: tuple[object, ...], state: State) -> object:
     """What a loading read shows: the stored result against empty entity tables (no stale entities)."""
     cached = state.endpoints.get(endpoint.key(*args))
     if cached is None:
@@ -149,6 +121,6 @@ def empty_form(endpoint: Endpoint[object], args: tuple[Any, ...], state: State) 
     return denormalize(endpoint.schema, cached, EMPTY, args)
 
 
-def needs_fetch(response: Response[Any], now: float) -> bool:
+def needs_fetch(response: Response[object], now: float) -> bool:
     """Whether a reader should start a fetch: expired, or invalid."""
     return now > response.expires_at or response.expiry_status == ExpiryStatus.INVALID

@@ -7,8 +7,8 @@ single method call per node instead of type tests.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Generic, TypeAlias
+from collections.abc import Callable, Hashable, Mapping
+from typing import TYPE_CHECKING, Any, Final, Generic, TypeAlias, cast
 
 from restlayer._sentinel import Sentinel
 from restlayer._typing import T_co
@@ -20,7 +20,8 @@ if TYPE_CHECKING:
     from restlayer.schema._normalize import Normalizer
 
 
-INVALID: Any = Sentinel("INVALID")
+INVALID: Final = Sentinel("INVALID")
+"""Stands for a deleted entity in the store, and for an invalid read while denormalizing."""
 
 MAX_DEPTH = 64
 """Entities nested deeper than this in one stretch are finished later from a queue, so normalize
@@ -42,19 +43,36 @@ class Schema(Generic[T_co]):
     __slots__ = ()
 
     def normalize_value(
-        self, value: Any, parent: Any, key: str | None, ctx: Normalizer
-    ) -> Any:  # pragma: no cover - abstract
+        self, value: object, parent: object, key: str | None, ctx: Normalizer
+    ) -> object:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def denormalize_value(self, value: Any, unvisit: Unvisit) -> Any:  # pragma: no cover
+    # `value` is stored (normalized) JSON, whose shape each schema knows and reads unchecked.
+    def denormalize_value(self, value: Any, unvisit: Unvisit) -> object:  # pragma: no cover
         raise NotImplementedError
 
-    def query_key(self, args: tuple[Any, ...], unvisit: Unvisit) -> Any:
+    def query_key(self, args: tuple[object, ...], unvisit: Unvisit) -> object:
         """Most schemas cannot be read from the store without a response."""
         return None
 
+    def has_entities(self) -> bool:
+        """Whether values of this schema reference stored entities, so a read must denormalize them.
 
-def normalize_members(record: dict[str, Any], nodes: dict[str, Any], parent: Any, ctx: Normalizer) -> None:
+        Default: True (the safe answer); containers answer for their members.
+        """
+        return True
+
+    def deletes_entities(self) -> bool:
+        """Whether normalizing by this schema marks entities deleted (an `Invalidate` inside).
+
+        Default: False; containers answer for their members.
+        """
+        return False
+
+
+def normalize_members(
+    record: dict[str, object], nodes: Mapping[str, Node | None], parent: object, ctx: Normalizer
+) -> None:
     """Replace each present member of `record` named in `nodes` by its normalized form, in place.
 
     Shared by `Object` and `Entity`; a failure gains the member name in its path.
@@ -71,15 +89,17 @@ def normalize_members(record: dict[str, Any], nodes: dict[str, Any], parent: Any
 
 #: What a `schema` argument accepts: an Entity class, a schema node, a dict or
 #: one-item list shorthand, or None (data kept as is).
-SchemaLike: TypeAlias = "type[Entity] | Schema[Any] | Mapping[str, Any] | list[Any] | None"
+#: (`list[Any]`: a list is invariant, so `[Todo]` held in a `list[type[Todo]]` variable must fit too.)
+SchemaLike: TypeAlias = "type[Entity] | Schema[object] | Mapping[str, object] | list[Any] | None"
 
-Node = Any  # a compiled schema: an Entity class or a Schema instance (or None for "as is")
+#: A compiled schema: an Entity class or a Schema instance (`None` stands for "as is").
+Node: TypeAlias = "Schema[object] | type[Entity]"
 
-_compiled: dict[Any, Node] = {}
+_compiled: dict[Hashable, Node | None] = {}
 _MAX_COMPILED = 4096
 
 
-def _signature(schema: Any) -> Any:
+def _signature(schema: object) -> Hashable:
     """A hashable description of a shorthand, so equal shorthands share one node."""
     if isinstance(schema, list):
         return ("list", *(_signature(s) for s in schema))
@@ -92,13 +112,13 @@ def _signature(schema: Any) -> Any:
     return schema
 
 
-def compile_schema(schema: Any) -> Node:
+def compile_schema(schema: object) -> Node | None:
     """The node tree for `schema`, compiling dict/list shorthands (cached by their structure)."""
     if schema is None or isinstance(schema, Schema):
         return schema
     if isinstance(schema, type):
         if hasattr(schema, "normalize_value"):
-            return schema
+            return cast("type[Entity]", schema)  # an Entity class (or one built to the same protocol)
         raise TypeError(f"{schema.__name__} is not a schema (expected an Entity subclass)")
     if isinstance(schema, (dict, list)):
         signature = _signature(schema)
@@ -112,21 +132,30 @@ def compile_schema(schema: Any) -> Node:
     return None  # a plain value in a schema position means "keep the data as is"
 
 
-def _compile_shorthand(schema: dict[str, Any] | list[Any]) -> Node:
+def required_node(schema: object, owner: str) -> Node:
+    """`compile_schema` for a schema that must be there (`Query(...)`, `Invalidate(...)`): None is a TypeError."""
+    node = compile_schema(schema)
+    if node is None:
+        raise TypeError(f"{owner} needs a schema (an Entity class or a schema node), got {schema!r}")
+    return node
+
+
+def _compile_shorthand(schema: Mapping[str, object] | list[object]) -> Node:
     from restlayer.schema._containers import Array, Object
 
     if isinstance(schema, list):
         if len(schema) != 1:
             raise TypeError(f"A list schema holds exactly one schema, got {len(schema)}")
-        return Array(schema[0])
+        node: Node = Array(schema[0])  # type: ignore[call-overload]  # any member: compiled in turn
+        return node
     return Object(schema)
 
 
-def schema_name(node: Any) -> str:
+def schema_name(node: object) -> str:
     """A readable name for error messages."""
     if isinstance(node, type):
         return node.__name__
     return repr(node)
 
 
-KeyFn = Callable[..., Any]
+KeyFn = Callable[..., object]

@@ -8,39 +8,46 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, overload
 
 from restlayer._text import to_text
-from restlayer._typing import E, T
+from restlayer._typing import E, T_co
 from restlayer.errors import SchemaError
 from restlayer.schema._base import INVALID, Schema, compile_schema, schema_name
 from restlayer.schema._containers import Array, Object, Values
+from restlayer.schema._entity import Meta
 
 if TYPE_CHECKING:
     from restlayer.schema._denormalize import Unvisit
     from restlayer.schema._normalize import Normalizer
 
-KeyFilter = Callable[[Mapping[str, Any]], bool]
+#: Accepts or refuses a stored list by the values its key was built from.
+KeyFilter = Callable[[Mapping[str, object]], bool]
 FilterFactory = Callable[..., KeyFilter]
-Merge = Callable[[Any, Any], Any]
+#: Combines a stored list (or dict) of refs with incoming refs; both are stored JSON of the list's shape.
+Merge = Callable[[Any, Any], object]
+#: Builds a stored list's key values from the call arguments.
+ArgsKey = Callable[..., Mapping[str, object]]
+#: Builds a nested list's key values from its parent record (stored JSON) and member name.
+NestKey = Callable[[Mapping[str, Any], str], Mapping[str, object]]
 #: Argument names that do not decide membership: names, a pattern, or a predicate.
 NonFilter = Sequence[str] | str | re.Pattern[str] | Callable[[str], bool]
 
 
 @lru_cache(maxsize=4096)
-def _parse_key(pk: str) -> Mapping[str, Any]:
+def _parse_key(pk: str) -> Mapping[str, object]:
     parsed = json.loads(pk)
     return parsed if isinstance(parsed, dict) else {}
 
 
-def serialize_key(values: Mapping[str, Any] | None) -> str:
+def serialize_key(values: Mapping[str, object] | None) -> str:
     """Collection pk text: numbers and bools as text, `None` left out, keys sorted, compact JSON.
 
     Other values JSON cannot hold (dates, UUIDs, Decimals...) appear as the text the URL shows.
     """
-    clean = {}
+    clean: dict[str, object] = {}
     for k, v in (values or {}).items():
         if v is None:
             continue
@@ -48,7 +55,7 @@ def serialize_key(values: Mapping[str, Any] | None) -> str:
     return json.dumps(clean, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=to_text)
 
 
-def _default_args_key(*args: Any) -> Mapping[str, Any]:
+def _default_args_key(*args: object) -> Mapping[str, object]:
     first = args[0] if args else None
     return dict(first) if isinstance(first, Mapping) else {}
 
@@ -64,42 +71,44 @@ def _non_filter_predicate(option: NonFilter) -> Callable[[str], bool]:
 
 
 # ----- merges ----------------------------------------------------------------------------
-def push_merge(existing: Any, incoming: Any) -> Any:
+def push_merge(existing: Iterable[object], incoming: Iterable[object]) -> list[object]:
     return [*existing, *incoming]
 
 
-def unshift_merge(existing: Any, incoming: Any) -> Any:
+def unshift_merge(existing: Iterable[object], incoming: Iterable[object]) -> list[object]:
     return [*incoming, *existing]
 
 
-def values_merge(existing: Any, incoming: Any) -> Any:
+def values_merge(existing: Mapping[str, object], incoming: Mapping[str, object]) -> dict[str, object]:
     return {**existing, **incoming}
 
 
-def append_unique_merge(existing: Any, incoming: Any) -> Any:
+def append_unique_merge(existing: Iterable[object], incoming: Iterable[object]) -> list[object]:
     """Pagination: add the incoming pks not already present, keeping existing order."""
     seen = set(map(_ref_key, existing))
     return [*existing, *(pk for pk in incoming if _ref_key(pk) not in seen)]
 
 
-def remove_merge(existing: Any, incoming: Any) -> Any:
+def remove_merge(existing: Iterable[object], incoming: Iterable[object]) -> list[object]:
     gone = set(map(_ref_key, incoming))
     return [pk for pk in existing if _ref_key(pk) not in gone]
 
 
-def values_remove_merge(existing: Any, incoming: Any) -> Any:
+def values_remove_merge(
+    existing: Mapping[str, object], incoming: Mapping[str, object] | Iterable[object]
+) -> dict[str, object]:
     gone = set(map(_ref_key, incoming.values() if isinstance(incoming, Mapping) else incoming))
     return {k: v for k, v in existing.items() if _ref_key(v) not in gone}
 
 
-def _ref_key(ref: Any) -> Any:
+def _ref_key(ref: object) -> Hashable:
     """Hashable identity of a normalized reference (a pk, or a Union's id and schema)."""
     if isinstance(ref, Mapping):
         return (ref.get("id"), ref.get("schema"))
     return ref
 
 
-class Collection(Schema[T]):
+class Collection(Schema[T_co]):
     """A list or `Values` of entities stored under a key from the call arguments.
 
     `args_key(*args)` (default: the first argument) or, inside an entity,
@@ -114,8 +123,8 @@ class Collection(Schema[T]):
         self: Collection[list[E]],
         schema: list[type[E]],
         *,
-        args_key: Callable[..., Mapping[str, Any]] | None = ...,
-        nest_key: Callable[[Any, str], Mapping[str, Any]] | None = ...,
+        args_key: ArgsKey | None = ...,
+        nest_key: NestKey | None = ...,
         non_filter_argument_keys: NonFilter | None = ...,
         create_collection_filter: FilterFactory | None = ...,
     ) -> None: ...
@@ -124,27 +133,27 @@ class Collection(Schema[T]):
         self: Collection[list[Any]],
         schema: list[Any],
         *,
-        args_key: Callable[..., Mapping[str, Any]] | None = ...,
-        nest_key: Callable[[Any, str], Mapping[str, Any]] | None = ...,
+        args_key: ArgsKey | None = ...,
+        nest_key: NestKey | None = ...,
         non_filter_argument_keys: NonFilter | None = ...,
         create_collection_filter: FilterFactory | None = ...,
     ) -> None: ...
     @overload
     def __init__(
         self,
-        schema: Schema[T],
+        schema: Schema[T_co],
         *,
-        args_key: Callable[..., Mapping[str, Any]] | None = ...,
-        nest_key: Callable[[Any, str], Mapping[str, Any]] | None = ...,
+        args_key: ArgsKey | None = ...,
+        nest_key: NestKey | None = ...,
         non_filter_argument_keys: NonFilter | None = ...,
         create_collection_filter: FilterFactory | None = ...,
     ) -> None: ...
     def __init__(
         self,
-        schema: Any,
+        schema: object,
         *,
-        args_key: Callable[..., Mapping[str, Any]] | None = None,
-        nest_key: Callable[[Any, str], Mapping[str, Any]] | None = None,
+        args_key: ArgsKey | None = None,
+        nest_key: NestKey | None = None,
         non_filter_argument_keys: NonFilter | None = None,
         create_collection_filter: FilterFactory | None = None,
     ) -> None:
@@ -167,6 +176,7 @@ class Collection(Schema[T]):
             setattr(self, "create_collection_filter", create_collection_filter)  # noqa: B010
         add = push_merge if self.is_array else values_merge
         removal = remove_merge if self.is_array else values_remove_merge
+        # What a create/remove/move reads: one item for a call that sent one, else the list.
         self.push: Schema[Any] = _Adder(self, push_merge, creating=True)
         self.unshift: Schema[Any] = _Adder(self, unshift_merge, creating=True)
         self.assign: Schema[Any] = _Adder(self, values_merge, creating=True)
@@ -185,7 +195,7 @@ class Collection(Schema[T]):
         """A move schema that adds to the destination lists with `merge`."""
         return _Mover(self, merge, remove_merge if self.is_array else values_remove_merge)
 
-    def paginated(self, remove_cursor: Callable[..., Any]) -> Schema[Any]:
+    def paginated(self, remove_cursor: Callable[..., Iterable[object]]) -> Schema[Any]:
         """Next-page schema: this same list (keyed by `remove_cursor(*args)`), unique items appended."""
         return _Paginator(self, remove_cursor)
 
@@ -194,23 +204,23 @@ class Collection(Schema[T]):
         """Whether argument `name` leaves list membership alone; default: names starting `order`."""
         return name.startswith("order")
 
-    def create_collection_filter(self, *args: Any) -> KeyFilter:
+    def create_collection_filter(self, *args: object) -> KeyFilter:
         """The test a stored list's key must pass to receive a create with these arguments."""
         return self.default_filter(*args)
 
-    def pk(self, value: Any, parent: Any, key: str | None, args: tuple[Any, ...]) -> str:
+    def pk(self, value: object, parent: object, key: str | None, args: tuple[object, ...]) -> str:
         """The stored list's key text for these arguments (or parent, when nested)."""
         if self.nest_key is not None and key is not None and isinstance(parent, Mapping):
             return serialize_key(self.nest_key(parent, key))
         return serialize_key(self.args_key(*args))
 
-    def default_filter(self, *args: Any) -> KeyFilter:
+    def default_filter(self, *args: object) -> KeyFilter:
         """Accept a stored list when each of its key values equals the first or second argument's."""
-        first = args[0] if args and isinstance(args[0], Mapping) else {}
-        second = args[1] if len(args) > 1 and isinstance(args[1], Mapping) else {}
+        first: Mapping[str, object] = args[0] if args and isinstance(args[0], Mapping) else {}
+        second: Mapping[str, object] = args[1] if len(args) > 1 and isinstance(args[1], Mapping) else {}
         non_filter = self.non_filter_argument_keys
 
-        def accept(key_values: Mapping[str, Any]) -> bool:
+        def accept(key_values: Mapping[str, object]) -> bool:
             for name, want in key_values.items():
                 if non_filter(name):
                     continue
@@ -225,50 +235,52 @@ class Collection(Schema[T]):
     indexes: tuple[str, ...] = ()
     _plain_store = True
 
-    def merge(self, existing: Any, incoming: Any) -> Any:
+    def merge(self, existing: object, incoming: object) -> object:
         """A refetched list replaces the stored one."""
         return incoming
 
-    def merge_with_store(self, existing_meta: Any, incoming_meta: Any, existing: Any, incoming: Any) -> Any:
+    def merge_with_store(self, existing_meta: Meta, incoming_meta: Meta, existing: object, incoming: object) -> object:
         """Stored lists are not mappings: the newer fetch wins (the deletion marker always loses)."""
         if existing is INVALID or incoming_meta["fetched_at"] >= existing_meta["fetched_at"]:
             return incoming
         return existing
 
-    def merge_meta_with_store(self, existing_meta: Any, incoming_meta: Any, existing: Any, incoming: Any) -> Any:
+    def merge_meta_with_store(
+        self, existing_meta: Meta, incoming_meta: Meta, existing: object, incoming: object
+    ) -> Meta:
         """The meta that goes with `merge_with_store`'s choice."""
         if existing is INVALID or incoming_meta["fetched_at"] >= existing_meta["fetched_at"]:
             return incoming_meta
         return existing_meta
 
     # ----- schema protocol ------------------------------------------------------------
-    def normalize_value(self, value: Any, parent: Any, key: str | None, ctx: Normalizer) -> Any:
+    def normalize_value(self, value: object, parent: object, key: str | None, ctx: Normalizer) -> object:
         pk = self.pk(value, parent, key, ctx.args)
         ctx.store(self, pk, self.node.normalize_value(value, parent, key, ctx))
         return pk
 
-    def denormalize_value(self, value: Any, unvisit: Unvisit) -> Any:
+    def denormalize_value(self, value: Any, unvisit: Unvisit) -> object:  # a stored list's pk, or the list
         if not isinstance(value, str):
             return self.node.denormalize_value(value, unvisit)
         return unvisit.collection(self, value)
 
-    def query_key(self, args: tuple[Any, ...], unvisit: Unvisit) -> Any:
+    def query_key(self, args: tuple[object, ...], unvisit: Unvisit) -> object:
         pk = serialize_key(self.args_key(*args))
         table = unvisit.entities.get(self.key)
         return pk if table is not None and table.get(pk) is not None else None
 
 
-def _matches(values: Mapping[str, Any], name: str, want: Any) -> bool:
+def _matches(values: Mapping[str, object], name: str, want: object) -> bool:
     got = values.get(name)
     return got is not None and to_text(got) == want
 
 
-class _Adder(Schema[Any]):
+class _Adder(Schema[object]):
     """Normalizes the response, then merges its refs into every accepted stored list."""
 
     def __init__(
         self,
-        collection: Collection[Any],
+        collection: Collection[object],
         merge: Merge,
         create_collection_filter: FilterFactory | None = None,
         *,
@@ -283,7 +295,7 @@ class _Adder(Schema[Any]):
     def __repr__(self) -> str:
         return f"{self.collection!r}.{getattr(self.merge, '__name__', 'merge')}"
 
-    def normalize_value(self, value: Any, parent: Any, key: str | None, ctx: Normalizer) -> Any:
+    def normalize_value(self, value: object, parent: object, key: str | None, ctx: Normalizer) -> object:
         coll = self.collection
         if coll.is_array and not isinstance(value, (list, tuple)):
             value = [value]
@@ -301,32 +313,33 @@ class _Adder(Schema[Any]):
                     ctx.replace(self.key, list_key, self.merge(current, normalized))
         return normalized
 
-    def denormalize_value(self, value: Any, unvisit: Unvisit) -> Any:
+    def denormalize_value(self, value: object, unvisit: Unvisit) -> object:
         return _denormalize_items(self.collection, value, unvisit)
 
 
-def _one_item_call(args: tuple[Any, ...]) -> bool:
+def _one_item_call(args: tuple[object, ...]) -> bool:
     """Whether a create/remove/move call sent one object (its last argument, the body, is no list)."""
     return bool(args) and not isinstance(args[-1], (list, tuple))
 
 
-def _denormalize_items(collection: Collection[Any], value: Any, unvisit: Unvisit) -> Any:
+def _denormalize_items(collection: Collection[object], value: Any, unvisit: Unvisit) -> object:  # stored refs
     """A create/remove/move result: the stored refs are always a list; a call that sent one object reads one item."""
-    if not collection.is_array:
-        return collection.node.denormalize_value(value, unvisit)
+    node = collection.node
+    if not isinstance(node, Array):
+        return node.denormalize_value(value, unvisit)
     if isinstance(value, list):
-        items = collection.node.denormalize_value(value, unvisit)
-        if items is None or not _one_item_call(unvisit.args):
+        items = node.denormalize_value(value, unvisit)
+        if not _one_item_call(unvisit.args):
             return items
     else:  # one ref (or one raw object) stands for one item
-        items = collection.node.denormalize_value([value], unvisit)
+        items = node.denormalize_value([value], unvisit)
     return items[0] if items else None
 
 
-class _Paginator(Schema[Any]):
+class _Paginator(Schema[object]):
     """A page of a list: stored into the list keyed by `remove_cursor(*args)`, appending new refs."""
 
-    def __init__(self, collection: Collection[Any], remove_cursor: Callable[..., Any]) -> None:
+    def __init__(self, collection: Collection[object], remove_cursor: Callable[..., Iterable[object]]) -> None:
         self.collection = collection
         self.key = collection.key
         self.remove_cursor = remove_cursor
@@ -334,7 +347,7 @@ class _Paginator(Schema[Any]):
     def __repr__(self) -> str:
         return f"Pagination({self.collection!r})"
 
-    def normalize_value(self, value: Any, parent: Any, key: str | None, ctx: Normalizer) -> Any:
+    def normalize_value(self, value: object, parent: object, key: str | None, ctx: Normalizer) -> object:
         coll = self.collection
         pk = coll.pk(value, parent, key, tuple(self.remove_cursor(*ctx.args)))
         page = coll.node.normalize_value(value, parent, key, ctx)
@@ -342,17 +355,17 @@ class _Paginator(Schema[Any]):
         ctx.replace(self.key, pk, append_unique_merge(current, page) if isinstance(current, list) else page)
         return pk
 
-    def denormalize_value(self, value: Any, unvisit: Unvisit) -> Any:
+    def denormalize_value(self, value: object, unvisit: Unvisit) -> object:
         return self.collection.denormalize_value(value, unvisit)
 
-    def query_key(self, args: tuple[Any, ...], unvisit: Unvisit) -> Any:
+    def query_key(self, args: tuple[object, ...], unvisit: Unvisit) -> object:
         return self.collection.query_key(tuple(self.remove_cursor(*args)), unvisit)
 
 
-class _Mover(Schema[Any]):
+class _Mover(Schema[object]):
     """Moves each item from the lists matching its stored values to those matching its new ones."""
 
-    def __init__(self, collection: Collection[Any], add: Merge, remove: Merge) -> None:
+    def __init__(self, collection: Collection[object], add: Merge, remove: Merge) -> None:
         self.collection = collection
         self.key = collection.key
         self.add = add
@@ -361,10 +374,10 @@ class _Mover(Schema[Any]):
     def __repr__(self) -> str:
         return f"{self.collection!r}.move"
 
-    def normalize_value(self, value: Any, parent: Any, key: str | None, ctx: Normalizer) -> Any:
+    def normalize_value(self, value: object, parent: object, key: str | None, ctx: Normalizer) -> object:
         coll = self.collection
-        single = not (coll.is_array and isinstance(value, (list, tuple)))
-        items = [value] if single else list(value)
+        node = coll.node
+        items: list[object] = list(value) if isinstance(node, Array) and isinstance(value, (list, tuple)) else [value]
         before = []
         for index, item in enumerate(items):
             if not isinstance(item, Mapping):
@@ -374,33 +387,42 @@ class _Mover(Schema[Any]):
                     path=(index,) if item is not value else (),
                 )
             before.append(self._before(item, parent, key, ctx))
-        if coll.is_array:
-            normalized = coll.node.normalize_value(items, parent, key, ctx)
-            refs: list[Any] = [[ref] for ref in normalized]
+        normalized: object
+        if isinstance(node, Array):
+            normalized = node.normalize_value(items, parent, key, ctx)
+            refs: list[object] = [[ref] for ref in normalized]
         else:  # a Values collection: the moved entity goes under its pk
             pk = before[0][2]
             if pk is None:
                 raise SchemaError("Missing usable primary key", schema=repr(self))
-            normalized = coll.node.normalize_value({pk: value}, parent, key, ctx)
+            normalized = node.normalize_value({pk: value}, parent, key, ctx)
             refs = [normalized]
         for ref, (processed, stored, _) in zip(refs, before, strict=False):
             self._move(ref, processed, stored, ctx)
         return normalized
 
-    def _before(self, item: Any, parent: Any, key: str | None, ctx: Normalizer) -> tuple[Any, Any, str | None]:
+    def _before(
+        self, item: Mapping[str, Any], parent: object, key: str | None, ctx: Normalizer
+    ) -> tuple[Mapping[str, Any], Mapping[str, Any] | None, str | None]:
         """An item's processed reply, its stored record (if any) and its pk, read before it is stored."""
         entity = self.collection.node.node
+        if not isinstance(entity, type):
+            raise SchemaError("A move needs a Collection of one Entity type", schema=repr(self))
         processed = entity.process(item, parent, key, ctx.args)
+        if processed is None:
+            raise SchemaError(f"{entity.key}.process() returned None for a moved item", schema=repr(self))
         pk = entity.compute_pk(processed, parent, key, ctx.args)
         stored = ctx.get(entity.key, pk) if pk else None
         return processed, stored if isinstance(stored, Mapping) else None, pk
 
-    def _move(self, ref: Any, processed: Mapping[str, Any], stored: Mapping[str, Any] | None, ctx: Normalizer) -> None:
+    def _move(
+        self, ref: object, processed: Mapping[str, Any], stored: Mapping[str, Any] | None, ctx: Normalizer
+    ) -> None:
         """Take `ref` out of the stored collections it leaves and into those it joins."""
         coll = self.collection
         args = ctx.args
-        first = args[0] if args and isinstance(args[0], Mapping) else {}
-        last = args[-1] if args and isinstance(args[-1], Mapping) else {}
+        first: Mapping[str, object] = args[0] if args and isinstance(args[0], Mapping) else {}
+        last: Mapping[str, object] = args[-1] if args and isinstance(args[-1], Mapping) else {}
         new_values = {**last, **processed}
         merged = {**stored, **new_values} if stored else new_values
         leave = coll.create_collection_filter({**first, **stored}, stored) if stored else None
@@ -415,11 +437,11 @@ class _Mover(Schema[Any]):
                 merge = self.remove if out else self.add
                 ctx.replace(self.key, list_key, merge(current, ref))
 
-    def denormalize_value(self, value: Any, unvisit: Unvisit) -> Any:
+    def denormalize_value(self, value: object, unvisit: Unvisit) -> object:
         return _denormalize_items(self.collection, value, unvisit)
 
 
-def find_collection(schema: Any) -> Collection[Any] | None:
+def find_collection(schema: object) -> Collection[object] | None:
     """The first Collection inside `schema` (itself, or inside a dict/list/Object/Array)."""
     if isinstance(schema, Collection):
         return schema
@@ -435,14 +457,14 @@ def find_collection(schema: Any) -> Collection[Any] | None:
     return None
 
 
-def replace_collection(schema: Any, new: Any) -> Any:
+def replace_collection(schema: object, new: Schema[object]) -> object:
     """A copy of `schema` with its Collection replaced by `new` (other parts shared)."""
     if isinstance(schema, Collection):
         return new
     if isinstance(schema, Object):
-        return Object(replace_collection(schema.schema, new))
+        return Object({k: replace_collection(v, new) for k, v in schema.schema.items()})
     if isinstance(schema, Array):
-        return Array(replace_collection(schema.schema, new))
+        return Array(replace_collection(schema.schema, new))  # type: ignore[call-overload]  # same shape
     if isinstance(schema, Mapping):
         return {k: replace_collection(v, new) for k, v in schema.items()}
     if isinstance(schema, list) and schema:

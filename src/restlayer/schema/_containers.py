@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from restlayer.schema._normalize import Normalizer
 
 
-def _items(value: Any, owner: Schema[Any]) -> list[Any]:
+def _items(value: object, owner: Schema[object]) -> list[object]:
     if isinstance(value, (list, tuple)):
         return list(value)
     if isinstance(value, Mapping):
@@ -40,19 +40,27 @@ class Array(Schema[list[T]]):
     @overload
     def __init__(self, schema: Schema[T]) -> None: ...
     @overload
-    def __init__(self: Array[dict[str, Any]], schema: Mapping[str, Any]) -> None: ...
+    def __init__(self: Array[dict[str, Any]], schema: Mapping[str, object]) -> None: ...
     @overload
     def __init__(self: Array[Any], schema: None) -> None: ...
-    def __init__(self, schema: Any) -> None:
+    def __init__(self, schema: object) -> None:
         self.schema = schema
         self.node = compile_schema(schema)
 
     def __repr__(self) -> str:
         return f"[{schema_name(self.node)}]"
 
-    def normalize_value(self, value: Any, parent: Any, key: str | None, ctx: Normalizer) -> Any:
+    def has_entities(self) -> bool:
         node = self.node
-        out: list[Any] = []
+        return node is not None and node.has_entities()
+
+    def deletes_entities(self) -> bool:
+        node = self.node
+        return node is not None and node.deletes_entities()
+
+    def normalize_value(self, value: object, parent: object, key: str | None, ctx: Normalizer) -> FrozenList[object]:
+        node = self.node
+        out: list[object] = []
         index = -1
         try:
             for item in _items(value, self):
@@ -68,11 +76,11 @@ class Array(Schema[list[T]]):
             raise
         return FrozenList(out)
 
-    def denormalize_value(self, value: Any, unvisit: Unvisit) -> Any:
+    def denormalize_value(self, value: list[object], unvisit: Unvisit) -> list[object]:
         node = self.node
         if node is None:
             return value
-        out: list[Any] = []
+        out: list[object] = []
         for item in value:
             if item is None:
                 out.append(None)  # a None member of the response stays None
@@ -88,25 +96,33 @@ class Object(Schema[dict[str, Any]]):
 
     __slots__ = ("nodes", "schema")
 
-    def __init__(self, schema: Mapping[str, Any]) -> None:
+    def __init__(self, schema: Mapping[str, object]) -> None:
         self.schema = dict(schema)
         self.nodes = {k: compile_schema(v) for k, v in schema.items()}
 
     def __repr__(self) -> str:
         return "{" + ", ".join(f"{k!r}: {schema_name(v)}" for k, v in self.nodes.items()) + "}"
 
-    def normalize_value(self, value: Any, parent: Any, key: str | None, ctx: Normalizer) -> Any:
+    def has_entities(self) -> bool:
+        return any(node is not None and node.has_entities() for node in self.nodes.values())
+
+    def deletes_entities(self) -> bool:
+        return any(node is not None and node.deletes_entities() for node in self.nodes.values())
+
+    def normalize_value(
+        self, value: object, parent: object, key: str | None, ctx: Normalizer
+    ) -> FrozenDict[str, object]:
         if not isinstance(value, (dict, Mapping)):
             raise SchemaError(f"Expected an object, found {type(value).__name__}", schema=repr(self))
-        out = dict(value)
+        out: dict[str, object] = dict(value)
         normalize_members(out, self.nodes, value, ctx)
         freeze_members(out)
         return FrozenDict(out)
 
-    def denormalize_value(self, value: Any, unvisit: Unvisit) -> Any:
+    def denormalize_value(self, value: object, unvisit: Unvisit) -> object:
         if not isinstance(value, (dict, Mapping)):
             return value
-        out = dict(value)
+        out: dict[str, object] = dict(value)
         for name, node in self.nodes.items():
             child = out.get(name)
             if child is not None and node is not None:
@@ -116,9 +132,9 @@ class Object(Schema[dict[str, Any]]):
                 out[name] = result
         return out
 
-    def query_key(self, args: tuple[Any, ...], unvisit: Unvisit) -> Any:
+    def query_key(self, args: tuple[object, ...], unvisit: Unvisit) -> dict[str, object]:
         """Each schema member queried (None when not found); literal members as written in the schema."""
-        out: dict[str, Any] = {}
+        out: dict[str, object] = {}
         for name, node in self.nodes.items():
             if node is None:
                 out[name] = self.schema[name]
@@ -127,13 +143,15 @@ class Object(Schema[dict[str, Any]]):
             out[name] = None if member is INVALID else member
         return out
 
-    def found_all(self, key: Mapping[str, Any]) -> bool:
+    def found_all(self, key: Mapping[str, object]) -> bool:
         """Whether a `query_key` result found every schema member (else the read counts as not found)."""
         for name, node in self.nodes.items():
             if node is None:
                 continue
             member = key.get(name)
-            if member is None or (isinstance(node, Object) and not node.found_all(member)):
+            if member is None or (
+                isinstance(node, Object) and isinstance(member, Mapping) and not node.found_all(member)
+            ):
                 return False
         return True
 
@@ -148,21 +166,31 @@ class Values(Schema[dict[str, T]]):
     @overload
     def __init__(self, schema: Schema[T]) -> None: ...
     @overload
-    def __init__(self: Values[dict[str, Any]], schema: Mapping[str, Any]) -> None: ...
+    def __init__(self: Values[dict[str, Any]], schema: Mapping[str, object]) -> None: ...
     @overload
     def __init__(self: Values[Any], schema: None) -> None: ...
-    def __init__(self, schema: Any) -> None:
+    def __init__(self, schema: object) -> None:
         self.schema = schema
         self.node = compile_schema(schema)
 
     def __repr__(self) -> str:
         return "{" + schema_name(self.node) + "}"
 
-    def normalize_value(self, value: Any, parent: Any, key: str | None, ctx: Normalizer) -> Any:
+    def has_entities(self) -> bool:
+        node = self.node
+        return node is not None and node.has_entities()
+
+    def deletes_entities(self) -> bool:
+        node = self.node
+        return node is not None and node.deletes_entities()
+
+    def normalize_value(
+        self, value: object, parent: object, key: str | None, ctx: Normalizer
+    ) -> FrozenDict[str, object]:
         if not isinstance(value, (dict, Mapping)):
             raise SchemaError(f"Expected an object, found {type(value).__name__}", schema=repr(self))
         node = self.node
-        out = {}
+        out: dict[str, object] = {}
         for name, item in value.items():
             if item is None:
                 continue
@@ -173,9 +201,9 @@ class Values(Schema[dict[str, T]]):
                 raise
         return FrozenDict(out)
 
-    def denormalize_value(self, value: Any, unvisit: Unvisit) -> Any:
+    def denormalize_value(self, value: Mapping[str, object], unvisit: Unvisit) -> dict[str, object]:
         node = self.node
-        out = {}
+        out: dict[str, object] = {}
         for name, item in value.items():
             result = node.denormalize_value(item, unvisit) if node and item is not None else item
             if result is not None and result is not INVALID:

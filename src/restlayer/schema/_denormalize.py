@@ -99,12 +99,13 @@ class Unvisit:
             outer.extend(mine)
             self.cache[(cls, pk)] = (record, value, mine)
             return value
-        if self.depth >= MAX_DEPTH and cls._plain_build:
+        started = cls.start_build(record)
+        if self.depth >= MAX_DEPTH and started is not None:  # can be filled later: deep data waits
             self.deps = outer
-            return self._defer(cls, pk, record, table)
+            return self._defer(cls, pk, record, table, started)
         queued = len(self.deferred)
         self.depth += 1
-        value = self.build(cls, pk, record)
+        value = self._finish(cls, pk, record, started)
         self.depth -= 1
         self.deps = outer
         outer.extend(mine)
@@ -146,41 +147,16 @@ class Unvisit:
         return value
 
     def build(self, cls: Any, pk: str | None, record: Mapping[str, Any]) -> Any:
-        """Make the instance: defaults, stored members, nested schemas denormalized."""
-        if cls._checks_valid and cls.validate(record):
-            return INVALID
-        obj = None
-        if cls._plain_build:
-            obj = object.__new__(cls)
-            if pk is not None:
-                self.cache[(cls, pk)] = (record, obj, None)
-        elif pk is not None:
-            self.cache[(cls, pk)] = (record, _IN_PROGRESS, None)
-        values = cls.field_values(record)
-        for field, node in cls.nested().items():
-            child = record.get(field)
-            if child is None or node is None:
-                continue
-            value = node.denormalize_value(child, self)
-            if value is INVALID:
-                if field in cls._truthy_defaults:
-                    return INVALID
-                value = None
-            values[field] = value
-        if obj is None:
-            return cls.from_json(values)
-        object.__setattr__(obj, "__dict__", values)
-        return obj
+        """Make the instance of entity class `cls` for `record` (INVALID when it is invalid)."""
+        return self._finish(cls, pk, record, cls.start_build(record))
 
-    def _deferred_values(self, cls: Any, record: Mapping[str, Any]) -> dict[str, Any]:
-        """A deferred instance's fields (its parent already holds it: an invalid nested entity reads None)."""
-        values: dict[str, Any] = cls.field_values(record)
-        for field, node in cls.nested().items():
-            child = record.get(field)
-            if child is not None and node is not None:
-                value = node.denormalize_value(child, self)
-                values[field] = None if value is INVALID else value
-        return values
+    def _finish(self, cls: Any, pk: str | None, record: Mapping[str, Any], started: Any) -> Any:
+        """Complete a `start_build`: held in the cache first, so a cycle back to it finds it."""
+        if started is INVALID:
+            return INVALID
+        if pk is not None:
+            self.cache[(cls, pk)] = (record, _IN_PROGRESS if started is None else started, None)
+        return cls.finish_build(started, record, self)
 
     # ----- deep data ---------------------------------------------------------------------------
     def deferred_token(self) -> _ReadToken:
@@ -189,12 +165,11 @@ class Unvisit:
             self.token = _ReadToken()
         return self.token
 
-    def _defer(self, cls: Any, pk: str, record: Any, table: Any) -> Any:
-        """An instance whose fields are filled once the current walk has unwound (deep data)."""
+    def _defer(self, cls: Any, pk: str, record: Any, table: Any, obj: Any) -> Any:
+        """`obj` (from `start_build`), its fields filled once the current walk has unwound (deep data)."""
         self.deps.append((cls.key, pk, table, record))
-        if cls._checks_valid and cls.validate(record):
+        if obj is INVALID:
             return INVALID
-        obj = object.__new__(cls)
         self.cache[(cls, pk)] = (record, obj, None)
         if not self.deferred:
             self.deferred = []
@@ -217,7 +192,7 @@ class Unvisit:
             self.depth = 0
             self.deps = mine = [(cls.key, pk, table, record)]
             queued = len(queue)
-            object.__setattr__(obj, "__dict__", self._deferred_values(cls, record))
+            cls.finish_build(obj, record, self, strict=False)
             top.extend(mine)
             self.cache[(cls, pk)] = (record, obj, mine if len(queue) == queued else self.deferred_token())
         self.deps = top

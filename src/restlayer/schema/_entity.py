@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from restlayer._sentinel import Sentinel
 from restlayer._text import to_text
 from restlayer._typing import Self, dataclass_transform
 from restlayer.errors import SchemaError
@@ -25,13 +26,14 @@ if TYPE_CHECKING:
     from restlayer.schema._denormalize import Unvisit
     from restlayer.schema._normalize import Normalizer
 
-Meta = Mapping[str, Any]
+#: A stored record's meta: `fetched_at`, `date`, `expires_at` (milliseconds).
+Meta = Mapping[str, float]
 _SETTINGS = ("key", "schema", "indexes")
 _UNUSABLE_PKS = (None, "", "undefined")
 _MUTABLE = (list, dict, set, bytearray)
 
 
-def _is_classvar(annotation: Any) -> bool:
+def _is_classvar(annotation: object) -> bool:
     text = annotation if isinstance(annotation, str) else repr(annotation)
     return "ClassVar" in text
 
@@ -49,15 +51,15 @@ class Entity:
     """
 
     key: ClassVar[str] = "Entity"
-    schema: ClassVar[dict[str, Any]] = {}
+    schema: ClassVar[Mapping[str, object]] = {}
     indexes: ClassVar[tuple[str, ...]] = ()
 
     # Filled by __init_subclass__ / on first use; private machinery.
-    _defaults: ClassVar[dict[str, Any]] = {}
+    _defaults: ClassVar[dict[str, object]] = {}
     _mutable_defaults: ClassVar[tuple[str, ...]] = ()
     _truthy_defaults: ClassVar[frozenset[str]] = frozenset()
-    _nested: ClassVar[dict[str, Node]] = {}
-    _nested_for: ClassVar[Any] = None
+    _nested: ClassVar[dict[str, Node | None]] = {}
+    _nested_for: ClassVar[Mapping[str, object] | None] = None
     _plain_pk: ClassVar[bool] = True
     _plain_build: ClassVar[bool] = True
     _plain_store: ClassVar[bool] = True
@@ -71,7 +73,7 @@ class Entity:
         if "key" not in cls.__dict__:
             cls.key = cls.__name__
         _check_definition(cls)
-        defaults: dict[str, Any] = {}
+        defaults: dict[str, object] = {}
         for klass in reversed(cls.__mro__):
             for name, annotation in inspect.get_annotations(klass).items():
                 if name.startswith("_") or _is_classvar(annotation):
@@ -91,18 +93,18 @@ class Entity:
         cls._pk_view = None
 
     # ----- instances -------------------------------------------------------------------
-    def __init__(self, **fields: Any) -> None:
+    def __init__(self, **fields: object) -> None:
         self._check_names(fields)
         object.__setattr__(self, "__dict__", self.field_values(fields))
 
     @classmethod
-    def _check_names(cls, fields: Mapping[str, Any], known: Mapping[str, Any] | None = None) -> None:
+    def _check_names(cls, fields: Mapping[str, object], known: Mapping[str, object] | None = None) -> None:
         """A keyword that is not a field (a typo such as `titel=`) is a TypeError, as for a dataclass."""
         for name in fields:
             if name not in cls._defaults and (known is None or name not in known):
                 raise TypeError(f"{cls.__name__}() got an unexpected keyword argument {name!r}")
 
-    def __setattr__(self, name: str, value: Any) -> None:
+    def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"{type(self).__name__} is immutable: cannot set {name!r}")
 
     def __delattr__(self, name: str) -> None:
@@ -126,48 +128,56 @@ class Entity:
     def __copy__(self) -> Self:
         return self
 
-    def __deepcopy__(self, memo: dict[int, Any]) -> Self:
+    def __deepcopy__(self, memo: dict[int, object]) -> Self:
         return self
 
     def to_dict(self) -> dict[str, Any]:
         """The fields as a plain dict (nested entities converted too)."""
         return {k: _plain(v) for k, v in self.__dict__.items()}
 
-    def replace(self, **changes: Any) -> Self:
+    def replace(self, **changes: object) -> Self:
         """A copy with some fields changed (the instance itself never changes)."""
         self._check_names(changes, self.__dict__)
         obj = object.__new__(type(self))
         object.__setattr__(obj, "__dict__", {**self.__dict__, **changes})
         return obj
 
-    def pk(self, parent: Any = None, key: str | None = None, args: tuple[Any, ...] = ()) -> str | None:
+    def pk(self, parent: object = None, key: str | None = None, args: tuple[object, ...] = ()) -> str | None:
         """The primary key as text; default: the `id` field (`None` when absent)."""
         value = self.__dict__.get("id")
         return None if value is None else to_text(value)
 
     # ----- class-level hooks --------------------------------------------------------------
     @classmethod
-    def process(cls, input: Any, parent: Any, key: str | None, args: tuple[Any, ...]) -> Any:
+    def process(
+        cls, input: Mapping[str, Any], parent: object, key: str | None, args: tuple[object, ...]
+    ) -> Mapping[str, Any] | None:
         """Shape raw input before storage; default: a shallow copy. `None` deletes the entity."""
         return dict(input)
 
     @classmethod
-    def merge(cls, existing: Any, incoming: Any) -> Any:
+    def merge(cls, existing: Mapping[str, Any], incoming: Mapping[str, Any]) -> Mapping[str, Any]:
         """Combine two versions of a record; default: incoming fields win."""
         return {**existing, **incoming}
 
     @classmethod
-    def should_update(cls, existing_meta: Meta, incoming_meta: Meta, existing: Any, incoming: Any) -> bool:
+    def should_update(
+        cls, existing_meta: Meta, incoming_meta: Meta, existing: object, incoming: Mapping[str, Any]
+    ) -> bool:
         """Whether incoming data may change the stored record at all."""
         return True
 
     @classmethod
-    def should_reorder(cls, existing_meta: Meta, incoming_meta: Meta, existing: Any, incoming: Any) -> bool:
+    def should_reorder(
+        cls, existing_meta: Meta, incoming_meta: Meta, existing: object, incoming: Mapping[str, Any]
+    ) -> bool:
         """True when incoming data is older than the stored record, so stored fields win."""
         return bool(incoming_meta["fetched_at"] < existing_meta["fetched_at"])
 
     @classmethod
-    def merge_with_store(cls, existing_meta: Meta, incoming_meta: Meta, existing: Any, incoming: Any) -> Any:
+    def merge_with_store(
+        cls, existing_meta: Meta, incoming_meta: Meta, existing: object, incoming: Mapping[str, Any]
+    ) -> object:
         """The record to store when `existing` is already in the store."""
         if not cls.should_update(existing_meta, incoming_meta, existing, incoming):
             return existing
@@ -180,7 +190,9 @@ class Entity:
         return cls.merge(existing, incoming)
 
     @classmethod
-    def merge_meta_with_store(cls, existing_meta: Meta, incoming_meta: Meta, existing: Any, incoming: Any) -> Meta:
+    def merge_meta_with_store(
+        cls, existing_meta: Meta, incoming_meta: Meta, existing: object, incoming: Mapping[str, Any]
+    ) -> Meta:
         """The meta to store alongside `merge_with_store`'s record."""
         if cls.should_reorder(existing_meta, incoming_meta, existing, incoming):
             return existing_meta
@@ -192,14 +204,14 @@ class Entity:
         return None
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Self:
+    def from_json(cls, data: Mapping[str, object]) -> Self:
         """Build an instance: field defaults, then every member of `data`."""
         obj = object.__new__(cls)
         object.__setattr__(obj, "__dict__", cls.field_values(data))
         return obj
 
     @classmethod
-    def field_values(cls, data: Mapping[str, Any]) -> dict[str, Any]:
+    def field_values(cls, data: Mapping[str, object]) -> dict[str, object]:
         """Field defaults overlaid with `data`; a mutable default left out is copied, never shared."""
         values = dict(cls._defaults)
         values.update(data)
@@ -210,7 +222,7 @@ class Entity:
 
     # ----- schema machinery -----------------------------------------------------------------
     @classmethod
-    def nested(cls) -> dict[str, Node]:
+    def nested(cls) -> dict[str, Node | None]:
         """The compiled nested schemas by field name: from entity-typed annotations and `schema`.
 
         Read on first use, so annotations may name classes defined later in the
@@ -224,8 +236,56 @@ class Entity:
         return cls._nested
 
     @classmethod
+    def start_build(cls, record: Mapping[str, Any]) -> Self | Sentinel | None:
+        """First step of building an instance from a stored `record` (see `finish_build`).
+
+        `INVALID` when `validate` refuses the record; else an empty instance to fill,
+        or None when `from_json` is overridden (it builds from the finished values).
+        An empty instance lets a reader hand it out before its members are read
+        (cycles, deep data).
+        """
+        if cls._checks_valid and cls.validate(record):
+            return INVALID
+        return object.__new__(cls) if cls._plain_build else None
+
+    @classmethod
+    def finish_build(
+        cls, obj: Self | None, record: Mapping[str, object], unvisit: Unvisit, strict: bool = True
+    ) -> Self | Sentinel:
+        """Fill `obj` from `start_build` (or call `from_json`): defaults, stored members, nested schemas read.
+
+        A nested entity that is missing or deleted reads None; with `strict`, one whose
+        field has a truthy default makes the whole instance `INVALID` instead.
+        """
+        values = cls.field_values(record)
+        for field, node in cls.nested().items():
+            child = record.get(field)
+            if child is None or node is None:
+                continue
+            value = node.denormalize_value(child, unvisit)
+            if value is INVALID:
+                if strict and field in cls._truthy_defaults:
+                    return INVALID
+                value = None
+            values[field] = value
+        if obj is None:
+            return cls.from_json(values)
+        object.__setattr__(obj, "__dict__", values)
+        return obj
+
+    @classmethod
+    def has_entities(cls) -> bool:
+        """An entity is stored in the entity tables: reads of it always denormalize."""
+        return True
+
+    @classmethod
+    def deletes_entities(cls) -> bool:
+        """Normalizing an entity stores it; only `Invalidate` deletes."""
+        return False
+
+    @classmethod
     def compute_pk(
-        cls, processed: Mapping[str, Any], parent: Any, key: str | None, args: tuple[Any, ...]
+        cls, processed: Mapping[str, object], parent: object, key: str | None, args: tuple[object, ...]
     ) -> str | None:
         """The pk of processed data, or None when unusable (no fallback to field defaults)."""
         if cls._plain_pk:
@@ -242,7 +302,7 @@ class Entity:
         return None if pk in _UNUSABLE_PKS else pk
 
     @classmethod
-    def normalize_value(cls, value: Any, parent: Any, key: str | None, ctx: Normalizer) -> Any:
+    def normalize_value(cls, value: object, parent: object, key: str | None, ctx: Normalizer) -> object:
         """Store `value` (and its nested entities) and return its pk."""
         if not isinstance(value, (dict, Mapping)):  # dict first: no ABC check
             if isinstance(value, (list, tuple)):
@@ -287,7 +347,7 @@ class Entity:
         return pk
 
     @classmethod
-    def denormalize_value(cls, value: Any, unvisit: Unvisit) -> Any:
+    def denormalize_value(cls, value: Any, unvisit: Unvisit) -> object:  # a pk, or an unnormalized record
         """The instance for pk `value` (None when missing, INVALID when deleted or invalid)."""
         if value.__class__ is str:  # the usual case: a pk (checked first, no ABC check)
             return unvisit.entity(cls, value)
@@ -296,7 +356,7 @@ class Entity:
         return unvisit.entity(cls, to_text(value))
 
     @classmethod
-    def query_key(cls, args: tuple[Any, ...], unvisit: Unvisit) -> Any:
+    def query_key(cls, args: tuple[object, ...], unvisit: Unvisit) -> object:
         """The pk named by the first argument (by `id`, pk() or an indexed field), if stored."""
         if not args or args[0] is None:
             return None
@@ -356,7 +416,7 @@ class _PkField:
     def __init__(self, name: str) -> None:
         self.name = name
 
-    def __get__(self, obj: Any, owner: Any = None) -> Any:
+    def __get__(self, obj: Entity | None, owner: object = None) -> object:
         if obj is None:
             return self
         try:
@@ -367,7 +427,7 @@ class _PkField:
 
 def _make_pk_view(cls: type[Entity]) -> type[Entity]:
     """A subclass whose fields read the processed data only (no class-level defaults)."""
-    namespace: dict[str, Any] = {name: _PkField(name) for name in cls._defaults}
+    namespace: dict[str, object] = {name: _PkField(name) for name in cls._defaults}
     namespace["key"] = cls.key
     namespace["__qualname__"] = cls.__qualname__
     meta: Any = type(cls)
@@ -376,7 +436,7 @@ def _make_pk_view(cls: type[Entity]) -> type[Entity]:
     return view
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: object) -> object:
     """Plain-data form of a denormalized value."""
     if isinstance(value, Entity):
         return value.to_dict()
@@ -387,7 +447,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def to_plain(value: Any) -> Any:
+def to_plain(value: object) -> Any:  # plain JSON data the caller reads into
     """Convert denormalized data (entities, lists, dicts) to plain dicts and lists."""
     return _plain(value)
 

@@ -9,56 +9,60 @@ JSON-serializable), but every in-place change raises `TypeError`. `copy.copy`,
 
 from __future__ import annotations
 
-from typing import Any, NoReturn
+from collections.abc import Hashable
+from typing import Any, NoReturn, TypeVar
 
 from restlayer.errors import SchemaError
+
+_K = TypeVar("_K", bound=Hashable)
+_V = TypeVar("_V")
 
 _HINT = "stored data is read-only; make a copy first (list(x), dict(x) or copy.deepcopy(x))"
 
 
-def _refuse(self: Any, *args: Any, **kwargs: Any) -> NoReturn:
+def _refuse(self: object, *args: object, **kwargs: object) -> NoReturn:
     raise TypeError(f"{type(self).__name__}: {_HINT}")
 
 
-class FrozenList(list[Any]):
+class FrozenList(list[_V]):
     """A list that refuses in-place changes (see the module docstring)."""
 
     __slots__ = ()
     append = extend = insert = pop = remove = clear = sort = reverse = _refuse
     __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
 
-    def __copy__(self) -> list[Any]:
+    def __copy__(self) -> list[_V]:
         return list(self)
 
-    def __deepcopy__(self, memo: dict[int, Any]) -> list[Any]:
+    def __deepcopy__(self, memo: dict[int, object]) -> list[_V]:
         import copy
 
         return [copy.deepcopy(v, memo) for v in self]
 
-    def __reduce__(self) -> tuple[Any, ...]:
+    def __reduce__(self) -> tuple[object, ...]:
         return (list, (list(self),))
 
 
-class FrozenDict(dict[Any, Any]):
+class FrozenDict(dict[_K, _V]):
     """A dict that refuses in-place changes (see the module docstring)."""
 
     __slots__ = ()
     pop = popitem = clear = update = setdefault = _refuse
     __setitem__ = __delitem__ = __ior__ = _refuse
 
-    def __copy__(self) -> dict[Any, Any]:
+    def __copy__(self) -> dict[_K, _V]:
         return dict(self)
 
-    def __deepcopy__(self, memo: dict[int, Any]) -> dict[Any, Any]:
+    def __deepcopy__(self, memo: dict[int, object]) -> dict[_K, _V]:
         import copy
 
         return {k: copy.deepcopy(v, memo) for k, v in self.items()}
 
-    def __reduce__(self) -> tuple[Any, ...]:
+    def __reduce__(self) -> tuple[object, ...]:
         return (dict, (dict(self),))
 
 
-def freeze(value: Any) -> Any:
+def freeze(value: object) -> object:
     """`value` with every list and dict inside it replaced by a read-only copy (others as they are).
 
     Deep or self-containing data (beyond Python's recursion limit) takes an
@@ -70,7 +74,7 @@ def freeze(value: Any) -> Any:
         return _freeze_iteratively(value)
 
 
-def _freeze(value: Any) -> Any:
+def _freeze(value: Any) -> object:  # any data; its exact class (not a subclass) picks the copy
     cls = value.__class__
     if cls is list:
         return FrozenList([_freeze(v) if v.__class__ in _CONTAINERS else v for v in value])
@@ -81,11 +85,11 @@ def _freeze(value: Any) -> Any:
     return value
 
 
-def _freeze_iteratively(root: Any) -> Any:
+def _freeze_iteratively(root: object) -> object:
     """`freeze` with an explicit stack: children first, then their parent."""
-    done: dict[int, Any] = {}
+    done: dict[int, object] = {}
     entered: set[int] = set()  # on the path from the root to the current value
-    stack: list[tuple[Any, bool]] = [(root, False)]
+    stack: list[tuple[Any, bool]] = [(root, False)]  # lists, tuples and dicts (checked by class)
     while stack:
         value, children_done = stack.pop()
         key = id(value)
@@ -104,16 +108,15 @@ def _freeze_iteratively(root: Any) -> Any:
     return done.get(id(root), root)
 
 
-def _rebuild(value: Any, done: dict[int, Any]) -> Any:
+def _rebuild(value: list[object] | tuple[object, ...] | dict[Hashable, object], done: dict[int, object]) -> object:
     """The frozen copy of `value` whose container members are already frozen in `done`."""
-    cls = value.__class__
 
-    def sub(v: Any) -> Any:
+    def sub(v: object) -> object:
         return done[id(v)] if v.__class__ in _CONTAINERS else v
 
-    if cls is list:
+    if isinstance(value, list):
         return FrozenList([sub(v) for v in value])
-    if cls is tuple:
+    if isinstance(value, tuple):
         return tuple(sub(v) for v in value)
     return FrozenDict({k: sub(v) for k, v in value.items()})
 
@@ -122,7 +125,7 @@ CONTAINERS = _CONTAINERS = frozenset({list, dict, tuple})
 """The plain types `freeze` copies (a quick `CONTAINERS.isdisjoint(map(type, values))` skips the rest)."""
 
 
-def freeze_members(record: dict[str, Any]) -> None:
+def freeze_members(record: dict[str, object]) -> None:
     """Freeze, in place, each plain list/dict member of a new `record` (normalized members are frozen already)."""
     if _CONTAINERS.isdisjoint(map(type, record.values())):  # the common case, checked at C speed
         return

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, overload
 
 from restlayer._text import to_text
 from restlayer._typing import E, T
 from restlayer.errors import SchemaError
-from restlayer.schema._base import Schema, compile_schema, schema_name
+from restlayer.schema._base import Schema, required_node, schema_name
 from restlayer.schema._union import Union
 
 if TYPE_CHECKING:
     from restlayer.schema._denormalize import Unvisit
+    from restlayer.schema._entity import Entity
     from restlayer.schema._normalize import Normalizer
 
 
@@ -21,28 +22,37 @@ class Invalidate(Schema[T]):
 
     __slots__ = ("node", "schema")
 
+    node: type[Entity] | Union
+
     @overload
     def __init__(self: Invalidate[E], schema: type[E]) -> None: ...
     @overload
     def __init__(self, schema: Schema[T]) -> None: ...
-    def __init__(self, schema: Any) -> None:
+    def __init__(self, schema: type[Entity] | Schema[object]) -> None:
         self.schema = schema
-        self.node = compile_schema(schema)
+        node = required_node(schema, "Invalidate")
+        if not isinstance(node, (type, Union)):
+            raise TypeError(f"Invalidate holds an Entity class or a Union, got {schema_name(node)}")
+        self.node = node
 
     def __repr__(self) -> str:
         return f"Invalidate({schema_name(self.node)})"
 
     @property
     def key(self) -> str:
-        return str(self.node.key)
+        return self.node.key
 
-    def normalize_value(self, value: Any, parent: Any, key: str | None, ctx: Normalizer) -> Any:
-        node = self.node
+    def deletes_entities(self) -> bool:
+        return True
+
+    def normalize_value(self, value: object, parent: object, key: str | None, ctx: Normalizer) -> object:
         name = None
-        if isinstance(node, Union):
-            name, node = node.pick(value, parent, key)
+        if isinstance(self.node, Union):
+            name, node = self.node.pick(value, parent, key)
             if node is None:
                 raise SchemaError("Invalidate could not pick a Union member", schema=repr(self))
+        else:
+            node = self.node
         if isinstance(value, Mapping):
             processed = node.process(value, parent, key, ctx.args)
             pk = node.compute_pk(processed if processed is not None else value, parent, key, ctx.args)
@@ -55,5 +65,5 @@ class Invalidate(Schema[T]):
         ctx.invalidate(node.key, pk)
         return pk if name is None else {"id": pk, "schema": name}
 
-    def denormalize_value(self, value: Any, unvisit: Unvisit) -> Any:
+    def denormalize_value(self, value: object, unvisit: Unvisit) -> object:
         return self.node.denormalize_value(value, unvisit)

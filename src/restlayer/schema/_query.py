@@ -6,12 +6,14 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, overload
 
 from restlayer._pmap import OrderedPMap
+from restlayer._sentinel import Sentinel
 from restlayer._typing import E, T
-from restlayer.schema._base import INVALID, Schema, compile_schema, schema_name
+from restlayer.schema._base import INVALID, Node, Schema, required_node, schema_name
 from restlayer.schema._union import Attribute, Union
 
 if TYPE_CHECKING:
     from restlayer.schema._denormalize import Unvisit
+    from restlayer.schema._entity import Entity
     from restlayer.schema._normalize import Normalizer
 
 
@@ -20,60 +22,80 @@ class Query(Schema[T]):
 
     __slots__ = ("node", "process", "schema")
 
+    node: Node
+    process: Callable[..., T] | None
+
     @overload
     def __init__(self: Query[E], schema: type[E], process: None = None) -> None: ...
     @overload
     def __init__(self, schema: Schema[T], process: None = None) -> None: ...
     @overload
-    def __init__(self, schema: Any, process: Callable[..., T]) -> None: ...
+    def __init__(self, schema: type[Entity] | Schema[object], process: Callable[..., T]) -> None: ...
 
-    def __init__(self, schema: Any, process: Callable[..., Any] | None = None) -> None:
+    def __init__(self, schema: type[Entity] | Schema[object], process: Callable[..., T] | None = None) -> None:
         self.schema = schema
-        self.node = compile_schema(schema)
+        self.node = required_node(schema, "Query")
         self.process = process
 
     def __repr__(self) -> str:
         return f"Query({schema_name(self.node)})"
 
-    def normalize_value(self, value: Any, parent: Any, key: str | None, ctx: Normalizer) -> Any:
+    def has_entities(self) -> bool:
+        node = self.node
+        return node is not None and node.has_entities()
+
+    def deletes_entities(self) -> bool:
+        node = self.node
+        return node is not None and node.deletes_entities()
+
+    def normalize_value(self, value: object, parent: object, key: str | None, ctx: Normalizer) -> object:
         return self.node.normalize_value(value, parent, key, ctx)
 
-    def denormalize_value(self, value: Any, unvisit: Unvisit) -> Any:
+    def denormalize_value(self, value: object, unvisit: Unvisit) -> object:
         result = self.node.denormalize_value(value, unvisit)
         if result is None or result is INVALID or self.process is None:
             return result
         return self.process(result, *unvisit.args)
 
-    def query_key(self, args: tuple[Any, ...], unvisit: Unvisit) -> Any:
+    def query_key(self, args: tuple[object, ...], unvisit: Unvisit) -> object:
         return self.node.query_key(args, unvisit)
 
 
 class All(Schema[list[T]]):
     """Every stored entity of a type (or of several, with a Union-like attribute)."""
 
-    __slots__ = ("schema", "union")
+    __slots__ = ("node", "schema", "union")
+
+    schema: type[Entity] | Mapping[str, type[Entity]]
+    node: type[Entity] | Union  # what reads each stored item
 
     @overload
     def __init__(self: All[E], schema: type[E], schema_attribute: None = None) -> None: ...
     @overload
     def __init__(self: All[E], schema: Mapping[str, type[E]], schema_attribute: Attribute) -> None: ...
 
-    def __init__(self, schema: Any, schema_attribute: Attribute | None = None) -> None:
+    def __init__(
+        self, schema: type[Entity] | Mapping[str, type[Entity]], schema_attribute: Attribute | None = None
+    ) -> None:
         self.schema = schema
-        self.union = Union(schema, schema_attribute) if isinstance(schema, Mapping) else None
+        self.union: Union | None
+        if isinstance(schema, Mapping):
+            self.union = self.node = Union(schema, schema_attribute)
+        else:
+            self.union, self.node = None, schema
 
     def __repr__(self) -> str:
         return f"All({schema_name(self.schema)})"
 
-    def normalize_value(self, value: Any, parent: Any, key: str | None, ctx: Normalizer) -> Any:
-        node = self.union or self.schema
+    def normalize_value(self, value: Any, parent: object, key: str | None, ctx: Normalizer) -> object:
+        node = self.node
         items = value.values() if isinstance(value, Mapping) else value  # a dict: its values, like a list
         return [node.normalize_value(v, parent, key, ctx) for v in items if v is not None]
 
-    def denormalize_value(self, value: Any, unvisit: Unvisit) -> Any:
+    def denormalize_value(self, value: Any, unvisit: Unvisit) -> object:  # stored pks, or INVALID
         if value is INVALID:  # no table yet (read through a dict schema)
             return INVALID
-        node = self.union or self.schema
+        node = self.node
         out = []
         for item in value:
             result = node.denormalize_value(item, unvisit)
@@ -81,21 +103,21 @@ class All(Schema[list[T]]):
                 out.append(result)
         return out
 
-    def query_key(self, args: tuple[Any, ...], unvisit: Unvisit) -> Any:
+    def query_key(self, args: tuple[object, ...], unvisit: Unvisit) -> object:
         """All live pks in insertion order; INVALID when no member type has a table yet."""
         if self.union is None:
-            return _live_pks(self.schema.key, unvisit)
-        found: list[Any] = []
+            return _live_pks(self.node.key, unvisit)
+        found: list[dict[str, str]] = []
         any_table = False
         for name, node in self.union.nodes.items():
             pks = _live_pks(node.key, unvisit)
-            if pks is not INVALID:
+            if isinstance(pks, list):
                 any_table = True
                 found.extend({"id": pk, "schema": name} for pk in pks)
         return found if any_table else INVALID
 
 
-def _live_pks(key: str, unvisit: Unvisit) -> Any:
+def _live_pks(key: str, unvisit: Unvisit) -> list[str] | Sentinel:
     """The pks of `key`'s table in the order first stored, deleted ones skipped (INVALID: no table)."""
     table = unvisit.entities.get(key)
     if table is None:

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from restlayer.errors import SchemaError
-from restlayer.schema._base import Schema, compile_schema
+from restlayer.schema._base import Schema, compile_schema, schema_name
 
 if TYPE_CHECKING:
     from restlayer.schema._denormalize import Unvisit
-    from restlayer.schema._entity import Entity  # noqa: F401  (named in the base class below)
+    from restlayer.schema._entity import Entity
     from restlayer.schema._normalize import Normalizer
 
-Attribute = str | Callable[[Any, Any, Any], str]
+#: A member name, or a function `(value, parent, key) -> name`.
+Attribute = str | Callable[[Mapping[str, object], object, object], object]
 
 
 class Union(Schema["Entity"]):
@@ -25,12 +26,13 @@ class Union(Schema["Entity"]):
 
     __slots__ = ("_attr", "nodes", "schema_attribute", "schemas")
 
-    def __init__(self, schemas: Mapping[str, Any], schema_attribute: Attribute | None = None) -> None:
+    def __init__(self, schemas: Mapping[str, type[Entity]], schema_attribute: Attribute | None = None) -> None:
         if schema_attribute is None:
             raise TypeError("Union requires a schema_attribute (a member name or a function)")
         self.schemas = dict(schemas)
-        self.nodes = {name: compile_schema(s) for name, s in schemas.items()}
+        self.nodes = {name: _member(name, s) for name, s in schemas.items()}
         self.schema_attribute = schema_attribute
+        self._attr: Callable[[Mapping[str, object], object, object], object]
         if callable(schema_attribute):
             self._attr = schema_attribute
         else:
@@ -38,14 +40,16 @@ class Union(Schema["Entity"]):
             self._attr = lambda value, parent, key: value.get(name)
 
     def __repr__(self) -> str:
-        return "Union(" + ";".join(getattr(n, "key", repr(n)) for n in self.nodes.values()) + ")"
+        return "Union(" + self.key + ")"
 
     @property
     def key(self) -> str:
         """Member entity keys joined by `;` (used in Collection keys)."""
-        return ";".join(getattr(n, "key", repr(n)) for n in self.nodes.values())
+        return ";".join(n.key for n in self.nodes.values())
 
-    def pick(self, value: Any, parent: Any = None, key: Any = None) -> tuple[str | None, Any]:
+    def pick(
+        self, value: object, parent: object = None, key: object = None
+    ) -> tuple[str, type[Entity] | None] | tuple[None, None]:
         """(name, schema) for an un-normalized value, or (None, None) when unknown."""
         if not isinstance(value, Mapping):
             return None, None
@@ -56,7 +60,7 @@ class Union(Schema["Entity"]):
             raise SchemaError(f"Union type attribute must be a string, found {type(name).__name__}", schema=repr(self))
         return name, self.nodes.get(name)
 
-    def normalize_value(self, value: Any, parent: Any, key: str | None, ctx: Normalizer) -> Any:
+    def normalize_value(self, value: object, parent: object, key: str | None, ctx: Normalizer) -> object:
         if not isinstance(value, Mapping):
             raise SchemaError(f"Expected an object, found {type(value).__name__}", schema=repr(self))
         name, node = self.pick(value, parent, key)
@@ -64,7 +68,7 @@ class Union(Schema["Entity"]):
             return value
         return {"id": node.normalize_value(value, parent, key, ctx), "schema": name}
 
-    def denormalize_value(self, value: Any, unvisit: Unvisit) -> Any:
+    def denormalize_value(self, value: object, unvisit: Unvisit) -> object:
         if not isinstance(value, Mapping):
             return value
         name = value.get("schema")
@@ -74,7 +78,7 @@ class Union(Schema["Entity"]):
         _, node = self.pick(value)
         return value if node is None else node.denormalize_value(value, unvisit)
 
-    def query_key(self, args: tuple[Any, ...], unvisit: Unvisit) -> Any:
+    def query_key(self, args: tuple[object, ...], unvisit: Unvisit) -> object:
         """The member named by the first argument's attribute; without it, the first member that finds one."""
         if not args or not args[0]:
             return None
@@ -90,3 +94,11 @@ class Union(Schema["Entity"]):
             if pk is not None:
                 return {"id": pk, "schema": name}
         return None
+
+
+def _member(name: str, schema: object) -> type[Entity]:
+    """A Union member: an Entity class (its pk and key name the stored record)."""
+    node = compile_schema(schema)
+    if not isinstance(node, type):
+        raise TypeError(f"Union member {name!r} must be an Entity class, got {schema_name(node)}")
+    return node
