@@ -62,7 +62,7 @@ def test_union_denormalize_unnormalized_dict_classified_by_attribute() -> None:
 
 
 def test_union_deleted_member_dropped_from_list() -> None:
-    entities = {"User": {"1": INVALID}, "Group": {"2": {"id": "2"}}}
+    entities: dict[str, dict[str, object]] = {"User": {"1": INVALID}, "Group": {"2": {"id": "2"}}}
     out = denormalize([UNION], [{"id": "1", "schema": "users"}, {"id": "2", "schema": "groups"}], entities)
     assert out == [Group.from_json({"id": "2"})]
 

@@ -7,10 +7,10 @@ single method call per node instead of type tests.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable, Hashable, Mapping
-from typing import TYPE_CHECKING, Any, Final, Generic, TypeAlias, cast
+from typing import TYPE_CHECKING, Any, Final, Generic, Literal, TypeAlias, cast
 
-from restlayer._sentinel import Sentinel
 from restlayer._typing import T_co
 from restlayer.errors import SchemaError
 
@@ -20,7 +20,21 @@ if TYPE_CHECKING:
     from restlayer.schema._normalize import Normalizer
 
 
-INVALID: Final = Sentinel("INVALID")
+class InvalidType(enum.Enum):
+    """The type of `INVALID`: one member, so `x is INVALID` narrows `T | InvalidType` to `T` for checkers."""
+
+    INVALID = "INVALID"
+
+    def __repr__(self) -> str:
+        return "INVALID"
+
+    __str__ = __repr__
+
+    def __bool__(self) -> Literal[False]:
+        return False
+
+
+INVALID: Final = InvalidType.INVALID
 """Stands for a deleted entity in the store, and for an invalid read while denormalizing."""
 
 MAX_DEPTH = 64

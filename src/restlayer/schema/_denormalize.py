@@ -9,14 +9,19 @@ once per read (or once per store version, when the cache belongs to a MemoCache)
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from restlayer._gc import no_gc
 from restlayer._text import to_text
-from restlayer.schema._base import INVALID, MAX_DEPTH, compile_schema
+from restlayer._typing import E
+from restlayer.schema._base import INVALID, MAX_DEPTH, InvalidType, Node, compile_schema
 
-# A dependency: (entity key, pk, the table object read, the record read or None).
-Dep = tuple[str, str, Any, Any]
+if TYPE_CHECKING:
+    from restlayer.schema._collection import Collection
+    from restlayer.schema._entity import Entity
+
+# A dependency: (entity key, pk, the table object read, the record read); None when missing.
+Dep: TypeAlias = "tuple[str, str, Mapping[str, object] | None, object]"
 _IN_PROGRESS = object()
 
 
@@ -29,6 +34,15 @@ class _ReadToken:
     __slots__ = ()
 
 
+#: An instance-cache entry: (record read, value built, its deps: None while it is being built,
+#: a `_ReadToken` when incomplete); a stored list's entry also holds its item schema.
+Hit: TypeAlias = "tuple[object, object, list[Dep] | _ReadToken | None] | tuple[object, object, list[Dep], object]"
+#: An instance to fill once the walk has unwound: (class, pk, record, table read, instance).
+Deferred: TypeAlias = "tuple[type[Entity], str, Mapping[str, object], Mapping[str, object] | None, Entity]"
+#: The instance cache: by (entity class, pk) for entities, (list key, pk) for stored lists.
+InstanceCache: TypeAlias = "dict[tuple[type[Entity] | str, str], Hit]"
+
+
 class Unvisit:
     """The state of one denormalization: tables read, args, instance cache, dependencies."""
 
@@ -36,25 +50,26 @@ class Unvisit:
 
     def __init__(
         self,
-        entities: Mapping[str, Any],
-        args: tuple[Any, ...] = (),
+        entities: Mapping[str, Mapping[str, Any]],  # key -> pk -> stored record (JSON the schemas read)
+        args: tuple[object, ...] = (),
         *,
-        cache: dict[tuple[Any, str], Any] | None = None,
+        cache: InstanceCache | None = None,
         checking: bool = False,
-        indexes: Mapping[str, Any] | None = None,
+        indexes: Mapping[str, Mapping[str, Mapping[str, object]]] | None = None,
     ) -> None:
         self.entities = entities
         self.indexes = indexes
         self.args = args
-        self.cache = {} if cache is None else cache
+        self.cache: InstanceCache = {} if cache is None else cache
         self.checking = checking  # True when `cache` outlives this read and must be validated
         self.deps: list[Dep] = []
         # Depth guard (see MAX_DEPTH): deeper entities are built later from `deferred`.
         self.depth = 0
-        self.deferred: list[tuple[Any, str, Any, Any, Any]] | tuple[()] = ()  # a list once used
+        # Entities to fill once the walk has unwound (a list once used)
+        self.deferred: list[Deferred] | tuple[()] = ()
         self.token: _ReadToken | None = None
 
-    def __call__(self, node: Any, value: Any) -> Any:
+    def __call__(self, node: Node | None, value: object) -> object:
         """Denormalize `value` by compiled `node`."""
         if node is None or value is None:
             return value
@@ -63,18 +78,18 @@ class Unvisit:
             self.finish_deferred()
         return result
 
-    def read(self, key: str, pk: str) -> Any:
+    def read(self, key: str, pk: str) -> object:
         """The stored record for key/pk (None when missing), recorded as a dependency."""
         table = self.entities.get(key)
         record = None if table is None else table.get(pk)
         self.deps.append((key, pk, table, record))
         return record
 
-    def entity(self, cls: Any, pk: str) -> Any:
+    def entity(self, cls: type[Entity], pk: str) -> object:
         """The instance of entity class `cls` stored under `pk` (None missing, INVALID deleted)."""
         key = cls.key
         table = self.entities.get(key)
-        record = None if table is None else table.get(pk)
+        record: Mapping[str, object] | InvalidType | None = None if table is None else table.get(pk)
         if record is None or record is INVALID:
             self.deps.append((key, pk, table, record))
             return record
@@ -84,7 +99,7 @@ class Unvisit:
             if deps is None:  # a cycle back to an entity being built right now
                 self.deps.append((key, pk, table, record))  # what embeds it depends on it too
                 return hit[1] if hit[1] is not _IN_PROGRESS else None
-            if deps.__class__ is _ReadToken:
+            if isinstance(deps, _ReadToken):
                 if deps is self.token:  # deep data built earlier in this same read
                     self.deps.append((key, pk, table, record))
                     return hit[1]
@@ -92,7 +107,8 @@ class Unvisit:
                 self.deps.extend(deps)
                 return hit[1]
         outer = self.deps
-        self.deps = mine = [(key, pk, table, record)]
+        mine: list[Dep] = [(key, pk, table, record)]
+        self.deps = mine
         if not cls.schema:  # no nested schema: nothing to defer
             value = self.build(cls, pk, record)
             self.deps = outer
@@ -112,7 +128,7 @@ class Unvisit:
         self.cache[(cls, pk)] = (record, value, mine if len(self.deferred) == queued else self.deferred_token())
         return value
 
-    def collection(self, coll: Any, pk: str) -> Any:
+    def collection(self, coll: Collection[object], pk: str) -> object:
         """The list (or dict) stored for Collection `coll` under `pk` (None missing).
 
         Cached like entity instances, by the stored list and its item schema, so one
@@ -146,11 +162,13 @@ class Unvisit:
             self.cache[(key, pk)] = (record, value, mine, item)
         return value
 
-    def build(self, cls: Any, pk: str | None, record: Mapping[str, Any]) -> Any:
+    def build(self, cls: type[Entity], pk: str | None, record: Mapping[str, object]) -> object:
         """Make the instance of entity class `cls` for `record` (INVALID when it is invalid)."""
         return self._finish(cls, pk, record, cls.start_build(record))
 
-    def _finish(self, cls: Any, pk: str | None, record: Mapping[str, Any], started: Any) -> Any:
+    def _finish(
+        self, cls: type[E], pk: str | None, record: Mapping[str, object], started: E | InvalidType | None
+    ) -> object:
         """Complete a `start_build`: held in the cache first, so a cycle back to it finds it."""
         if started is INVALID:
             return INVALID
@@ -165,7 +183,14 @@ class Unvisit:
             self.token = _ReadToken()
         return self.token
 
-    def _defer(self, cls: Any, pk: str, record: Any, table: Any, obj: Any) -> Any:
+    def _defer(
+        self,
+        cls: type[E],
+        pk: str,
+        record: Mapping[str, object],
+        table: Mapping[str, object] | None,
+        obj: E | InvalidType,
+    ) -> object:
         """`obj` (from `start_build`), its fields filled once the current walk has unwound (deep data)."""
         self.deps.append((cls.key, pk, table, record))
         if obj is INVALID:
@@ -190,7 +215,8 @@ class Unvisit:
             cls, pk, record, table, obj = queue[index]
             index += 1
             self.depth = 0
-            self.deps = mine = [(cls.key, pk, table, record)]
+            mine: list[Dep] = [(cls.key, pk, table, record)]
+            self.deps = mine
             queued = len(queue)
             cls.finish_build(obj, record, self, strict=False)
             top.extend(mine)
@@ -198,7 +224,7 @@ class Unvisit:
         self.deps = top
         queue.clear()
 
-    def lookup_index(self, cls: Any, fields: Mapping[str, Any]) -> str | None:
+    def lookup_index(self, cls: type[Entity], fields: Mapping[str, object]) -> str | None:
         """Resolve a pk through `cls.indexes` from the given field values."""
         if not cls.indexes or self.indexes is None:
             return None
@@ -211,12 +237,12 @@ class Unvisit:
                 continue
             table = per_key.get(field)
             pk = None if table is None else table.get(to_text(value))
-            if pk is not None and pk is not INVALID:
-                return pk  # type: ignore[no-any-return]
+            if isinstance(pk, str):  # not missing, not INVALID (a value no longer indexed)
+                return pk
         return None
 
 
-def deps_valid(entities: Mapping[str, Any], deps: list[Dep], start: int = 0) -> bool:
+def deps_valid(entities: Mapping[str, Mapping[str, object]], deps: list[Dep], start: int = 0) -> bool:
     """True when every recorded read would read the same record from `entities` now."""
     for i in range(start, len(deps)):
         key, pk, table, record = deps[i]
@@ -229,7 +255,12 @@ def deps_valid(entities: Mapping[str, Any], deps: list[Dep], start: int = 0) -> 
 
 
 @no_gc
-def denormalize(schema: Any, input: Any, entities: Mapping[str, Any], args: tuple[Any, ...] | list[Any] = ()) -> Any:
+def denormalize(
+    schema: object,
+    input: object,
+    entities: Mapping[str, Mapping[str, object]],
+    args: tuple[object, ...] | list[object] = (),
+) -> Any:  # the data the schema describes, for the caller to read
     """Rebuild the value of `input` by `schema` from `entities`; None when it is invalid."""
     from restlayer.schema._fast import denormalize_with
 

@@ -13,12 +13,11 @@ import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from restlayer._sentinel import Sentinel
 from restlayer._text import to_text
 from restlayer._typing import Self, dataclass_transform
 from restlayer.errors import SchemaError
 from restlayer.schema._annotated import annotated_schemas
-from restlayer.schema._base import INVALID, MAX_DEPTH, Node, compile_schema, normalize_members
+from restlayer.schema._base import INVALID, MAX_DEPTH, InvalidType, Node, compile_schema, normalize_members
 from restlayer.schema._frozen import CONTAINERS as _CONTAINERS
 from restlayer.schema._frozen import freeze_members
 
@@ -236,7 +235,7 @@ class Entity:
         return cls._nested
 
     @classmethod
-    def start_build(cls, record: Mapping[str, Any]) -> Self | Sentinel | None:
+    def start_build(cls, record: Mapping[str, Any]) -> Self | InvalidType | None:
         """First step of building an instance from a stored `record` (see `finish_build`).
 
         `INVALID` when `validate` refuses the record; else an empty instance to fill,
@@ -251,7 +250,7 @@ class Entity:
     @classmethod
     def finish_build(
         cls, obj: Self | None, record: Mapping[str, object], unvisit: Unvisit, strict: bool = True
-    ) -> Self | Sentinel:
+    ) -> Self | InvalidType:
         """Fill `obj` from `start_build` (or call `from_json`): defaults, stored members, nested schemas read.
 
         A nested entity that is missing or deleted reads None; with `strict`, one whose

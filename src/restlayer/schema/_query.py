@@ -6,9 +6,8 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, overload
 
 from restlayer._pmap import OrderedPMap
-from restlayer._sentinel import Sentinel
 from restlayer._typing import E, T
-from restlayer.schema._base import INVALID, Node, Schema, required_node, schema_name
+from restlayer.schema._base import INVALID, InvalidType, Node, Schema, required_node, schema_name
 from restlayer.schema._union import Attribute, Union
 
 if TYPE_CHECKING:
@@ -111,13 +110,13 @@ class All(Schema[list[T]]):
         any_table = False
         for name, node in self.union.nodes.items():
             pks = _live_pks(node.key, unvisit)
-            if isinstance(pks, list):
+            if pks is not INVALID:
                 any_table = True
                 found.extend({"id": pk, "schema": name} for pk in pks)
         return found if any_table else INVALID
 
 
-def _live_pks(key: str, unvisit: Unvisit) -> list[str] | Sentinel:
+def _live_pks(key: str, unvisit: Unvisit) -> list[str] | InvalidType:
     """The pks of `key`'s table in the order first stored, deleted ones skipped (INVALID: no table)."""
     table = unvisit.entities.get(key)
     if table is None:
