@@ -9,17 +9,21 @@ unchanged table is the same object, so most checks stop at one identity test.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeAlias
 
 from restlayer._gc import pause as gc_pause
 from restlayer._gc import resume as gc_resume
-from restlayer.schema._base import INVALID, compile_schema
+from restlayer.schema._base import INVALID, Node, compile_schema
 from restlayer.schema._containers import Object
-from restlayer.schema._denormalize import Dep, Unvisit
+from restlayer.schema._denormalize import Dep, InstanceCache, Unvisit
 from restlayer.schema._fast import denormalize_with, dep_groups, groups_valid
 from restlayer.schema._normalize import _tables_of
 
 _MAX_RESULTS = 4096
+# Stored tables as a reader sees them: entity key -> pk -> record.
+Tables: TypeAlias = Mapping[str, Mapping[str, object]]
+# A read's deps grouped by table: (key, table read, pks, records read).
+Groups: TypeAlias = "list[tuple[str, Mapping[str, object] | None, tuple[str, ...], tuple[object, ...]]]"
 
 
 class Denormalized:
@@ -27,7 +31,7 @@ class Denormalized:
 
     __slots__ = ("data", "deps", "found", "invalid")
 
-    def __init__(self, data: Any, invalid: bool, found: bool, deps: list[Dep]) -> None:
+    def __init__(self, data: Any, invalid: bool, found: bool, deps: list[Dep]) -> None:  # data: what the schema reads
         self.data = data
         self.invalid = invalid
         self.found = found
@@ -47,15 +51,17 @@ class _Entry:
 
     __slots__ = ("args", "entities", "groups", "input", "node", "result")
 
-    def __init__(self, node: Any, input: Any, args: tuple[Any, ...], entities: Any, result: Denormalized):
+    def __init__(
+        self, node: Node | None, input: object, args: tuple[object, ...], entities: Tables, result: Denormalized
+    ):
         self.node = node
         self.input = input
         self.args = args
         self.entities = entities
         self.result = result
-        self.groups: Any = None
+        self.groups: Groups | None = None
 
-    def valid_for(self, entities: Mapping[str, Any]) -> bool:
+    def valid_for(self, entities: Tables) -> bool:
         """Whether every record the read touched is still the one in `entities` (deps grouped by table once)."""
         if self.groups is None:
             self.groups = dep_groups(self.result.deps)
@@ -67,18 +73,20 @@ class MemoCache:
 
     def __init__(self) -> None:
         # Entity instances by (class, pk): two classes sharing one `key` never share instances.
-        self._entities: dict[tuple[Any, str], Any] = {}
-        self._results: dict[tuple[int, Any], _Entry] = {}
-        self._queries: dict[int, tuple[Any, list[tuple[tuple[Any, ...], Any]]]] = {}
+        self._entities: InstanceCache = {}
+        # By (node id, input or its id): the node and input are held by the entry, so their ids stay theirs.
+        self._results: dict[tuple[int, object], _Entry] = {}
+        # By node id: the node, and the query keys of its recent argument tuples.
+        self._queries: dict[int, tuple[Node, list[tuple[tuple[object, ...], object]]]] = {}
 
     def denormalize(
-        self, schema: Any, input: Any, entities: Mapping[str, Any], args: tuple[Any, ...] | list[Any] = ()
-    ) -> Any:
+        self, schema: object, input: object, entities: Tables, args: tuple[object, ...] | list[object] = ()
+    ) -> Any:  # the data the schema describes, for the caller to read
         """Like `denormalize()`, returning the same object while its data is unchanged."""
         return self.denormalize_detail(schema, input, entities, args).data
 
     def denormalize_detail(
-        self, schema: Any, input: Any, entities: Mapping[str, Any], args: tuple[Any, ...] | list[Any] = ()
+        self, schema: object, input: object, entities: Tables, args: tuple[object, ...] | list[object] = ()
     ) -> Denormalized:
         """`denormalize` plus validity and the records read (for expiry and garbage collection)."""
         node = compile_schema(schema)
@@ -108,11 +116,11 @@ class MemoCache:
         self._results[slot] = _Entry(node, input, args, entities, result)
         return result
 
-    def query(self, schema: Any, args: tuple[Any, ...] | list[Any], state: Any) -> Any:
+    def query(self, schema: object, args: tuple[object, ...] | list[object], state: object) -> Any:
         """Answer a read of `schema` from the store alone (Query, All, Entity, Collection, dict)."""
         return self.query_detail(schema, args, state).data
 
-    def query_detail(self, schema: Any, args: tuple[Any, ...] | list[Any], state: Any) -> Denormalized:
+    def query_detail(self, schema: object, args: tuple[object, ...] | list[object], state: object) -> Denormalized:
         """`query` plus whether anything was found and what was read."""
         node = compile_schema(schema)
         args = tuple(args)
@@ -127,12 +135,12 @@ class MemoCache:
             return Denormalized(None, True, True, probe.deps)
         key = self._stable_query_key(node, args, key)
         result = self.denormalize_detail(node, key, entities, args)
-        if isinstance(node, Object) and not node.found_all(key):
+        if isinstance(node, Object) and isinstance(key, Mapping) and not node.found_all(key):
             # A dict with a missing member: its data is shown, but the read counts as not found.
             return Denormalized(result.data, result.invalid, False, result.deps)
         return result
 
-    def _stable_query_key(self, node: Any, args: tuple[Any, ...], key: Any) -> Any:
+    def _stable_query_key(self, node: Node, args: tuple[object, ...], key: object) -> object:
         """Reuse the previous query-key object when equal, so the result memo can hit."""
         if isinstance(key, (str, int, float)):
             return key
@@ -159,12 +167,12 @@ class MemoCache:
         self._results.clear()
         self._queries.clear()
 
-    def prune(self, entities: Mapping[str, Any]) -> None:
+    def prune(self, entities: Tables) -> None:
         """Drop cached instances whose record is no longer the stored one (bounded memory)."""
         stale = []
         for (owner, pk), hit in self._entities.items():
             # keyed by entity class (instances) or by collection key (stored lists)
-            table = entities.get(owner if owner.__class__ is str else owner.key)
+            table = entities.get(owner if isinstance(owner, str) else owner.key)
             if table is None or table.get(pk) is not hit[0]:
                 stale.append((owner, pk))
         for item in stale:

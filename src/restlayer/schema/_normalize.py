@@ -8,18 +8,27 @@ state and the caller's previous state object is never touched.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
-from typing import Any, NamedTuple
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from restlayer._gc import no_gc
 from restlayer._pmap import EMPTY, OrderedPMap, PMap, merge_tables
 from restlayer._text import to_text
 from restlayer.errors import SchemaError
-from restlayer.schema._base import INVALID, compile_schema, normalize_members, schema_name
+from restlayer.schema._base import INVALID, InvalidType, Node, compile_schema, normalize_members, schema_name
 from restlayer.schema._fast import normalizer
 from restlayer.schema._frozen import freeze, freeze_members
 
+if TYPE_CHECKING:
+    from restlayer.schema._collection import Collection
+    from restlayer.schema._entity import Entity, Meta
+
+#: Store tables: entity key -> pk -> stored record (JSON the schemas and readers read), or INVALID.
 Tables = PMap[str, PMap[str, Any]]
+#: Index tables: entity key -> field -> value text -> pk (INVALID for a value no longer indexed).
+IndexTables = PMap[str, PMap[str, PMap[str, "str | InvalidType"]]]
+#: Meta tables: entity key -> pk -> meta.
+MetaTables = PMap[str, PMap[str, "Meta"]]
 _NO_META: dict[str, float] = {"fetched_at": 0, "date": 0, "expires_at": 0}
 _ABSENT = object()
 
@@ -27,18 +36,18 @@ _ABSENT = object()
 class NormalizedResult(NamedTuple):
     """The outcome of `normalize`: the normalized result plus the new store tables."""
 
-    result: Any
+    result: Any  # the response with entities replaced by their pks: JSON the caller reads
     entities: Tables
-    indexes: PMap[str, PMap[str, PMap[str, Any]]]
-    entities_meta: Tables
+    indexes: IndexTables
+    entities_meta: MetaTables
 
 
 class _Deferred(NamedTuple):
-    schema: Any
+    schema: type[Entity]
     pk: str
-    record: dict[str, Any]
-    nested: Any
-    value: Any
+    record: dict[str, object]
+    nested: Mapping[str, Node | None]
+    value: object
     creating: bool
     parent: _Deferred | None
 
@@ -62,14 +71,14 @@ class Normalizer:
         "working_on",
     )
 
-    def __init__(self, args: tuple[Any, ...], meta: Mapping[str, Any], state: Any, placeholders: bool = True) -> None:
+    def __init__(self, args: tuple[object, ...], meta: Meta, state: object, placeholders: bool = True) -> None:
         self.args = args
         self.placeholders = placeholders  # whether a create's item without a pk gets a "MISS-..." one
         self.meta = meta
         self.entities, self.indexes, self.entities_meta = _tables_of(state)
-        self.pending: dict[str, dict[str, Any]] = {}
-        self.pending_meta: dict[str, dict[str, Any]] = {}
-        self.pending_indexes: dict[str, dict[str, dict[str, Any]]] = {}
+        self.pending: dict[str, dict[str, object]] = {}
+        self.pending_meta: dict[str, dict[str, Meta]] = {}
+        self.pending_indexes: dict[str, dict[str, dict[str, str | InvalidType]]] = {}
         self.creating = False
         # Depth guard: entities nested deeper than MAX_DEPTH (see _base) are finished later
         # from `deferred`, so the walk's stack stays bounded whatever the data's depth.
@@ -78,7 +87,7 @@ class Normalizer:
         self.working_on: _Deferred | None = None
 
     # ----- reads ---------------------------------------------------------------------
-    def get(self, key: str, pk: str) -> Any:
+    def get(self, key: str, pk: str) -> object:
         """The current record (pending write first, then the store), or None."""
         table = self.pending.get(key)
         if table is not None:
@@ -99,7 +108,9 @@ class Normalizer:
         return keys
 
     # ----- deep data -------------------------------------------------------------------
-    def defer(self, schema: Any, pk: str, record: dict[str, Any], nested: Any, value: Any) -> None:
+    def defer(
+        self, schema: type[Entity], pk: str, record: dict[str, object], nested: Mapping[str, Node | None], value: object
+    ) -> None:
         """Finish `record` (normalize its members, then store it) once the current walk has unwound."""
         item = self.working_on
         while item is not None:  # the deferred ancestors of this value
@@ -129,7 +140,7 @@ class Normalizer:
         self.creating = False
 
     # ----- writes --------------------------------------------------------------------
-    def store(self, schema: Any, pk: str, record: Any) -> None:
+    def store(self, schema: type[Entity] | Collection[object], pk: str, record: Any) -> None:  # record: stored JSON
         """Write `record` under `schema.key`/`pk`, merging with this call's or the store's version."""
         key = schema.key
         table = self.pending.get(key)
@@ -163,7 +174,7 @@ class Normalizer:
         if schema.indexes:
             self._index(schema, pk, existing, table[pk])
 
-    def replace(self, key: str, pk: str, value: Any) -> None:
+    def replace(self, key: str, pk: str, value: object) -> None:
         """Write `value` as is (collections merging a create, remove or move)."""
         table = self.pending.get(key)
         if table is None:
@@ -176,12 +187,12 @@ class Normalizer:
         """Mark an entity deleted: the deletion marker with the incoming meta."""
         self.replace(key, pk, INVALID)
 
-    def _stored_meta(self, key: str, pk: str) -> Mapping[str, Any]:
+    def _stored_meta(self, key: str, pk: str) -> Meta:
         table = self.entities_meta.get(key)
         meta = None if table is None else table.get(pk)
         return meta if meta is not None else _NO_META
 
-    def _index(self, schema: Any, pk: str, old: Any, new: Any) -> None:
+    def _index(self, schema: type[Entity] | Collection[object], pk: str, old: object, new: object) -> None:
         """Keep `indexes[key][field][value] -> pk` current; an old value maps to INVALID."""
         if not isinstance(new, Mapping):
             return
@@ -197,7 +208,7 @@ class Normalizer:
                 changes[to_text(value)] = pk
 
     # ----- commit --------------------------------------------------------------------
-    def commit(self, result: Any) -> NormalizedResult:
+    def commit(self, result: object) -> NormalizedResult:
         """Merge the pending writes into new persistent tables."""
         return NormalizedResult(
             result,
@@ -207,7 +218,7 @@ class Normalizer:
         )
 
 
-def _merge_indexes(indexes: Any, pending: dict[str, dict[str, dict[str, Any]]]) -> Any:
+def _merge_indexes(indexes: IndexTables, pending: dict[str, dict[str, dict[str, str | InvalidType]]]) -> IndexTables:
     if not pending:
         return indexes
     changes = {}
@@ -217,7 +228,7 @@ def _merge_indexes(indexes: Any, pending: dict[str, dict[str, dict[str, Any]]]) 
     return indexes.update(changes)
 
 
-def _tables_of(state: Any) -> tuple[Any, Any, Any]:
+def _tables_of(state: object) -> tuple[Tables, IndexTables, MetaTables]:
     """(entities, indexes, entities_meta) of a NormalizedResult, a state object or a mapping."""
     if state is None:
         return EMPTY, EMPTY, EMPTY
@@ -232,7 +243,7 @@ def _tables_of(state: Any) -> tuple[Any, Any, Any]:
     return as_tables(parts[0], 2, ordered=True), as_tables(parts[1], 3), as_tables(parts[2], 2)
 
 
-def as_tables(tables: Any, depth: int, ordered: bool = False) -> Any:
+def as_tables(tables: Any, depth: int, ordered: bool = False) -> Any:  # the caller's tables, any depth
     """Tables given as plain dicts (tests, user code) become `depth` levels of PMaps.
 
     With `ordered`, the innermost tables (entity key -> pk -> record) keep the dicts' order.
@@ -246,10 +257,10 @@ def as_tables(tables: Any, depth: int, ordered: bool = False) -> Any:
     return PMap({k: as_tables(v, depth - 1, ordered) for k, v in tables.items()})
 
 
-def default_meta(meta: Mapping[str, Any] | None) -> dict[str, Any]:
+def default_meta(meta: Mapping[str, float] | None) -> dict[str, float]:
     """Fill in `fetched_at` 0, `date` now, `expires_at` infinity for what `meta` leaves out."""
     now = time.time() * 1000
-    full: dict[str, Any] = {"fetched_at": 0, "date": now, "expires_at": float("inf")}
+    full: dict[str, float] = {"fetched_at": 0, "date": now, "expires_at": float("inf")}
     if meta:
         full.update(meta)
     return full
@@ -257,11 +268,11 @@ def default_meta(meta: Mapping[str, Any] | None) -> dict[str, Any]:
 
 @no_gc
 def normalize(
-    schema: Any,
-    input: Any,
-    args: tuple[Any, ...] | list[Any] = (),
-    state: Any = None,
-    meta: Mapping[str, Any] | None = None,
+    schema: object,
+    input: object,
+    args: Sequence[object] = (),
+    state: object = None,
+    meta: Mapping[str, float] | None = None,
     *,
     placeholders: bool = True,
 ) -> NormalizedResult:
