@@ -13,7 +13,7 @@ import inspect
 import sys
 import types
 import typing
-from typing import Any, Union
+from typing import Union
 
 from restlayer.schema._containers import Values
 
@@ -41,7 +41,7 @@ def annotated_schemas(cls: type, base: type) -> dict[str, object]:
     return found
 
 
-def _resolve(annotation: object, globalns: dict[str, Any], localns: dict[str, Any]) -> object:
+def _resolve(annotation: object, globalns: dict[str, object], localns: dict[str, object]) -> object:
     """A string annotation evaluated in its class's module; None when it names nothing reachable there."""
     if not isinstance(annotation, str):
         return annotation

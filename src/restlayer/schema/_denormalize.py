@@ -8,7 +8,7 @@ once per read (or once per store version, when the cache belongs to a MemoCache)
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from restlayer._gc import no_gc
@@ -109,7 +109,7 @@ class Unvisit:
         outer = self.deps
         mine: list[Dep] = [(key, pk, table, record)]
         self.deps = mine
-        if not cls.schema:  # no nested schema: nothing to defer
+        if not cls.nested():  # no nested schema (declared or annotated): nothing to defer
             value = self.build(cls, pk, record)
             self.deps = outer
             outer.extend(mine)
@@ -259,7 +259,7 @@ def denormalize(
     schema: object,
     input: object,
     entities: Mapping[str, Mapping[str, object]],
-    args: tuple[object, ...] | list[object] = (),
+    args: Sequence[object] = (),
 ) -> Any:  # the data the schema describes, for the caller to read
     """Rebuild the value of `input` by `schema` from `entities`; None when it is invalid."""
     from restlayer.schema._fast import denormalize_with

@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import inspect
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from restlayer._text import to_text
@@ -65,7 +65,7 @@ class Entity:
     _checks_valid: ClassVar[bool] = False
     _pk_view: ClassVar[type[Entity] | None] = None
 
-    def __init_subclass__(cls, _pk_view: bool = False, **kwargs: Any) -> None:
+    def __init_subclass__(cls, _pk_view: bool = False, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
         if _pk_view:  # the private view `compute_pk` reads through: no setup of its own
             return
@@ -82,7 +82,10 @@ class Entity:
         cls._mutable_defaults = tuple(n for n, v in defaults.items() if isinstance(v, _MUTABLE))
         cls._truthy_defaults = frozenset(n for n, v in defaults.items() if v)
         cls._plain_pk = cls.pk is Entity.pk
-        cls._plain_build = cls.from_json.__func__ is Entity.from_json.__func__  # type: ignore[attr-defined]
+        cls._plain_build = all(  # built by the default steps (the fast engine inlines them)
+            getattr(cls, name).__func__ is getattr(Entity, name).__func__
+            for name in ("from_json", "start_build", "finish_build")
+        )
         cls._plain_store = all(
             getattr(cls, name).__func__ is getattr(Entity, name).__func__
             for name in ("merge", "merge_with_store", "merge_meta_with_store", "should_update", "should_reorder")
@@ -235,11 +238,12 @@ class Entity:
         return cls._nested
 
     @classmethod
-    def start_build(cls, record: Mapping[str, Any]) -> Self | InvalidType | None:
+    def start_build(cls, record: Mapping[str, object]) -> Self | InvalidType | None:
         """First step of building an instance from a stored `record` (see `finish_build`).
 
         `INVALID` when `validate` refuses the record; else an empty instance to fill,
-        or None when `from_json` is overridden (it builds from the finished values).
+        or None when the class overrides a build step (`from_json` then builds the
+        instance from the finished values).
         An empty instance lets a reader hand it out before its members are read
         (cycles, deep data).
         """
@@ -429,8 +433,8 @@ def _make_pk_view(cls: type[Entity]) -> type[Entity]:
     namespace: dict[str, object] = {name: _PkField(name) for name in cls._defaults}
     namespace["key"] = cls.key
     namespace["__qualname__"] = cls.__qualname__
-    meta: Any = type(cls)
-    view: type[Entity] = meta(cls.__name__, (cls,), namespace, _pk_view=True)
+    make_class: Callable[..., type[Entity]] = type(cls)  # the class's own metaclass
+    view = make_class(cls.__name__, (cls,), namespace, _pk_view=True)
     cls._pk_view = view
     return view
 

@@ -8,7 +8,7 @@ unchanged table is the same object, so most checks stop at one identity test.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, TypeAlias
 
 from restlayer._gc import pause as gc_pause
@@ -80,13 +80,13 @@ class MemoCache:
         self._queries: dict[int, tuple[Node, list[tuple[tuple[object, ...], object]]]] = {}
 
     def denormalize(
-        self, schema: object, input: object, entities: Tables, args: tuple[object, ...] | list[object] = ()
+        self, schema: object, input: object, entities: Tables, args: Sequence[object] = ()
     ) -> Any:  # the data the schema describes, for the caller to read
         """Like `denormalize()`, returning the same object while its data is unchanged."""
         return self.denormalize_detail(schema, input, entities, args).data
 
     def denormalize_detail(
-        self, schema: object, input: object, entities: Tables, args: tuple[object, ...] | list[object] = ()
+        self, schema: object, input: object, entities: Tables, args: Sequence[object] = ()
     ) -> Denormalized:
         """`denormalize` plus validity and the records read (for expiry and garbage collection)."""
         node = compile_schema(schema)
@@ -116,11 +116,11 @@ class MemoCache:
         self._results[slot] = _Entry(node, input, args, entities, result)
         return result
 
-    def query(self, schema: object, args: tuple[object, ...] | list[object], state: object) -> Any:
+    def query(self, schema: object, args: Sequence[object], state: object) -> Any:
         """Answer a read of `schema` from the store alone (Query, All, Entity, Collection, dict)."""
         return self.query_detail(schema, args, state).data
 
-    def query_detail(self, schema: object, args: tuple[object, ...] | list[object], state: object) -> Denormalized:
+    def query_detail(self, schema: object, args: Sequence[object], state: object) -> Denormalized:
         """`query` plus whether anything was found and what was read."""
         node = compile_schema(schema)
         args = tuple(args)
