@@ -51,7 +51,9 @@ class Schema(Generic[T_co]):
     `normalize_value` turns input into its normalized form (writing entities
     through the `Normalizer`); `denormalize_value` rebuilds the value (or
     returns `INVALID`); `query_key` derives a denormalizable input from call
-    arguments, or `None` when the store cannot answer.
+    arguments, or `None` when the store cannot answer. `has_entities` and
+    `deletes_entities` tell readers what the type does, so a new schema type
+    needs no change anywhere else.
     """
 
     __slots__ = ()
