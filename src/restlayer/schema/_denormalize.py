@@ -109,20 +109,20 @@ class Unvisit:
         outer = self.deps
         mine: list[Dep] = [(key, pk, table, record)]
         self.deps = mine
-        if not cls.nested():  # no nested schema (declared or annotated): nothing to defer
-            value = self.build(cls, pk, record)
-            self.deps = outer
-            outer.extend(mine)
-            self.cache[(cls, pk)] = (record, value, mine)
-            return value
         started = cls.start_build(record)
-        if self.depth >= MAX_DEPTH and started is not None:  # can be filled later: deep data waits
+        queued = len(self.deferred)
+        if started is INVALID:
+            value: object = INVALID
+        elif self.depth >= MAX_DEPTH and started is not None and cls.nested():
+            # Deep data: an instance that can be filled later, with nested members to read, waits.
             self.deps = outer
             return self._defer(cls, pk, record, table, started)
-        queued = len(self.deferred)
-        self.depth += 1
-        value = self._finish(cls, pk, record, started)
-        self.depth -= 1
+        else:
+            # Held while its members are read, so a cycle back to it finds it.
+            self.cache[(cls, pk)] = (record, _IN_PROGRESS if started is None else started, None)
+            self.depth += 1
+            value = cls.finish_build(started, record, self)
+            self.depth -= 1
         self.deps = outer
         outer.extend(mine)
         self.cache[(cls, pk)] = (record, value, mine if len(self.deferred) == queued else self.deferred_token())
@@ -164,15 +164,10 @@ class Unvisit:
 
     def build(self, cls: type[Entity], pk: str | None, record: Mapping[str, object]) -> object:
         """Make the instance of entity class `cls` for `record` (INVALID when it is invalid)."""
-        return self._finish(cls, pk, record, cls.start_build(record))
-
-    def _finish(
-        self, cls: type[E], pk: str | None, record: Mapping[str, object], started: E | InvalidType | None
-    ) -> object:
-        """Complete a `start_build`: held in the cache first, so a cycle back to it finds it."""
+        started = cls.start_build(record)
         if started is INVALID:
             return INVALID
-        if pk is not None:
+        if pk is not None:  # held while its members are read, so a cycle back to it finds it
             self.cache[(cls, pk)] = (record, _IN_PROGRESS if started is None else started, None)
         return cls.finish_build(started, record, self)
 
@@ -189,12 +184,10 @@ class Unvisit:
         pk: str,
         record: Mapping[str, object],
         table: Mapping[str, object] | None,
-        obj: E | InvalidType,
-    ) -> object:
+        obj: E,
+    ) -> E:
         """`obj` (from `start_build`), its fields filled once the current walk has unwound (deep data)."""
         self.deps.append((cls.key, pk, table, record))
-        if obj is INVALID:
-            return INVALID
         self.cache[(cls, pk)] = (record, obj, None)
         if not self.deferred:
             self.deferred = []
