@@ -151,6 +151,25 @@ def test_moving_between_lists_of_non_entities_is_a_schema_error() -> None:
         normalize(users.move, {"id": "1", "type": "users"}, args=[{"id": "1"}, {"team": "a"}])
 
 
+class Dropped(Entity):
+    """An entity whose `process` deletes every record it is given."""
+
+    id: str = ""
+    team: str = ""
+
+    @classmethod
+    def process(
+        cls, input: Mapping[str, object], parent: object, key: str | None, args: tuple[object, ...]
+    ) -> Mapping[str, object] | None:
+        return None
+
+
+def test_moving_an_item_that_process_deletes_is_a_schema_error() -> None:
+    teams = Collection([Dropped])
+    with pytest.raises(SchemaError, match=r"Dropped.process\(\) returned None for a moved item"):
+        normalize(teams.move, {"id": "1", "team": "b"}, args=[{"id": "1"}, {"team": "b"}])
+
+
 def test_invalid_marker_is_falsy_named_and_one_object_everywhere() -> None:
     assert not INVALID
     assert repr(INVALID) == str(INVALID) == "INVALID"

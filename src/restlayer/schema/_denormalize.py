@@ -162,14 +162,10 @@ class Unvisit:
             self.cache[(key, pk)] = (record, value, mine, item)
         return value
 
-    def build(self, cls: type[Entity], pk: str | None, record: Mapping[str, object]) -> object:
-        """Make the instance of entity class `cls` for `record` (INVALID when it is invalid)."""
+    def build(self, cls: type[Entity], record: Mapping[str, object]) -> object:
+        """An instance of entity class `cls` from a record that was never stored (so not cached); INVALID if invalid."""
         started = cls.start_build(record)
-        if started is INVALID:
-            return INVALID
-        if pk is not None:  # held while its members are read, so a cycle back to it finds it
-            self.cache[(cls, pk)] = (record, _IN_PROGRESS if started is None else started, None)
-        return cls.finish_build(started, record, self)
+        return INVALID if started is INVALID else cls.finish_build(started, record, self)
 
     # ----- deep data ---------------------------------------------------------------------------
     def deferred_token(self) -> _ReadToken:

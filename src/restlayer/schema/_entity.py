@@ -359,7 +359,7 @@ class Entity:
         if value.__class__ is str:  # the usual case: a pk (checked first, no ABC check)
             return unvisit.entity(cls, value)
         if isinstance(value, Mapping):  # an entity that was never normalized
-            return unvisit.build(cls, None, value)
+            return unvisit.build(cls, value)
         return unvisit.entity(cls, to_text(value))
 
     @classmethod

@@ -40,12 +40,10 @@ class Query(Schema[T]):
         return f"Query({schema_name(self.node)})"
 
     def has_entities(self) -> bool:
-        node = self.node
-        return node is not None and node.has_entities()
+        return self.node.has_entities()
 
     def deletes_entities(self) -> bool:
-        node = self.node
-        return node is not None and node.deletes_entities()
+        return self.node.deletes_entities()
 
     def normalize_value(self, value: object, parent: object, key: str | None, ctx: Normalizer) -> object:
         return self.node.normalize_value(value, parent, key, ctx)
