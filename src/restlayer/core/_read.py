@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from restlayer._pmap import EMPTY
@@ -15,6 +15,7 @@ from restlayer.schema import (
     Array,
     Collection,
     Denormalized,
+    Entity,
     Invalidate,
     MemoCache,
     Object,
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 
 MISSING: Any = object()
 INF = float("inf")
+_ENTITY_QUERY = getattr(Entity.query_key, "__func__", None)
 Refs = list[tuple[str, str]]
 
 
@@ -110,6 +112,38 @@ def read_response(
         expires_at = 1 if not_found else entity_expiry(detail.deps, state)
     status = expiry_status(detail.invalid, stale_invalid or not_found, meta)
     return Response(detail.data, status, expires_at), detail
+
+
+def same_data(
+    endpoint: Endpoint[object], args: tuple[Any, ...], state: State, detail: Denormalized | None
+) -> Callable[[State], bool]:
+    """A cheap test: would reading `endpoint(*args)` from a later state give the data `state` gave?
+
+    False means "read again" (never a missed change): the stored result must be the
+    same object, and so must every record the read touched, or, for a store query
+    whose reads are not all tracked, the whole entity and index tables.
+    """
+    key = endpoint.key(*args)
+    cached = state.endpoints.get(key, MISSING)
+    if detail is None:  # no entities: the stored result is the data
+        return lambda now: now.endpoints.get(key, MISSING) is cached
+    if cached is not MISSING or _query_by_pk(endpoint, args):
+        return lambda now: now.endpoints.get(key, MISSING) is cached and detail.unchanged_in(now.entities)
+    entities, indexes = state.entities, state.indexes
+    return lambda now: now.entities is entities and now.indexes is indexes and now.endpoints.get(key, MISSING) is cached
+
+
+def _query_by_pk(endpoint: Endpoint[object], args: tuple[Any, ...]) -> bool:
+    """Whether the store query for `endpoint(*args)` reads one entity by a pk known from `args` alone."""
+    node = compile_schema(endpoint.schema)
+    if not (isinstance(node, type) and issubclass(node, Entity)):
+        return False
+    if getattr(node.query_key, "__func__", None) is not _ENTITY_QUERY:  # a subclass's own query may read more
+        return False
+    first = args[0] if args else None
+    if isinstance(first, Mapping):
+        return node.compute_pk(first, None, None, args) is not None
+    return first is not None
 
 
 def refs_of(detail: Denormalized | None) -> Refs:
