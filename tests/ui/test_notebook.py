@@ -94,8 +94,8 @@ ctrl.close()
 
 def notebook(api_url: str) -> Any:
     cells = [f"API_URL = {api_url!r}\n" + SETUP, DISPLAY, FETCHED, CHANGED, CLOSE]
-    book = nbformat.v4.new_notebook()
-    book.cells = [nbformat.v4.new_code_cell(source) for source in cells]
+    book = nbformat.v4.new_notebook()  # type: ignore[no-untyped-call]  # nbformat is untyped
+    book.cells = [nbformat.v4.new_code_cell(source) for source in cells]  # type: ignore[no-untyped-call]
     return book
 
 
@@ -115,7 +115,9 @@ def test_hooks_render_and_re_render_in_a_jupyter_kernel(api: LocalServer, tmp_pa
         resources={"metadata": {"path": str(tmp_path)}},
     )
     client.execute()
-    title = api.db.get("todos", 1)["title"]
+    seed = api.db.get("todos", 1)
+    assert seed is not None
+    title = seed["title"]
     view = [out for out in book.cells[1].outputs if out["output_type"] == "execute_result"]
     assert len(view) == 1, book.cells[1].outputs
     shown_widget = view[0]["data"]["application/vnd.jupyter.widget-view+json"]["model_id"]
