@@ -31,6 +31,7 @@ from restlayer.solara import (
     use_suspense,
 )
 from restlayer.sync import Controller
+from tests._present import present
 from tests.core._models import Todo
 from tests.ui.conftest import Seen
 
@@ -202,7 +203,7 @@ def test_equal_data_written_again_does_not_rerender(mount: Any, seen: Seen, sctr
 
     @solara.component
     def Item() -> Any:
-        seen.add("item", use_cache(Todos.get, id=1).title)
+        seen.add("item", present(use_cache(Todos.get, id=1)).title)
         return solara.Text("x")
 
     mount(ControllerProvider(children=[Item()], controller=sctrl))
@@ -269,7 +270,7 @@ def test_use_fetch_returns_at_once_and_reports_a_refusal_off_the_loop_thread(
     @solara.component
     def Item() -> Any:
         seen.add("fetch", use_fetch())
-        seen.add("title", use_cache(Todos.get, id=1).title)
+        seen.add("title", present(use_cache(Todos.get, id=1)).title)
         return solara.Text("x")
 
     mount(ControllerProvider(children=[Item()], controller=sctrl))
