@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from restlayer.core import Controller
+from restlayer.core import Controller, GCPolicy
 from restlayer.rest import RestEndpoint
 from restlayer.schema import All
-from tests.core._models import Todo, User
+from tests.core._models import Clock, Todo, User
 
 PREFIX = "http://127.0.0.1:9"  # nothing is fetched: the store is written directly
 
@@ -71,3 +71,25 @@ def test_a_value_changed_and_changed_back_fires_twice(ctrl: Controller) -> None:
     ctrl.set(Todo, {"id": 1}, {"id": 1, "title": "second"})
     ctrl.set(Todo, {"id": 1}, {"id": 1, "title": "stored"})
     assert seen == ["second", "stored"]
+
+
+def test_a_watched_all_query_ignores_a_change_to_another_type(ctrl: Controller) -> None:
+    everything: RestEndpoint[Any] = RestEndpoint(path="/todos", schema=All(Todo), url_prefix=PREFIX)
+    seen: list[list[Any]] = []
+    ctrl.set(Todo, {"id": 1}, {"id": 1, "title": "a"})
+    ctrl.watch(everything, callback=seen.append)
+    ctrl.set(User, {"id": 1}, {"id": 1, "username": "bret"})  # read again (a table changed), same todos
+    assert seen == []
+
+
+def test_a_watcher_holds_what_it_reads_now_not_what_it_first_read(clock: Clock) -> None:
+    policy = GCPolicy(interval_ms=10**9)
+    ctrl = Controller(clock=clock, gc_policy=policy)
+    listing: RestEndpoint[Any] = RestEndpoint(path="/todos", schema=[Todo], url_prefix=PREFIX)
+    ctrl.set_response(listing, None, [{"id": 1}, {"id": 2}])
+    ctrl.watch(listing, callback=lambda todos: None)
+    ctrl.set_response(listing, None, [{"id": 2}, {"id": 3}])
+    clock.advance(10**9)
+    policy.sweep()
+    assert sorted(ctrl.get_state().entities["Todo"]) == ["2", "3"]  # todo 1 is no longer held
+    ctrl.close()
