@@ -9,11 +9,14 @@ todos plus COMPONENTS item components, each watching one todo through
 - one random item's todo changes, `rounds` times (default 50): the time from
   the write to that component's re-render is recorded (p50, p99).
 
+Importing `restlayer.solara` selects reacton's fast renderer unless REACTON_FAST
+is set; `REACTON_FAST=0 python -m bench.ui` measures the default renderer.
 Last line: `ui: unrelated_rerenders=N rerender_p50_ms=T` (target T <= 50).
 """
 
 from __future__ import annotations
 
+import os
 import random
 import statistics
 import sys
@@ -105,7 +108,8 @@ def main() -> int:
     unrelated, delays = run(rounds)
     p50 = statistics.median(delays)
     p99 = sorted(delays)[min(len(delays) - 1, int(len(delays) * 0.99))]
-    print(f"{COMPONENTS} components, {rounds} rounds: rerender p50 {p50:.1f} ms, p99 {p99:.1f} ms")
+    renderer = "fast" if os.environ.get("REACTON_FAST") == "1" else "default"
+    print(f"{COMPONENTS} components, {rounds} rounds, {renderer} renderer: rerender p50 {p50:.1f} ms, p99 {p99:.1f} ms")
     print(f"ui: unrelated_rerenders={unrelated} rerender_p50_ms={p50:.1f}")
     return 0
 

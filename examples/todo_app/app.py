@@ -41,6 +41,8 @@ UserResource = resource(path="/users/:id", schema=User, url_prefix=API)
 todo_list = TodoResource.get_list.extend(poll_frequency=POLL_MS)
 
 ErrorSink = Callable[[BaseException | None], None]
+ROW = {"align-items": "center"}  # a row's controls on one line, whatever their heights
+PAGE = {"max-width": "760px", "padding": "24px 16px 64px"}  # 64px at the bottom: clear of Solara's badge
 
 
 def explain(error: BaseException) -> str:
@@ -88,14 +90,18 @@ def TodoItem(todo: Todo, on_error: ErrorSink) -> Any:
                 solara.Button("Cancel", on_click=lambda: set_editing(False), text=True),
             ],
             classes=["todo-item"],
+            style=ROW,
         )
     return solara.Row(
         children=[
-            solara.Checkbox(label=todo.title, value=todo.completed, on_value=toggle),
+            # not solara.Checkbox: it also passes the label as the checkbox's content, which Vuetify 3
+            # draws a second time, squeezed into the 40 px box of the tick
+            solara.v.Checkbox(label=todo.title, v_model=todo.completed, on_v_model=toggle, hide_details=True),
             solara.Button("Rename", on_click=start_editing, text=True),
             solara.Button("Delete", on_click=delete, text=True),
         ],
         classes=["todo-item"],
+        style=ROW,
     )
 
 
@@ -120,7 +126,8 @@ def TodoList(user_id: int, on_error: ErrorSink) -> Any:
                 children=[
                     solara.InputText("What needs to be done?", value=text, on_value=set_text, continuous_update=True),
                     solara.Button("Add", on_click=add, color="primary"),
-                ]
+                ],
+                style=ROW,
             ),
             *[TodoItem(todo, on_error).key(f"todo-{todo.id}") for todo in todos],
             solara.Text(f"{left} item{'s' if left != 1 else ''} left", classes=["todo-count"]),
@@ -153,10 +160,18 @@ def TodoApp() -> Any:
     banner = []
     if error is not None:
         banner = [
-            solara.v.Alert(
-                type="error", outlined=True, children=[f"Change refused: {explain(error)}"], class_="error-banner"
-            ),
-            solara.Button("Dismiss", on_click=lambda: set_error(None), text=True),
+            solara.Row(
+                children=[
+                    solara.v.Alert(
+                        type="error",
+                        children=[f"Change refused: {explain(error)}"],
+                        class_="error-banner",
+                        style_="flex-grow: 1",
+                    ),
+                    solara.Button("Dismiss", on_click=lambda: set_error(None), text=True),
+                ],
+                style=ROW,
+            )
         ]
     return solara.Column(
         children=[
@@ -164,7 +179,8 @@ def TodoApp() -> Any:
             Suspense(children=[Users(user_id, set_user_id)]),
             *banner,
             Suspense(children=[TodoList(user_id, on_error).key(f"list-{user_id}")], fallback=solara.Text("Loading…")),
-        ]
+        ],
+        style=PAGE,
     )
 
 

@@ -97,3 +97,14 @@ def test_toggle_and_delete_reach_the_server(open_page: Any, ui_api: Any) -> None
     expect(todo(fresh, done["title"])).to_be_checked(checked=not done["completed"], timeout=WAIT)
     expect(todo(fresh, first[2]["title"])).to_be_visible(timeout=WAIT)
     expect(todo(fresh, gone["title"])).to_have_count(0)
+
+
+def test_each_todo_title_is_drawn_once_right_of_its_checkbox(open_page: Any, ui_api: Any) -> None:
+    page = open_page()
+    title = ui_api.db.get("todos", 1)["title"]
+    expect(todo(page, title)).to_be_visible(timeout=WAIT)
+    expect(row(page, title).get_by_text(title, exact=True)).to_have_count(1)
+    tick = row(page, title).locator(".v-selection-control__input").bounding_box()
+    label = row(page, title).locator("label").bounding_box()
+    assert tick is not None and label is not None
+    assert label["x"] >= tick["x"] + tick["width"]  # beside the tick, not squeezed into its box

@@ -4,6 +4,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -28,6 +31,7 @@ from restlayer.solara import (
     use_suspense,
 )
 from restlayer.sync import Controller
+from tests._present import present
 from tests.core._models import Todo
 from tests.ui.conftest import Seen
 
@@ -199,7 +203,7 @@ def test_equal_data_written_again_does_not_rerender(mount: Any, seen: Seen, sctr
 
     @solara.component
     def Item() -> Any:
-        seen.add("item", use_cache(Todos.get, id=1).title)
+        seen.add("item", present(use_cache(Todos.get, id=1)).title)
         return solara.Text("x")
 
     mount(ControllerProvider(children=[Item()], controller=sctrl))
@@ -266,7 +270,7 @@ def test_use_fetch_returns_at_once_and_reports_a_refusal_off_the_loop_thread(
     @solara.component
     def Item() -> Any:
         seen.add("fetch", use_fetch())
-        seen.add("title", use_cache(Todos.get, id=1).title)
+        seen.add("title", present(use_cache(Todos.get, id=1)).title)
         return solara.Text("x")
 
     mount(ControllerProvider(children=[Item()], controller=sctrl))
@@ -281,3 +285,25 @@ def test_use_fetch_returns_at_once_and_reports_a_refusal_off_the_loop_thread(
     stored = sctrl.cache(Todos.get, id=1)
     assert stored is not None and stored.title == original  # rolled back
     assert api.db.get("todos", 1)["title"] == original
+
+
+RENDERER_PROBE = """
+import os, solara
+import restlayer.solara
+_box, rc = solara.render(solara.Text("x"), handle_error=False)
+print(os.environ.get("REACTON_FAST"), type(rc).__name__)
+rc.close()
+"""
+
+
+@pytest.mark.parametrize(
+    ("chosen", "expected"), [(None, "1 _RenderContextFast"), ("0", "0 _RenderContext")], ids=["unset", "app-chose-0"]
+)
+def test_importing_the_hooks_selects_the_fast_renderer_unless_the_app_chose(chosen: str | None, expected: str) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "REACTON_FAST"}
+    if chosen is not None:
+        env["REACTON_FAST"] = chosen
+    done = subprocess.run(
+        [sys.executable, "-c", RENDERER_PROBE], env=env, capture_output=True, text=True, timeout=120, check=True
+    )
+    assert done.stdout.strip().splitlines()[-1] == expected

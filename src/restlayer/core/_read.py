@@ -11,7 +11,7 @@ from restlayer._typing import T
 from restlayer.core._state import State
 from restlayer.core.endpoint import Endpoint
 from restlayer.core.expiry import ExpiryStatus, Response
-from restlayer.schema import Denormalized, MemoCache, denormalize
+from restlayer.schema import Denormalized, Entity, MemoCache, denormalize
 from restlayer.schema._base import Node, compile_schema
 
 if TYPE_CHECKING:
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 MISSING: Final = object()
 INF = float("inf")
+_ENTITY_QUERY = getattr(Entity.query_key, "__func__", None)
 Refs = list[tuple[str, str]]
 
 
@@ -82,6 +83,38 @@ def read_response(
         expires_at = 1 if not_found else entity_expiry(detail.deps, state)
     status = expiry_status(detail.invalid, stale_invalid or not_found, meta)
     return Response(detail.data, status, expires_at), detail
+
+
+def same_data(
+    endpoint: Endpoint[object], args: tuple[object, ...], state: State, detail: Denormalized | None
+) -> Callable[[State], bool]:
+    """A cheap test: would reading `endpoint(*args)` from a later state give the data `state` gave?
+
+    False means "read again" (never a missed change): the stored result must be the
+    same object, and so must every record the read touched, or, for a store query
+    whose reads are not all tracked, the whole entity and index tables.
+    """
+    key = endpoint.key(*args)
+    cached = state.endpoints.get(key, MISSING)
+    if detail is None:  # no entities: the stored result is the data
+        return lambda now: now.endpoints.get(key, MISSING) is cached
+    if cached is not MISSING or _query_by_pk(endpoint, args):
+        return lambda now: now.endpoints.get(key, MISSING) is cached and detail.unchanged_in(now.entities)
+    entities, indexes = state.entities, state.indexes
+    return lambda now: now.entities is entities and now.indexes is indexes and now.endpoints.get(key, MISSING) is cached
+
+
+def _query_by_pk(endpoint: Endpoint[object], args: tuple[object, ...]) -> bool:
+    """Whether the store query for `endpoint(*args)` reads one entity by a pk known from `args` alone."""
+    node = compile_schema(endpoint.schema)
+    if not (isinstance(node, type) and issubclass(node, Entity)):
+        return False
+    if getattr(node.query_key, "__func__", None) is not _ENTITY_QUERY:  # a subclass's own query may read more
+        return False
+    first = args[0] if args else None
+    if isinstance(first, Mapping):
+        return node.compute_pk(first, None, None, args) is not None
+    return first is not None
 
 
 def refs_of(detail: Denormalized | None) -> Refs:

@@ -2,7 +2,9 @@
 
 A callback runs only when the denormalized value is a different object *and*
 compares unequal (re-normalizing equal data builds new objects; that is not a
-change). Callback exceptions are logged and never reach the store.
+change). Each read comes with a cheap test telling whether a later store could
+read differently, so a change re-reads only the watchers whose data it touched.
+Callback exceptions are logged and never reach the store.
 """
 
 from __future__ import annotations
@@ -15,8 +17,11 @@ if TYPE_CHECKING:
     from restlayer.core.endpoint import Endpoint
     from restlayer.core.expiry import Response
 
-#: `read(endpoint, args)`: the stored Response and the entities it read (for GC holds).
-Read = Callable[["Endpoint[object]", tuple[Any, ...]], "tuple[Response[Any], list[tuple[str, str]]]"]
+#: `read(endpoint, args)`: the stored Response, the entities it read (for GC holds) and a test
+#: `unchanged()` that is True while the store still holds what the read saw (False: read again).
+Read = Callable[
+    ["Endpoint[object]", tuple[Any, ...]], "tuple[Response[Any], list[tuple[str, str]], Callable[[], bool]]"
+]
 #: `hold(key, refs)` / `release(key, refs)`: take or drop a garbage-collection hold.
 Hold = Callable[[str | None, list[tuple[str, str]]], None]
 
@@ -33,10 +38,15 @@ def changed(old: object, new: object) -> bool:
         return True
 
 
+def _never() -> bool:
+    """The test of a watcher with no successful read yet: always read."""
+    return False
+
+
 class Watcher:
     """One `watch()` registration: what it reads, the last value seen and its GC hold."""
 
-    __slots__ = ("args", "callback", "endpoint", "key", "last", "refs")
+    __slots__ = ("args", "callback", "endpoint", "key", "last", "refs", "unchanged")
 
     def __init__(self, endpoint: Endpoint[object], args: tuple[Any, ...], callback: Callable[[Any], object]) -> None:
         self.endpoint = endpoint
@@ -45,6 +55,7 @@ class Watcher:
         self.key: str = endpoint.key(*args)
         self.last: Any = None
         self.refs: list[tuple[str, str]] = []
+        self.unchanged: Callable[[], bool] = _never
 
 
 class Watchers:
@@ -64,7 +75,7 @@ class Watchers:
 
     def add(self, watcher: Watcher) -> Callable[[], None]:
         """Register `watcher` (reading its current value); returns the function removing it."""
-        response, refs = self._read(watcher.endpoint, watcher.args)
+        response, refs, watcher.unchanged = self._read(watcher.endpoint, watcher.args)
         watcher.last, watcher.refs = response.data, refs
         self._hold(watcher.key, refs)
         self._items.append(watcher)
@@ -82,7 +93,7 @@ class Watchers:
         return unwatch
 
     def notify(self) -> None:
-        """Re-read every watcher; changes made by callbacks cause another round, not recursion."""
+        """Re-read the watchers whose data may have changed; changes made by callbacks cause another round."""
         if self._busy:
             self._again = True
             return
@@ -92,15 +103,17 @@ class Watchers:
             while self._again:
                 self._again = False
                 for watcher in list(self._items):
-                    self._check(watcher)
+                    if not watcher.unchanged():
+                        self._check(watcher)
         finally:
             self._busy = False
 
     def _check(self, watcher: Watcher) -> None:
         try:
-            response, refs = self._read(watcher.endpoint, watcher.args)
+            response, refs, watcher.unchanged = self._read(watcher.endpoint, watcher.args)
         except Exception:
             log.exception("watch: reading %s failed", watcher.key)
+            watcher.unchanged = _never
             return
         new = response.data
         if new is watcher.last:

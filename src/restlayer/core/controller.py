@@ -28,6 +28,7 @@ from restlayer.core._read import (
     read_error,
     read_response,
     refs_of,
+    same_data,
 )
 from restlayer.core._reducer import apply
 from restlayer.core._state import EMPTY_STATE, State
@@ -120,7 +121,7 @@ class Controller:
         self._resets = 0  # how many resets were committed (a fetch dropped by one is retried by readers)
         self._view: State | None = EMPTY_STATE
         self._failures: weakref.WeakKeyDictionary[act.SetResponse, BaseException] = weakref.WeakKeyDictionary()
-        self._watchers = Watchers(self._read, self._hold, self._unhold)
+        self._watchers = Watchers(self._read_watched, self._hold, self._unhold)
         self._dispatch = build_chain(self, self.managers, self._commit)
         for manager in self.managers:
             manager.init(self)
@@ -202,6 +203,16 @@ class Controller:
         """The Response and, only when garbage collection counts references, the entities read."""
         response, detail = read_response(self.memo, endpoint, args, self._current())
         return response, (refs_of(detail) if self.gc_policy is not None else [])
+
+    def _read_watched(
+        self, endpoint: Endpoint[object], args: tuple[Any, ...]
+    ) -> tuple[Response[Any], Refs, Callable[[], bool]]:
+        """`_read` plus a test telling a watcher whether a later store still holds what this read saw."""
+        state = self._current()
+        response, detail = read_response(self.memo, endpoint, args, state)
+        same = same_data(endpoint, args, state, detail)
+        refs = refs_of(detail) if self.gc_policy is not None else []
+        return response, refs, lambda: same(self._current())
 
     def get_response(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> Response[T]:
         """`Response(data, expiry_status, expires_at)` of the stored result; never fetches."""

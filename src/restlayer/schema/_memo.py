@@ -29,13 +29,20 @@ Groups: TypeAlias = "list[tuple[str, Mapping[str, object] | None, tuple[str, ...
 class Denormalized:
     """A read's outcome: `data`, whether it was `invalid`, whether a query `found` anything."""
 
-    __slots__ = ("data", "deps", "found", "invalid")
+    __slots__ = ("_groups", "data", "deps", "found", "invalid")
 
     def __init__(self, data: Any, invalid: bool, found: bool, deps: list[Dep]) -> None:  # data: what the schema reads
         self.data = data
         self.invalid = invalid
         self.found = found
         self.deps = deps
+        self._groups: Groups | None = None
+
+    def unchanged_in(self, entities: Tables) -> bool:
+        """Whether every record this read touched is still the same object in `entities` (deps grouped once)."""
+        if self._groups is None:
+            self._groups = dep_groups(self.deps)
+        return groups_valid(entities, self._groups)
 
     @property
     def refs(self) -> list[tuple[str, str]]:
@@ -49,7 +56,7 @@ class Denormalized:
 class _Entry:
     """A memoized read; holding `node` and `input` keeps their ids from being reused while it lives."""
 
-    __slots__ = ("args", "entities", "groups", "input", "node", "result")
+    __slots__ = ("args", "entities", "input", "node", "result")
 
     def __init__(
         self, node: Node | None, input: object, args: tuple[object, ...], entities: Tables, result: Denormalized
@@ -59,13 +66,10 @@ class _Entry:
         self.args = args
         self.entities = entities
         self.result = result
-        self.groups: Groups | None = None
 
     def valid_for(self, entities: Tables) -> bool:
-        """Whether every record the read touched is still the one in `entities` (deps grouped by table once)."""
-        if self.groups is None:
-            self.groups = dep_groups(self.result.deps)
-        return groups_valid(entities, self.groups)
+        """Whether every record the read touched is still the one in `entities`."""
+        return self.result.unchanged_in(entities)
 
 
 class MemoCache:

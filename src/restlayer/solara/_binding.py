@@ -12,8 +12,8 @@ from __future__ import annotations
 import concurrent.futures
 import threading
 from collections.abc import Callable
-from typing import Any
 
+from restlayer.core import Endpoint
 from restlayer.sync import Controller as SyncController
 
 
@@ -29,18 +29,20 @@ class Binding:
         self.watching = 0  # live `watch` registrations made by hooks (drops to 0 when all unmount)
         self.subscribed = 0  # live polling subscriptions made by hooks
 
-    def deliver(self, fn: Callable[[], Any]) -> None:
+    def deliver(self, fn: Callable[[], object]) -> None:
         """Run `fn` on the delivery thread, unless this binding is closed."""
         with self._lock:
             if not self.closed:
                 self._delivery.submit(fn)
 
-    def watch(self, endpoint: Any, args: tuple[Any, ...], on_change: Callable[[], Any]) -> Callable[[], None]:
+    def watch(
+        self, endpoint: Endpoint[object], args: tuple[object, ...], on_change: Callable[[], object]
+    ) -> Callable[[], None]:
         """Call `on_change()` (on the delivery thread) whenever `endpoint(*args)` reads differently."""
         unwatch = self.controller.watch(endpoint, *args, callback=lambda _data: self.deliver(on_change))
         return self._counted("watching", unwatch)
 
-    def subscribe(self, endpoint: Any, args: tuple[Any, ...]) -> Callable[[], None]:
+    def subscribe(self, endpoint: Endpoint[object], args: tuple[object, ...]) -> Callable[[], None]:
         """Poll `endpoint(*args)` until the returned function is called."""
         self.controller.subscribe(endpoint, *args)
         return self._counted("subscribed", lambda: self.controller.unsubscribe(endpoint, *args))
