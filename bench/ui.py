@@ -9,8 +9,8 @@ todos plus COMPONENTS item components, each watching one todo through
 - one random item's todo changes, `rounds` times (default 50): the time from
   the write to that component's re-render is recorded (p50, p99).
 
-Importing `restlayer.solara` selects reacton's fast renderer unless REACTON_FAST
-is set; `REACTON_FAST=0 python -m bench.ui` measures the default renderer.
+Runs under reacton's fast renderer unless REACTON_FAST is set;
+`REACTON_FAST=0 python -m bench.ui` measures the default renderer.
 Last line: `ui: unrelated_rerenders=N rerender_p50_ms=T` (target T <= 50).
 """
 
@@ -23,6 +23,8 @@ import sys
 import threading
 import time
 from typing import Any
+
+os.environ.setdefault("REACTON_FAST", "1")  # this bench's choice, before reacton renders anything
 
 import solara
 

@@ -25,6 +25,7 @@ def serve(api: str, port: int) -> None:
         SERVER_NAME=HOST,
         SERVER_PORT=str(sock.getsockname()[1]),
     )
+    os.environ.setdefault("REACTON_FAST", "1")  # the app's choice: re-render only what changed
     import uvicorn
     from solara.server.starlette import app
 

@@ -297,9 +297,9 @@ rc.close()
 
 
 @pytest.mark.parametrize(
-    ("chosen", "expected"), [(None, "1 _RenderContextFast"), ("0", "0 _RenderContext")], ids=["unset", "app-chose-0"]
+    ("chosen", "expected"), [(None, "None _RenderContext"), ("1", "1 _RenderContextFast")], ids=["unset", "app-chose-1"]
 )
-def test_importing_the_hooks_selects_the_fast_renderer_unless_the_app_chose(chosen: str | None, expected: str) -> None:
+def test_importing_the_hooks_leaves_the_renderer_to_the_app(chosen: str | None, expected: str) -> None:
     env = {k: v for k, v in os.environ.items() if k != "REACTON_FAST"}
     if chosen is not None:
         env["REACTON_FAST"] = chosen

@@ -7,17 +7,16 @@ top of the page; below it, components call `use_suspense`, `use_dle`,
 nearest `Suspense` boundary shows a fallback instead of its children until the
 fetch settles; a stored error is raised to the nearest `ErrorBoundary`.
 
-Importing this module selects reacton's fast renderer (`REACTON_FAST=1`) unless
-the environment already chose one: it re-renders only the components whose
+With many mounted components, run the app under reacton's fast renderer
+(`REACTON_FAST=1` in the environment): it re-renders only the components whose
 state changed, where the default one updates every widget of the page on each
-change (see the Solara guide for the numbers; `REACTON_FAST=0` keeps the default).
+change (the Solara guide has the numbers). Importing this module changes no setting.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
 import logging
-import os
 from collections.abc import Callable, Sequence
 from typing import Protocol, TypeVar, cast
 
@@ -31,8 +30,6 @@ from restlayer.core import Controller as AsyncController
 from restlayer.errors import RestLayerError, SuspendedError
 from restlayer.solara._binding import Binding
 from restlayer.sync import Controller
-
-os.environ.setdefault("REACTON_FAST", "1")  # read by reacton each time it creates a render context
 
 __all__ = [
     "Binding",
