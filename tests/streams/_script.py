@@ -96,20 +96,38 @@ async def ws(websocket: WebSocket) -> None:
 
 
 #: graphql-transport-ws scripts: key -> frames sent after `subscribe` (raw text), and what the client sent.
+#: "CLOSE" closes with 1011 (internal error); "DROP" (or "DROP:<code>", default 1012, service restart)
+#: closes and ends the part played to one connection: connection n plays the frames after the n-th DROP.
 GQL_SCRIPTS: dict[str, tuple[list[str], list[dict[str, Any]]]] = {}
+#: key -> how many connections its script's server accepted.
+GQL_CONNECTS: dict[str, int] = {}
+
+
+def _gql_part(frames: list[str], connection: int) -> list[str]:
+    """The frames one connection plays: its part of the script, with the DROP that ends it."""
+    parts: list[list[str]] = [[]]
+    for frame in frames:
+        parts[-1].append(frame)
+        if frame.startswith("DROP"):
+            parts.append([])
+    return parts[min(connection, len(parts) - 1)]
 
 
 async def gql(websocket: WebSocket) -> None:
     """A graphql-transport-ws server that acks, then plays its script's frames after `subscribe`."""
-    frames, received = GQL_SCRIPTS[websocket.query_params["key"]]
+    key = websocket.query_params["key"]
+    frames, received = GQL_SCRIPTS[key]
+    connection = GQL_CONNECTS.get(key, 0)
+    GQL_CONNECTS[key] = connection + 1
     await websocket.accept(subprotocol="graphql-transport-ws")
     try:
         received.append(await websocket.receive_json())  # connection_init
         await websocket.send_json({"type": "connection_ack"})
         received.append(await websocket.receive_json())  # subscribe
-        for frame in frames:
-            if frame == "CLOSE":
-                await websocket.close(code=1011)
+        for frame in _gql_part(frames, connection):
+            if frame == "CLOSE" or frame.startswith("DROP"):
+                code = 1011 if frame == "CLOSE" else int(frame.partition(":")[2] or 1012)
+                await websocket.close(code=code)
                 return
             await websocket.send_text(frame)
         while True:
