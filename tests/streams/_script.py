@@ -147,6 +147,8 @@ class Burst:
     count: int
     rate: float
     entities: int
+    #: Send `id:` lines only (no data: the client dispatches no event, only its last event id moves).
+    ids_only: bool = False
 
 
 def tick_pk(event_id: int, entities: int) -> int:
@@ -201,7 +203,10 @@ async def _play(burst: Burst, paced: Paced) -> AsyncIterator[bytes]:
         due = min(burst.count, int((loop.time() - start) * burst.rate) + 1)
         if due > sent:
             ids = range(burst.first_id + sent, burst.first_id + due)
-            yield b"".join(tick_frame(i, burst.entities) for i in ids)
+            if burst.ids_only:
+                yield b"".join(f"id: {i}\n\n".encode() for i in ids)
+            else:
+                yield b"".join(tick_frame(i, burst.entities) for i in ids)
             sent = due
         await asyncio.sleep(PACE_TICK)
     paced.durations.append(loop.time() - start)

@@ -75,6 +75,7 @@ class SSEStream(Stream):
         if not sse.data:  # not dispatched (SSE spec): a `retry:` or `id:` only frame
             if event_id is not None:
                 self.last_event_id = event_id
+                self._tick()  # `until` waiters may wait for this id
             return None
         try:
             data = self.decode(sse.data)
