@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Callable, Mapping
-from typing import Any
 
 import httpx
 from httpx_sse import ServerSentEvent, aconnect_sse
 
 from restlayer.rest import get_client
-from restlayer.streams._stream import Backoff, ServerStopped, Stream, decode_json
+from restlayer.streams._stream import Backoff, Covers, ServerStopped, Stream, decode_json
 from restlayer.streams._writes import Handler, Message, Target
 
 __all__ = ["SSEStream"]
@@ -36,8 +35,8 @@ class SSEStream(Stream):
         name: str | None = None,
         backoff: Backoff | None = None,
         headers: Mapping[str, str] | None = None,
-        covers: Any = None,
-        decode: Callable[[str], Any] = decode_json,
+        covers: Covers = None,
+        decode: Callable[[str], object] = decode_json,
         client: httpx.AsyncClient | None = None,
         timeout: httpx.Timeout = DEFAULT_TIMEOUT,
     ) -> None:
