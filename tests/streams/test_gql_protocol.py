@@ -13,6 +13,7 @@ import pytest
 from examples.todo_api import LocalServer
 from restlayer import Controller, Entity, NetworkError, ParamError, RestLayerError, TransportError
 from restlayer.graphql import GQLEndpoint, GQLNetworkError, GQLSubscription
+from restlayer.graphql._subscription import reopens
 from restlayer.streams import Backoff
 from tests.streams._script import GQL_CONNECTS, GQL_SCRIPTS
 
@@ -208,3 +209,22 @@ def test_bad_reconnect_options_raise_param_error() -> None:
         gql.subscription(QUERY, retries=True)
     with pytest.raises(ParamError, match=r"backoff must be a restlayer\.streams\.Backoff"):
         gql.subscription(QUERY, backoff=0.5)  # type: ignore[call-overload]
+
+
+@pytest.mark.parametrize(
+    ("code", "reopened"),
+    [
+        (None, True),  # no close frame at all: the TCP connection dropped (1006)
+        (1006, True),
+        (1012, True),
+        (1013, True),
+        (4000, True),  # an application's own code: not a refusal the protocol defines
+        (4408, True),  # connection_init timeout: a new connection may be quicker
+        (1002, False),
+        (1011, False),
+        (4401, False),
+        (4500, False),
+    ],
+)
+def test_which_closes_are_reopened(code: int | None, reopened: bool) -> None:
+    assert reopens(code) is reopened
