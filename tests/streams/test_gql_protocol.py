@@ -126,6 +126,7 @@ async def test_leaving_early_sends_complete(scripted: Scripted, script_server: L
         ([nxt({"data": None, "errors": [{"message": "resolver broke"}]})], GQLNetworkError, "resolver broke"),
         ([json.dumps({"id": "1", "type": "error", "payload": [{"message": "bad query"}]})], GQLNetworkError, "bad"),
         ([nxt("not an object")], GQLNetworkError, "no payload object"),
+        ([nxt({"data": None})], GQLNetworkError, "has no data"),
         (["{not json"], NetworkError, "not JSON"),
         (["[1, 2]"], NetworkError, "not a JSON object"),
         (["CLOSE"], NetworkError, "subscription socket failed"),
