@@ -324,7 +324,8 @@ async def graphql_endpoint(request: Request) -> Response:
         return JSONResponse({"errors": [{"message": "variables must be an object"}]}, status_code=400)
     if operation_name is not None and not isinstance(operation_name, str):
         return JSONResponse({"errors": [{"message": "operationName must be a string"}]}, status_code=400)
-    result = await run_graphql(_db(request), payload["query"], variables, operation_name)
+    events: EventHub = request.app.state.events
+    result = await run_graphql(_db(request), payload["query"], variables, operation_name, events)
     return JSONResponse(result)
 
 

@@ -1,7 +1,9 @@
 """The GraphQL side of the example API (graphql-core), over the same sqlite data.
 
 Resolvers find the database in ``info.context["db"]`` so one schema object serves
-every app instance. ``id`` fields are GraphQL ``ID`` and so travel as strings.
+every app instance; mutations announce their change on ``info.context["events"]``
+(the app's ``EventHub``: ``/events``, ``/ws`` and subscriptions) like the REST routes.
+``id`` fields are GraphQL ``ID`` and so travel as strings.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ from examples.todo_api.db import Record, TodoDB
 REJECT_TITLE = "REJECT"
 
 if TYPE_CHECKING:  # generic only for type checkers (not at runtime on Python 3.10)
+    from examples.todo_api.live import EventHub
+
     Info = GraphQLResolveInfo[dict[str, Any]]
 else:
     Info = GraphQLResolveInfo
@@ -44,6 +48,14 @@ def _db(info: Info) -> TodoDB:
     """The database of the app executing this operation."""
     db: TodoDB = info.context["db"]
     return db
+
+
+def _announce(info: Info, event: str, record: Record) -> Record:
+    """Push a change to the listeners of the app's event feed (when it has one); returns `record`."""
+    hub: EventHub | None = info.context.get("events")
+    if hub is not None:
+        hub.publish(event, record)
+    return record
 
 
 def _parse_id(value: Any) -> int:
@@ -104,12 +116,13 @@ def _resolve_update_todo(
     updated = _db(info).update("todos", pk, values)
     if updated is None:
         raise GraphQLError(f"Todo {pk} not found")
-    return updated
+    return _announce(info, "todos.updated", updated)
 
 
 def _resolve_create_todo(_root: Any, info: Info, userId: int, title: str) -> Record:
     _check_title(title)
-    return _db(info).insert("todos", {"userId": userId, "title": title, "completed": False})
+    created = _db(info).insert("todos", {"userId": userId, "title": title, "completed": False})
+    return _announce(info, "todos.created", created)
 
 
 UserType: GraphQLObjectType = GraphQLObjectType(
@@ -215,9 +228,11 @@ async def run_graphql(
     query: str,
     variables: dict[str, Any] | None = None,
     operation_name: str | None = None,
+    events: EventHub | None = None,
 ) -> dict[str, Any]:
     """Parse, validate and execute one operation; returns the spec's response map.
 
+    Mutations announce their changes on `events` (the app's event feed), when given.
     Request errors (syntax, validation) give ``{"errors": [...]}`` with no ``data``;
     execution errors give ``{"data": ..., "errors": [...]}``.
     """
@@ -233,7 +248,7 @@ async def run_graphql(
         document,
         variable_values=variables,
         operation_name=operation_name,
-        context_value={"db": db},
+        context_value={"db": db, "events": events},
     )
     if inspect.isawaitable(result):
         result = await result

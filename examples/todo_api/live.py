@@ -1,5 +1,7 @@
 """Server push for the example API: every create/update/delete is announced over SSE and WebSocket.
 
+REST writes and GraphQL mutations (``updateTodo``, ``createTodo``) announce alike.
+
 ``GET /events`` is a ``text/event-stream`` (``id:`` = a sequence number,
 ``event:`` = ``todos.updated`` etc., ``data:`` = the record as JSON, or
 ``{"id": N}`` for a delete) that replays what a client missed after

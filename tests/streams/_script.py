@@ -4,18 +4,21 @@
 the client's last event id (``Last-Event-ID``, or the WebSocket subscribe
 message), drop the first connection after ``drop_after`` events (an SSE one in
 the middle of an event), and record the last id each connection asked for.
+``GET /_stream/paced?key=K`` sends the bursts of tick events posted to
+``/_stream/paced/burst?key=K``, each at its rate, paced by the server's clock.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import random
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
@@ -93,20 +96,38 @@ async def ws(websocket: WebSocket) -> None:
 
 
 #: graphql-transport-ws scripts: key -> frames sent after `subscribe` (raw text), and what the client sent.
+#: "CLOSE" closes with 1011 (internal error); "DROP" (or "DROP:<code>", default 1012, service restart)
+#: closes and ends the part played to one connection: connection n plays the frames after the n-th DROP.
 GQL_SCRIPTS: dict[str, tuple[list[str], list[dict[str, Any]]]] = {}
+#: key -> how many connections its script's server accepted.
+GQL_CONNECTS: dict[str, int] = {}
+
+
+def _gql_part(frames: list[str], connection: int) -> list[str]:
+    """The frames one connection plays: its part of the script, with the DROP that ends it."""
+    parts: list[list[str]] = [[]]
+    for frame in frames:
+        parts[-1].append(frame)
+        if frame.startswith("DROP"):
+            parts.append([])
+    return parts[min(connection, len(parts) - 1)]
 
 
 async def gql(websocket: WebSocket) -> None:
     """A graphql-transport-ws server that acks, then plays its script's frames after `subscribe`."""
-    frames, received = GQL_SCRIPTS[websocket.query_params["key"]]
+    key = websocket.query_params["key"]
+    frames, received = GQL_SCRIPTS[key]
+    connection = GQL_CONNECTS.get(key, 0)
+    GQL_CONNECTS[key] = connection + 1
     await websocket.accept(subprotocol="graphql-transport-ws")
     try:
         received.append(await websocket.receive_json())  # connection_init
         await websocket.send_json({"type": "connection_ack"})
         received.append(await websocket.receive_json())  # subscribe
-        for frame in frames:
-            if frame == "CLOSE":
-                await websocket.close(code=1011)
+        for frame in _gql_part(frames, connection):
+            if frame == "CLOSE" or frame.startswith("DROP"):
+                code = 1011 if frame == "CLOSE" else int(frame.partition(":")[2] or 1012)
+                await websocket.close(code=code)
                 return
             await websocket.send_text(frame)
         while True:
@@ -118,8 +139,107 @@ async def gql(websocket: WebSocket) -> None:
         return
 
 
+@dataclass
+class Burst:
+    """A burst the paced feed plays: `count` tick events at `rate` per second, ids from `first_id`."""
+
+    first_id: int
+    count: int
+    rate: float
+    entities: int
+    #: Send `id:` lines only (no data: the client dispatches no event, only its last event id moves).
+    ids_only: bool = False
+
+
+def tick_pk(event_id: int, entities: int) -> int:
+    """The entity a tick event updates: a fixed scramble of 1..entities (so no entity's turn is regular)."""
+    return random.Random(event_id).randrange(entities) + 1
+
+
+def tick_frame(event_id: int, entities: int) -> bytes:
+    """One SSE tick event: `{"id": pk, "seq": event_id}` with `id: event_id`."""
+    data = json.dumps({"id": tick_pk(event_id, entities), "seq": event_id})
+    return f"id: {event_id}\nevent: tick\ndata: {data}\n\n".encode()
+
+
+#: Seconds between the paced feed's writes (each carries the events due by then).
+PACE_TICK = 0.005
+
+
+@dataclass
+class Paced:
+    """The bursts queued for one paced feed (created in the server's loop by whichever handler runs first)."""
+
+    queue: asyncio.Queue[Burst] = field(default_factory=asyncio.Queue)
+    #: Set by ``POST /_stream/paced/release``: the held ``/_stream/paced/stale`` replies are sent, then it clears.
+    release: asyncio.Event = field(default_factory=asyncio.Event)
+    #: Seconds each burst took to send, as measured by the server.
+    durations: list[float] = field(default_factory=list)
+
+
+PACED: dict[str, Paced] = {}
+
+
+async def paced_sse(request: Request) -> Response:
+    """``GET /_stream/paced?key=K``: an SSE feed that sends each burst posted for K at its rate."""
+    paced = PACED.setdefault(request.query_params["key"], Paced())
+
+    async def body() -> AsyncIterator[bytes]:
+        yield b": open\n\n"
+        while True:
+            burst = await paced.queue.get()
+            async for chunk in _play(burst, paced):
+                yield chunk
+
+    return StreamingResponse(body(), media_type="text/event-stream")
+
+
+async def _play(burst: Burst, paced: Paced) -> AsyncIterator[bytes]:
+    """The burst's events, each sent once due (`n / rate` s after the start), late ones at once."""
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    sent = 0
+    while sent < burst.count:
+        due = min(burst.count, int((loop.time() - start) * burst.rate) + 1)
+        if due > sent:
+            ids = range(burst.first_id + sent, burst.first_id + due)
+            if burst.ids_only:
+                yield b"".join(f"id: {i}\n\n".encode() for i in ids)
+            else:
+                yield b"".join(tick_frame(i, burst.entities) for i in ids)
+            sent = due
+        await asyncio.sleep(PACE_TICK)
+    paced.durations.append(loop.time() - start)
+
+
+async def paced_burst(request: Request) -> Response:
+    """``POST /_stream/paced/burst?key=K`` with a Burst as JSON: queue it on K's feed."""
+    paced = PACED.setdefault(request.query_params["key"], Paced())
+    paced.queue.put_nowait(Burst(**await request.json()))
+    return Response(status_code=202)
+
+
+async def paced_stale(request: Request) -> Response:
+    """``GET /_stream/paced/stale?key=K&id=N``: `{"id": N, "seq": 0}` (older than any tick), held until released."""
+    paced = PACED.setdefault(request.query_params["key"], Paced())
+    await paced.release.wait()
+    return JSONResponse({"id": int(request.query_params["id"]), "seq": 0})
+
+
+async def paced_release(request: Request) -> Response:
+    """``POST /_stream/paced/release?key=K``: send the held stale replies."""
+    paced = PACED.setdefault(request.query_params["key"], Paced())
+    paced.release.set()
+    paced.release = asyncio.Event()
+    return Response(status_code=204)
+
+
 ROUTES: list[BaseRoute] = [
     Route("/_stream/sse", sse, methods=["GET"]),
     WebSocketRoute("/_stream/ws", ws),
     WebSocketRoute("/_stream/gql", gql),
+    Route("/_stream/paced", paced_sse, methods=["GET"]),
+    Route("/_stream/paced/burst", paced_burst, methods=["POST"]),
+    Route("/_stream/paced/stale", paced_stale, methods=["GET"]),
+    Route("/_stream/paced/release", paced_release, methods=["POST"]),
 ]

@@ -5,15 +5,17 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, Protocol
 
 import pytest
 
 from examples.todo_api import LocalServer
-from restlayer import Controller, Entity, NetworkError, RestLayerError
+from restlayer import Controller, Entity, NetworkError, ParamError, RestLayerError, TransportError
 from restlayer.graphql import GQLEndpoint, GQLNetworkError, GQLSubscription
-from tests.streams._script import GQL_SCRIPTS
+from restlayer.graphql._subscription import reopens
+from restlayer.streams import Backoff
+from tests.streams._script import GQL_CONNECTS, GQL_SCRIPTS
 
 QUERY = "subscription { todoChanged { id title } }"
 
@@ -28,7 +30,12 @@ def nxt(payload: object) -> str:
 
 
 Received = list[dict[str, Any]]
-Scripted = Callable[[list[str]], tuple[GQLSubscription, Received]]
+
+
+class Scripted(Protocol):
+    def __call__(
+        self, frames: list[str], *, backoff: Backoff | None = None, retries: int | None = 5
+    ) -> tuple[GQLSubscription, Received]: ...
 
 
 @pytest.fixture
@@ -36,18 +43,42 @@ def scripted(script_server: LocalServer) -> Iterator[Scripted]:
     """`scripted(frames)`: a subscription to a server playing `frames`, and what that server received."""
     keys: list[str] = []
 
-    def make(frames: list[str]) -> tuple[GQLSubscription, Received]:
+    def make(
+        frames: list[str], *, backoff: Backoff | None = None, retries: int | None = 5
+    ) -> tuple[GQLSubscription, Received]:
         key = uuid.uuid4().hex
         keys.append(key)
         received: Received = []
         GQL_SCRIPTS[key] = (frames, received)
         gql = GQLEndpoint(f"{script_server.url}/graphql")
         ws = script_server.url.replace("http://", "ws://") + f"/_stream/gql?key={key}"
-        return gql.subscription(QUERY, {"todoChanged": Todo}, ws_url=ws), received
+        sub = gql.subscription(QUERY, {"todoChanged": Todo}, ws_url=ws, backoff=backoff, retries=retries)
+        return sub, received
 
     yield make
     for key in keys:
         GQL_SCRIPTS.pop(key, None)
+        GQL_CONNECTS.pop(key, None)
+
+
+class Delays:
+    """A backoff sleep recording each wait (and yielding to the loop once)."""
+
+    def __init__(self) -> None:
+        self.delays: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.delays.append(seconds)
+        await asyncio.sleep(0)
+
+
+def recorded(delays: Delays) -> Backoff:
+    """Waits of 0.1, 0.2, 0.4... s (no jitter), recorded instead of slept."""
+    return Backoff(initial=0.1, factor=2, jitter=0, sleep=delays)
+
+
+def titles_of(frames: list[dict[str, Any]]) -> list[str]:
+    return [f["type"] for f in frames]
 
 
 async def test_ping_is_answered_and_a_server_complete_ends_the_iteration(scripted: Scripted) -> None:
@@ -95,6 +126,7 @@ async def test_leaving_early_sends_complete(scripted: Scripted, script_server: L
         ([nxt({"data": None, "errors": [{"message": "resolver broke"}]})], GQLNetworkError, "resolver broke"),
         ([json.dumps({"id": "1", "type": "error", "payload": [{"message": "bad query"}]})], GQLNetworkError, "bad"),
         ([nxt("not an object")], GQLNetworkError, "no payload object"),
+        ([nxt({"data": None})], GQLNetworkError, "has no data"),
         (["{not json"], NetworkError, "not JSON"),
         (["[1, 2]"], NetworkError, "not a JSON object"),
         (["CLOSE"], NetworkError, "subscription socket failed"),
@@ -113,3 +145,87 @@ async def test_protocol_failures_raise_restlayer_errors(
 
 def test_a_non_http_url_is_used_as_the_websocket_url() -> None:
     assert GQLEndpoint("ws://host/graphql").subscription(QUERY).ws_url == "ws://host/graphql"
+
+
+# -- reconnecting ------------------------------------------------------------------------
+
+
+async def test_a_dropped_connection_is_reopened_after_the_backoff_and_delivery_resumes(scripted: Scripted) -> None:
+    delays = Delays()
+    sub, received = scripted(
+        [
+            nxt({"data": {"todoChanged": {"id": 1, "title": "a"}}}),
+            "DROP",  # 1012: the server restarts
+            "DROP:1001",  # going away, before any event: the count goes on
+            nxt({"data": {"todoChanged": {"id": 1, "title": "b"}}}),
+            "DROP:1000",  # a normal close without `complete`: the operation is not over
+            json.dumps({"id": "1", "type": "complete"}),
+        ],
+        backoff=recorded(delays),
+    )
+    ctrl = Controller()
+    events = sub.events(ctrl)
+    async with events:
+        seen = [data["todoChanged"].title async for data in events]
+    assert seen == ["a", "b"]
+    assert events.connects == 4
+    assert delays.delays == [0.1, 0.2, 0.1]  # an event delivered starts the count again
+    assert titles_of(received) == ["connection_init", "subscribe"] * 4
+    assert received[1] == received[3] == received[5] == received[7]  # the same operation each time
+    assert ctrl.get(Todo, {"id": 1}) == Todo(id=1, title="b")
+
+
+@pytest.mark.parametrize("code", [1011, 1008, 4400, 4401, 4403, 4409, 4500])
+async def test_a_close_refusing_the_operation_raises_instead_of_reconnecting(scripted: Scripted, code: int) -> None:
+    delays = Delays()
+    sub, _ = scripted(
+        [f"DROP:{code}", nxt({"data": {"todoChanged": {"id": 1, "title": "never"}}})], backoff=recorded(delays)
+    )
+    events = sub.events(Controller())
+    with pytest.raises(TransportError, match=f"subscription socket failed: received {code}"):
+        async with events:
+            async for _ in events:
+                pass
+    assert (events.connects, delays.delays) == (1, [])
+
+
+async def test_reconnects_that_deliver_nothing_give_up_after_the_retries(scripted: Scripted) -> None:
+    delays = Delays()
+    sub, _ = scripted(["DROP"] * 5, backoff=recorded(delays), retries=2)
+    events = sub.events(Controller())
+    with pytest.raises(TransportError, match=r"gave up after 2 reconnects: .* subscription socket lost") as caught:
+        async with events:
+            async for _ in events:
+                pass
+    assert isinstance(caught.value.__cause__, TransportError)
+    assert events.connects == 3
+    assert delays.delays == [0.1, 0.2]
+
+
+def test_bad_reconnect_options_raise_param_error() -> None:
+    gql = GQLEndpoint("http://127.0.0.1:9/graphql")
+    with pytest.raises(ParamError, match="retries must be a count"):
+        gql.subscription(QUERY, retries=-1)
+    with pytest.raises(ParamError, match="retries must be a count"):
+        gql.subscription(QUERY, retries=True)
+    with pytest.raises(ParamError, match=r"backoff must be a restlayer\.streams\.Backoff"):
+        gql.subscription(QUERY, backoff=0.5)  # type: ignore[call-overload]
+
+
+@pytest.mark.parametrize(
+    ("code", "reopened"),
+    [
+        (None, True),  # no close frame at all: the TCP connection dropped (1006)
+        (1006, True),
+        (1012, True),
+        (1013, True),
+        (4000, True),  # an application's own code: not a refusal the protocol defines
+        (4408, True),  # connection_init timeout: a new connection may be quicker
+        (1002, False),
+        (1011, False),
+        (4401, False),
+        (4500, False),
+    ],
+)
+def test_which_closes_are_reopened(code: int | None, reopened: bool) -> None:
+    assert reopens(code) is reopened

@@ -60,7 +60,7 @@ def test_covers_takes_endpoints_or_a_key_test() -> None:
     assert by_endpoint.covers(key) and by_function.covers(key)
     assert not by_endpoint.covers(todos.get_list.key())
     with pytest.raises(ParamError, match="covers="):
-        SSEStream("http://127.0.0.1:9/e", on={}, covers=[42])
+        SSEStream("http://127.0.0.1:9/e", on={}, covers=[42])  # type: ignore[list-item]
 
 
 async def test_a_stream_added_while_running_starts_and_remove_stops_it(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -14,7 +15,7 @@ import pytest
 from examples.todo_api import LocalServer
 from restlayer import All, Controller, Entity, Invalidate, SubscriptionManager, resource
 from restlayer.streams import Backoff, Message, SSEStream, StreamManager, Writes
-from tests.streams._script import Script
+from tests.streams._script import PACED, Script
 
 ScriptFactory = Callable[..., tuple[str, Script]]
 
@@ -199,6 +200,23 @@ async def test_failed_connections_back_off_exponentially_up_to_the_cap(
     assert delays.delays[:4] == [1, 2, 3, 3]
     assert stream.connects == 0
     assert played.resumed_from[:4] == ["", "", "", ""]
+
+
+async def test_an_id_only_frame_wakes_whoever_waits_for_that_last_event_id(script_server: LocalServer) -> None:
+    key = uuid.uuid4().hex
+    stream = SSEStream(f"{script_server.url}/_stream/paced?key={key}", on={}, backoff=fast())
+    try:
+        async with StreamManager(Controller(), [stream]), httpx.AsyncClient() as other:
+            await stream.until(lambda s: s.connected)
+            # Waiting before the frame is even asked for: only a wake-up at that frame ends the wait.
+            moved = asyncio.ensure_future(stream.until(lambda s: s.last_event_id == "42"))
+            body = {"first_id": 42, "count": 1, "rate": 1000, "entities": 1, "ids_only": True}
+            burst = await other.post(f"{script_server.url}/_stream/paced/burst", params={"key": key}, json=body)
+            burst.raise_for_status()
+            await moved
+    finally:
+        PACED.pop(key, None)
+    assert (stream.applied, stream.ignored) == (0, 0)
 
 
 async def test_status_204_stops_the_stream(script_server: LocalServer, script: ScriptFactory) -> None:

@@ -101,3 +101,20 @@ def test_a_mapping_function_that_raises_changes_nothing() -> None:
 def test_bad_mappings_are_param_errors(on: Any) -> None:
     with pytest.raises(ParamError, match="on= "):
         SSEStream(f"{NOWHERE}/events", on=on)
+
+
+class NotASchema:
+    """A class that is no Entity: neither a schema nor a handler."""
+
+
+@pytest.mark.parametrize("target", [42, "todos", NotASchema], ids=["number", "text", "class"])
+def test_a_table_entry_that_is_no_endpoint_schema_or_function_is_a_param_error(target: object) -> None:
+    with pytest.raises(
+        ParamError, match=r"on= table: 'todos.updated' maps to .*, not an endpoint, a schema or a function"
+    ):
+        SSEStream(f"{NOWHERE}/events", on={"todos.updated": target})
+
+
+def test_keywords_need_mapping_params() -> None:
+    with pytest.raises(ParamError, match="params must be a mapping"):
+        Writes().set(Todo, 5, {"id": 1}, title="x")

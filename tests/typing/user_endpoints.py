@@ -6,8 +6,8 @@ from typing import Any
 
 from typing_extensions import assert_type
 
-from restlayer import All, Array, Collection, Entity, Invalidate, Query, RestEndpoint, Union, Values
-from restlayer.graphql import GQLEndpoint
+from restlayer import All, Array, Collection, Controller, Entity, Invalidate, Query, RestEndpoint, Union, Values
+from restlayer.graphql import GQLEndpoint, GQLEvents, GQLSubscription
 
 
 class Todo(Entity):
@@ -93,6 +93,11 @@ assert_type(gql.query("query { todo { id } }", Todo), GQLEndpoint[Todo])
 assert_type(gql.query("query { todos { id } }", [Todo]), GQLEndpoint[list[Todo]])
 assert_type(gql.query("query { todo { id } }", {"todo": Todo}), GQLEndpoint[dict[str, Any]])
 assert_type(gql.mutation("mutation { create { id } }", Todo), GQLEndpoint[Todo])
+changed = gql.subscription("subscription { todoChanged { id } }", {"todoChanged": Todo})
+assert_type(changed, GQLSubscription[dict[str, Any]])
+assert_type(changed.events(Controller()), GQLEvents[dict[str, Any]])
+assert_type(changed.events(), GQLEvents[object])  # not stored: the data as the server sent it
+assert_type(gql.subscription("subscription { todoChanged { id } }", Todo), GQLSubscription[Todo])
 
 # Mistakes a checker must catch.
 get_todo.push  # type: ignore[arg-type]  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType]

@@ -7,7 +7,7 @@ Controller and can be mixed into a `resource()` with `extend`.
 from restlayer.graphql._endpoint import GQLEndpoint, QueryText, clean_query
 from restlayer.graphql._entity import GQLEntity
 from restlayer.graphql._errors import GQLNetworkError
-from restlayer.graphql._subscription import GQLEvents, GQLSubscription
+from restlayer.graphql._subscription import GQLEvents, GQLSubscription, ReconnectBackoff
 
 __all__ = [
     "GQLEndpoint",
@@ -16,5 +16,6 @@ __all__ = [
     "GQLNetworkError",
     "GQLSubscription",
     "QueryText",
+    "ReconnectBackoff",
     "clean_query",
 ]

@@ -22,7 +22,7 @@ from restlayer.rest.endpoint import RestEndpoint
 from restlayer.schema import Schema
 
 if TYPE_CHECKING:
-    from restlayer.graphql._subscription import GQLSubscription
+    from restlayer.graphql._subscription import GQLSubscription, ReconnectBackoff
 
 __all__ = ["GQLEndpoint", "QueryText"]
 
@@ -132,17 +132,70 @@ class GQLEndpoint(RestEndpoint[T_co]):
         """Like `query`, but a side effect: never read from the cache, always sent."""
         return self._operation(query, schema, True, options)
 
+    @overload
     def subscription(
-        self, query: QueryText, schema: Any = None, *, ws_url: str | None = None, **options: Any
-    ) -> GQLSubscription:
+        self,
+        query: QueryText,
+        schema: type[E],
+        *,
+        ws_url: str | None = ...,
+        backoff: ReconnectBackoff | None = ...,
+        retries: int | None = ...,
+        **options: object,
+    ) -> GQLSubscription[E]: ...
+    @overload
+    def subscription(
+        self,
+        query: QueryText,
+        schema: Schema[T],
+        *,
+        ws_url: str | None = ...,
+        backoff: ReconnectBackoff | None = ...,
+        retries: int | None = ...,
+        **options: object,
+    ) -> GQLSubscription[T]: ...
+    @overload
+    def subscription(
+        self,
+        query: QueryText,
+        schema: Mapping[str, Any],
+        *,
+        ws_url: str | None = ...,
+        backoff: ReconnectBackoff | None = ...,
+        retries: int | None = ...,
+        **options: object,
+    ) -> GQLSubscription[dict[str, Any]]: ...
+    @overload
+    def subscription(
+        self,
+        query: QueryText,
+        schema: None = None,
+        *,
+        ws_url: str | None = ...,
+        backoff: ReconnectBackoff | None = ...,
+        retries: int | None = ...,
+        **options: object,
+    ) -> GQLSubscription[Any]: ...
+    def subscription(
+        self,
+        query: QueryText,
+        schema: Any = None,
+        *,
+        ws_url: str | None = None,
+        backoff: ReconnectBackoff | None = None,
+        retries: int | None = 5,
+        **options: Any,
+    ) -> GQLSubscription[Any]:
         """A subscription over WebSocket (graphql-transport-ws) whose events are stored like `query` results.
 
         `ws_url` defaults to this endpoint's url with `ws://` (`wss://`) for `http://` (`https://`).
+        A lost connection is reopened after `backoff` (a `restlayer.streams.Backoff`);
+        `retries` reconnects in a row that deliver no event are tried (None: no limit).
         """
         from restlayer.graphql._subscription import GQLSubscription, ws_url_of
 
         endpoint = self._operation(query, schema, None, options)
-        return GQLSubscription(endpoint, ws_url or ws_url_of(self.url_prefix))
+        return GQLSubscription(endpoint, ws_url or ws_url_of(self.url_prefix), backoff=backoff, retries=retries)
 
     def _operation(
         self, query: QueryText, schema: object, side_effect: bool | None, options: dict[str, Any]

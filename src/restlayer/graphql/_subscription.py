@@ -3,8 +3,10 @@
 `gql.subscription(text, schema)` gives one; `async with sub.events(ctrl, variables)
 as events: async for data in events: ...` opens the socket, subscribes, and writes
 each event into the controller's store like a query result (so every reader of
-those entities sees it) before yielding the stored data. Needs the `streams`
-extra (the `websockets` library), imported only when a subscription starts.
+those entities sees it) before yielding the stored data. A connection that is
+lost (dropped, or the server going away or restarting) is reopened after a
+backoff and the operation subscribed again. Needs the `streams` extra (the
+`websockets` library), imported only when a subscription starts.
 """
 
 from __future__ import annotations
@@ -12,21 +14,45 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncGenerator, AsyncIterator
+import logging
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final, Generic, Protocol, overload
 
-from restlayer.errors import NetworkError, RestLayerError, TransportError
+from restlayer._typing import T_co
+from restlayer.errors import NetworkError, ParamError, RestLayerError, TransportError
 from restlayer.graphql._errors import GQLNetworkError
 
 if TYPE_CHECKING:
+    from websockets.asyncio.client import ClientConnection
+
     from restlayer.core import Controller
     from restlayer.graphql._endpoint import GQLEndpoint
 
-__all__ = ["GQLEvents", "GQLSubscription"]
+__all__ = ["GQLEvents", "GQLSubscription", "ReconnectBackoff"]
+
+log = logging.getLogger("restlayer")
 
 PROTOCOL: Final = "graphql-transport-ws"
 _OP_ID: Final = "1"
+#: Close codes of a connection that was lost or that the server closed to go away or restart
+#: (normal, going away, no status, abnormal, service restart, try again later, bad gateway).
+_LOST_CODES: Final = frozenset({1000, 1001, 1005, 1006, 1012, 1013, 1014})
+#: graphql-transport-ws codes refusing this client or operation (bad request, unauthorized,
+#: forbidden, subprotocol not acceptable, subscriber already exists, too many inits, ...).
+_REFUSED_CODES: Final = frozenset({4004, 4005, 4400, 4401, 4403, 4406, 4409, 4429, 4500})
+
+#: One graphql-transport-ws message, decoded.
+Frame = dict[str, object]
+
+
+class ReconnectBackoff(Protocol):
+    """How long to wait before reconnect number `failures` and how to wait: a `restlayer.streams.Backoff`."""
+
+    def delay(self, failures: int, initial: float | None = None) -> float: ...
+
+    @property
+    def sleep(self) -> Callable[[float], Awaitable[object]]: ...
 
 
 def ws_url_of(url: str) -> str:
@@ -38,37 +64,81 @@ def ws_url_of(url: str) -> str:
     return url
 
 
-class GQLSubscription:
-    """A subscription operation: `endpoint` names its store slot (key, schema) like a query's."""
+def reopens(code: int | None) -> bool:
+    """Whether a socket closed with `code` is worth reopening (lost, or the server went away);
+    not after a protocol, policy or internal error, nor when the server refused the operation."""
+    if code is None or code in _LOST_CODES:
+        return True
+    return not (1000 <= code <= 1999 or code in _REFUSED_CODES)
 
-    def __init__(self, endpoint: GQLEndpoint, ws_url: str, open_timeout: float = 10.0) -> None:
+
+class GQLSubscription(Generic[T_co]):
+    """A subscription operation: `endpoint` names its store slot (key, schema) like a query's.
+
+    `backoff` paces reconnects after a lost connection (default: a
+    `restlayer.streams.Backoff()`); `retries` reconnects in a row that deliver no
+    event are tried before `TransportError` is raised (None: never give up).
+    """
+
+    def __init__(
+        self,
+        endpoint: GQLEndpoint[T_co],
+        ws_url: str,
+        open_timeout: float = 10.0,
+        *,
+        backoff: ReconnectBackoff | None = None,
+        retries: int | None = 5,
+    ) -> None:
+        if retries is not None and (isinstance(retries, bool) or not isinstance(retries, int) or retries < 0):
+            raise ParamError(f"subscription retries must be a count >= 0 or None, not {retries!r}")
+        if backoff is not None and not (callable(getattr(backoff, "delay", None)) and callable(backoff.sleep)):
+            raise ParamError(f"subscription backoff must be a restlayer.streams.Backoff, not {backoff!r}")
         self.endpoint = endpoint
         self.ws_url = ws_url
         self.open_timeout = open_timeout
+        self.backoff = backoff
+        self.retries = retries
 
     def __repr__(self) -> str:
         return f"GQLSubscription(name={self.endpoint.name!r}, url={self.ws_url!r})"
 
-    def events(self, controller: Controller | None = None, variables: Any = None, **kwargs: Any) -> GQLEvents:
+    @overload
+    def events(
+        self, controller: Controller, variables: Mapping[str, object] | None = None, **kwargs: object
+    ) -> GQLEvents[T_co]: ...
+    @overload
+    def events(
+        self, controller: None = None, variables: Mapping[str, object] | None = None, **kwargs: object
+    ) -> GQLEvents[object]: ...
+    def events(
+        self, controller: Controller | None = None, variables: Mapping[str, object] | None = None, **kwargs: object
+    ) -> GQLEvents[object]:
         """The subscription's events: each `data` stored in `controller` (when given) and yielded."""
         args = self.endpoint.bind(*(() if variables is None else (variables,)), **kwargs)
         return GQLEvents(self, controller, args)
 
 
-class GQLEvents:
-    """`async for data in events`; `aclose()` (or leaving `async with`) completes the subscription."""
+class GQLEvents(Generic[T_co]):
+    """`async for data in events`; `aclose()` (or leaving `async with`) completes the subscription.
 
-    def __init__(self, subscription: GQLSubscription, controller: Controller | None, args: tuple[Any, ...]) -> None:
-        self._generator = _run(subscription, controller, args)
+    `connects` counts the connections opened so far (1 + the reconnects).
+    """
 
-    def __aiter__(self) -> AsyncIterator[Any]:
+    def __init__(
+        self, subscription: GQLSubscription[T_co], controller: Controller | None, args: tuple[object, ...]
+    ) -> None:
+        self.subscription = subscription
+        self.connects = 0
+        self._generator = self._run(controller, args)
+
+    def __aiter__(self) -> AsyncIterator[T_co]:
         return self._generator
 
     async def aclose(self) -> None:
-        """Tell the server to stop and close the socket."""
+        """Tell the server to stop and close the socket (or stop waiting to reconnect)."""
         await self._generator.aclose()
 
-    async def __aenter__(self) -> GQLEvents:
+    async def __aenter__(self) -> GQLEvents[T_co]:
         return self
 
     async def __aexit__(
@@ -76,9 +146,55 @@ class GQLEvents:
     ) -> None:
         await self.aclose()
 
+    async def _run(self, controller: Controller | None, args: tuple[object, ...]) -> AsyncGenerator[T_co, None]:
+        """Connect and yield events; reconnect after a lost connection (the first connect is not retried)."""
+        sub = self.subscription
+        backoff = sub.backoff or _default_backoff()
+        failures = 0
+        while True:
+            delivered = False
+            try:
+                socket = await _open(sub)
+            except TransportError as exc:
+                if self.connects == 0:
+                    raise
+                lost: TransportError = exc
+            else:
+                self.connects += 1
+                try:
+                    async with contextlib.aclosing(_session(socket, sub, controller, args)) as events:
+                        async for data in events:
+                            delivered = True
+                            yield data
+                    return
+                except _Lost as exc:
+                    lost = exc
+            failures = 1 if delivered else failures + 1
+            if sub.retries is not None and failures > sub.retries:
+                raise TransportError(
+                    f"{sub.ws_url}: gave up after {sub.retries} reconnects: {lost}", status=500
+                ) from lost
+            wait = backoff.delay(failures)
+            log.warning("GraphQL subscription %s: %s; reconnecting in %.2fs", sub.endpoint.name, lost, wait)
+            await backoff.sleep(wait)
 
-async def _run(sub: GQLSubscription, controller: Controller | None, args: tuple[Any, ...]) -> AsyncGenerator[Any, None]:
-    """Connect, subscribe, yield each event's data; GraphQL errors raise GQLNetworkError."""
+
+class _Lost(TransportError):
+    """The subscription's connection was lost in a way a new connection may mend."""
+
+
+def _default_backoff() -> ReconnectBackoff:
+    try:
+        from restlayer.streams import Backoff
+    except ImportError as exc:  # pragma: no cover - depends on the installed extras
+        raise RestLayerError(
+            "GraphQL subscriptions need the 'streams' extra: pip install 'restlayer[streams]'"
+        ) from exc
+    return Backoff()
+
+
+async def _open(sub: GQLSubscription[object]) -> ClientConnection:
+    """The subscription's socket, opened; TransportError when it cannot be."""
     try:
         from websockets.asyncio.client import connect
         from websockets.exceptions import WebSocketException
@@ -86,21 +202,30 @@ async def _run(sub: GQLSubscription, controller: Controller | None, args: tuple[
         raise RestLayerError(
             "GraphQL subscriptions need the 'streams' extra: pip install 'restlayer[streams]'"
         ) from exc
-    endpoint = sub.endpoint
-    variables = args[0] if args else {}
     try:
-        socket = await connect(sub.ws_url, subprotocols=[PROTOCOL], open_timeout=sub.open_timeout)  # type: ignore[list-item]
+        return await connect(sub.ws_url, subprotocols=[PROTOCOL], open_timeout=sub.open_timeout)  # type: ignore[list-item]
     except (OSError, asyncio.TimeoutError, WebSocketException) as exc:
         raise TransportError(f"{sub.ws_url}: cannot open the subscription socket: {exc}", status=500) from exc
+
+
+async def _session(
+    socket: ClientConnection, sub: GQLSubscription[T_co], controller: Controller | None, args: tuple[object, ...]
+) -> AsyncGenerator[T_co, None]:
+    """One connection: init, subscribe, yield each event's data; GraphQL errors raise GQLNetworkError,
+    a lost connection `_Lost`. Always completes the operation (unless the server did) and closes the socket."""
+    from websockets.exceptions import ConnectionClosed, WebSocketException
+
+    url = sub.ws_url
     keepalive = socket.keepalive_task
     completed = False
     try:
         await socket.send(json.dumps({"type": "connection_init", "payload": {}}))
-        await _expect_ack(socket, sub.ws_url)
-        payload = {"query": endpoint.get_query(variables), "variables": variables}
+        await _expect_ack(socket, url)
+        variables = args[0] if args else {}
+        payload = {"query": sub.endpoint.get_query(variables), "variables": variables}
         await socket.send(json.dumps({"id": _OP_ID, "type": "subscribe", "payload": payload}))
         async for frame in socket:
-            message = _decode(frame, sub.ws_url)
+            message = _decode(frame, url)
             kind = message.get("type")
             if kind == "ping":
                 await socket.send(json.dumps({"type": "pong"}))
@@ -112,10 +237,17 @@ async def _run(sub: GQLSubscription, controller: Controller | None, args: tuple[
                 completed = True
                 return
             elif kind == "next" and message.get("id") == _OP_ID:
-                yield _deliver(controller, endpoint, args, message.get("payload"))
-        raise TransportError(f"{sub.ws_url}: the server closed the subscription socket", status=500)
+                data = _deliver(controller, sub.endpoint, args, message.get("payload"))
+                if data is not None:
+                    yield data
+        raise _Lost(f"{url}: the server closed the subscription socket (code {socket.close_code})", status=500)
+    except ConnectionClosed as exc:
+        code = None if exc.rcvd is None else exc.rcvd.code
+        if reopens(code):
+            raise _Lost(f"{url}: subscription socket lost: {exc}", status=500) from exc
+        raise TransportError(f"{url}: subscription socket failed: {exc}", status=500) from exc
     except WebSocketException as exc:
-        raise TransportError(f"{sub.ws_url}: subscription socket failed: {exc}", status=500) from exc
+        raise TransportError(f"{url}: subscription socket failed: {exc}", status=500) from exc
     finally:
         with contextlib.suppress(WebSocketException, OSError):
             if not completed:
@@ -125,15 +257,15 @@ async def _run(sub: GQLSubscription, controller: Controller | None, args: tuple[
             await asyncio.wait({keepalive})
 
 
-async def _expect_ack(socket: Any, url: str) -> None:
+async def _expect_ack(socket: ClientConnection, url: str) -> None:
     message = _decode(await socket.recv(), url)
     if message.get("type") != "connection_ack":
         raise NetworkError(f"{url}: expected connection_ack, got {message.get('type')!r}", status=500)
 
 
-def _decode(frame: str | bytes, url: str) -> dict[str, Any]:
+def _decode(frame: str | bytes, url: str) -> Frame:
     try:
-        message = json.loads(frame)
+        message: object = json.loads(frame)
     except ValueError as exc:
         raise NetworkError(f"{url}: a subscription frame is not JSON: {exc}", status=500) from exc
     if not isinstance(message, dict):
@@ -141,16 +273,24 @@ def _decode(frame: str | bytes, url: str) -> dict[str, Any]:
     return message
 
 
-def _deliver(controller: Controller | None, endpoint: GQLEndpoint, args: tuple[Any, ...], payload: Any) -> Any:
-    """One `next` payload: errors raise; data is stored (when a controller is given) and returned."""
+def _deliver(
+    controller: Controller | None, endpoint: GQLEndpoint[T_co], args: tuple[object, ...], payload: object
+) -> T_co | None:
+    """One `next` payload: errors raise; data is stored (when a controller is given) and returned.
+
+    None when the store holds nothing for it (a later write deleted what it names).
+    """
     if not isinstance(payload, dict):
         raise GQLNetworkError([{"message": "a subscription event has no payload object"}])
     errors = payload.get("errors")
     if errors:
         raise GQLNetworkError(errors if isinstance(errors, list) else [errors], data=payload.get("data"))
+    if payload.get("data") is None:
+        raise GQLNetworkError([{"message": "a subscription event has no data"}])
     data = endpoint.process(payload.get("data"), *args)
     if controller is None:
-        return data
+        processed: T_co = data
+        return processed
     controller.set_response(endpoint, *args, data)
     error = controller.get_error(endpoint, *args)
     if error is not None:

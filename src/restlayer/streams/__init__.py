@@ -18,12 +18,13 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
 
 from restlayer.streams._manager import StreamManager
 from restlayer.streams._sse import SSEStream
-from restlayer.streams._stream import Backoff, Stream
+from restlayer.streams._stream import Backoff, Covers, Stream
 from restlayer.streams._writes import Handler, Message, Writes
 from restlayer.streams._ws import WebSocketStream, parse_json_message
 
 __all__ = [
     "Backoff",
+    "Covers",
     "Handler",
     "Message",
     "SSEStream",

@@ -7,26 +7,44 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol, TypeGuard
 
 from restlayer.core.manager import Manager, Next
 from restlayer.errors import RestLayerError
 from restlayer.streams._stream import Stream
 
 if TYPE_CHECKING:
-    from restlayer.core import Controller
+    from restlayer.core import Controller, Endpoint
+    from restlayer.core._actions import Action
 
 __all__ = ["StreamManager"]
 
 log = logging.getLogger("restlayer")
 
 
+class _Subscribing(Protocol):
+    """What a `subscribe` / `unsubscribe` action carries (see `restlayer.core.manager`)."""
+
+    @property
+    def type(self) -> str: ...
+    @property
+    def endpoint(self) -> Endpoint[object]: ...
+    @property
+    def args(self) -> tuple[object, ...]: ...
+    @property
+    def key(self) -> str: ...
+
+
+def _subscribing(action: Action) -> TypeGuard[_Subscribing]:
+    return action.type in ("subscribe", "unsubscribe")
+
+
 @dataclass(eq=False)
 class _Held:
     """One subscription to a key a stream covers: paused (`polling` False) or passed on to polling."""
 
-    endpoint: Any
-    args: tuple[Any, ...]
+    endpoint: Endpoint[object]
+    args: tuple[object, ...]
     key: str
     polling: bool
 
@@ -61,29 +79,25 @@ class StreamManager(Manager):
             raise RestLayerError("this StreamManager already serves another controller")
         self.controller = controller
 
-    def middleware(self, controller: Controller, action: Any, next: Next) -> None:
+    def middleware(self, controller: Controller, action: Action, next: Next) -> None:
         """Hold back `subscribe` for keys a connected stream covers; pass everything else on."""
-        kind = action.type
-        if self._passing or kind not in ("subscribe", "unsubscribe"):
+        if self._passing or not _subscribing(action) or self._passes(action):
             next(action)
-            return
-        stream = self._covering(action.key)
-        if kind == "subscribe":
+
+    def _passes(self, action: _Subscribing) -> bool:
+        """Track one (un)subscribe; whether polling gets it (no connected stream covers its key)."""
+        if action.type == "subscribe":
+            stream = self._covering(action.key)
             if stream is None and not self._covered(action.key):
-                next(action)
-                return
+                return True
             held = _Held(action.endpoint, action.args, action.key, polling=stream is None)
             self._held.append(held)
-            if held.polling:
-                next(action)
-            return
+            return held.polling
         held_for_key = _next_held(self._held, action)
         if held_for_key is None:
-            next(action)
-            return
+            return True
         self._held.remove(held_for_key)
-        if held_for_key.polling:
-            next(action)
+        return held_for_key.polling
 
     def polling(self, key: str) -> bool:
         """Whether subscriptions to `key` poll now (no connected stream covers it)."""
@@ -182,7 +196,7 @@ class StreamManager(Manager):
         await self.aclose()
 
 
-def _next_held(held: list[_Held], action: Any) -> _Held | None:
+def _next_held(held: list[_Held], action: _Subscribing) -> _Held | None:
     """The subscription an `unsubscribe` ends (same key and frequency): a paused one first."""
     frequency = action.endpoint.poll_frequency
     candidates = [h for h in held if h.key == action.key and h.endpoint.poll_frequency == frequency]

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Callable, Mapping
-from typing import Any
 
 import httpx
 from httpx_sse import ServerSentEvent, aconnect_sse
 
 from restlayer.rest import get_client
-from restlayer.streams._stream import Backoff, ServerStopped, Stream, decode_json
+from restlayer.streams._stream import Backoff, Covers, ServerStopped, Stream, decode_json
 from restlayer.streams._writes import Handler, Message, Target
 
 __all__ = ["SSEStream"]
@@ -36,8 +35,8 @@ class SSEStream(Stream):
         name: str | None = None,
         backoff: Backoff | None = None,
         headers: Mapping[str, str] | None = None,
-        covers: Any = None,
-        decode: Callable[[str], Any] = decode_json,
+        covers: Covers = None,
+        decode: Callable[[str], object] = decode_json,
         client: httpx.AsyncClient | None = None,
         timeout: httpx.Timeout = DEFAULT_TIMEOUT,
     ) -> None:
@@ -75,6 +74,7 @@ class SSEStream(Stream):
         if not sse.data:  # not dispatched (SSE spec): a `retry:` or `id:` only frame
             if event_id is not None:
                 self.last_event_id = event_id
+                self._tick()  # `until` waiters may wait for this id
             return None
         try:
             data = self.decode(sse.data)

@@ -12,17 +12,19 @@ import contextlib
 import json
 import logging
 import random
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Union
 
 from restlayer.errors import ParamError, StreamTimeoutError
 from restlayer.streams._writes import Handler, Message, Target, Writes, handler_for
 
 if TYPE_CHECKING:
-    from restlayer.core import Controller
+    from typing_extensions import TypeIs
 
-__all__ = ["Backoff", "ServerStopped", "Stream"]
+    from restlayer.core import Controller, Endpoint
+
+__all__ = ["Backoff", "Covers", "ServerStopped", "Stream"]
 
 log = logging.getLogger("restlayer")
 
@@ -42,7 +44,7 @@ class Backoff:
     cap: float = 30.0
     jitter: float = 0.5
     #: Awaited with the wait in seconds; replace it to drive time in tests.
-    sleep: Callable[[float], Awaitable[Any]] = field(default=asyncio.sleep, repr=False, compare=False)
+    sleep: Callable[[float], Awaitable[object]] = field(default=asyncio.sleep, repr=False, compare=False)
     random: Callable[[], float] = field(default=random.random, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -59,21 +61,30 @@ class Backoff:
         return min(self.cap, base * self.factor ** max(0, failures - 1)) * (1 - self.jitter * self.random())
 
 
-def _key_test(covers: Any) -> Callable[[str], bool]:
+#: What a stream keeps fresh: an endpoint, endpoints, or a predicate on store keys.
+Covers = Union["Endpoint[object]", Iterable["Endpoint[object]"], Callable[[str], bool], None]
+
+
+def _tests_keys(value: object) -> TypeIs[Endpoint[object]]:
+    return callable(getattr(value, "test_key", None))
+
+
+def _key_test(covers: Covers) -> Callable[[str], bool]:
     """`covers` as a key predicate: endpoints (their `test_key`), a predicate, or nothing."""
     if covers is None:
         return lambda key: False
-    if callable(covers) and not hasattr(covers, "test_key"):
-        predicate: Callable[[str], bool] = covers
-        return predicate
-    endpoints = [covers] if hasattr(covers, "test_key") else list(covers)
+    if _tests_keys(covers):
+        return covers.test_key
+    if callable(covers):
+        return covers
+    endpoints = list(covers)
     for endpoint in endpoints:
-        if not callable(getattr(endpoint, "test_key", None)):
+        if not _tests_keys(endpoint):
             raise ParamError(f"covers= takes endpoints or a key predicate, not {endpoint!r}")
     return lambda key: any(endpoint.test_key(key) for endpoint in endpoints)
 
 
-def decode_json(text: str | bytes) -> Any:
+def decode_json(text: str | bytes) -> object:
     """A message's data as JSON; a `ValueError` when it is not JSON."""
     return json.loads(text)
 
@@ -97,7 +108,7 @@ class Stream:
         name: str | None = None,
         backoff: Backoff | None = None,
         headers: Mapping[str, str] | None = None,
-        covers: Any = None,
+        covers: Covers = None,
     ) -> None:
         if not isinstance(url, str) or not url:
             raise ParamError(f"{type(self).__name__} needs a url (str), not {url!r}")

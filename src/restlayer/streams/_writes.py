@@ -15,10 +15,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from restlayer.errors import ParamError
-from restlayer.schema import normalize
+from restlayer.schema import Entity, NormalizedResult, Schema, SchemaLike, normalize
 
 if TYPE_CHECKING:
-    from restlayer.core import Controller
+    from typing_extensions import TypeIs
+
+    from restlayer.core import Controller, Endpoint, State
 
 __all__ = ["Handler", "Message", "Writes", "handler_for"]
 
@@ -27,7 +29,11 @@ log = logging.getLogger("restlayer")
 
 @dataclass(frozen=True)
 class Message:
-    """One pushed message: its event type, its decoded data and the server's event id (if any)."""
+    """One pushed message: its event type, its decoded data and the server's event id (if any).
+
+    `data` is whatever the stream's decoder made of the payload (JSON by default), as
+    `json.loads` gives it: a handler reads it by the shape its event type promises.
+    """
 
     event: str
     data: Any
@@ -35,23 +41,56 @@ class Message:
 
 
 #: A function turning one message into writes (it calls `writes.set_response`, `set`, `invalidate`).
-Handler = Callable[[Message, "Writes"], Any]
-#: What a table maps an event type to: an endpoint (set_response), a schema (set) or a Handler.
-Target = Any
+Handler = Callable[[Message, "Writes"], object]
+#: What a table maps an event type to: an endpoint (set_response), a schema (set) or a Handler;
+#: checked when the table is read (a table literal mixing them is typed as `dict[str, object]`).
+Target = object
 
 
-def _query_args(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> tuple[Any, ...]:
+@dataclass(frozen=True)
+class _SetResponse:
+    endpoint: Endpoint[object]
+    args: tuple[object, ...]
+    response: object
+
+
+@dataclass(frozen=True)
+class _Set:
+    schema: SchemaLike
+    args: tuple[object, ...]
+    value: object
+
+
+@dataclass(frozen=True)
+class _Invalidate:
+    endpoint: Endpoint[object]
+    args: tuple[object, ...]
+
+
+_Write = _SetResponse | _Set | _Invalidate
+
+
+def _query_args(args: tuple[object, ...], kwargs: Mapping[str, object]) -> tuple[object, ...]:
     """Schema-read arguments: keywords merged into the first (params) argument."""
     if not kwargs:
         return args
     first = args[0] if args else None
+    if first is not None and not isinstance(first, Mapping):
+        raise ParamError(f"set(schema, params, value, **keywords): params must be a mapping, not {first!r}")
     return ({**(first or {}), **kwargs}, *args[1:])
 
 
-def _is_endpoint(target: Any) -> bool:
+def _is_endpoint(target: object) -> TypeIs[Endpoint[object]]:
     return (
         callable(getattr(target, "bind", None)) and callable(getattr(target, "key", None)) and hasattr(target, "schema")
     )
+
+
+def _is_schema(target: object) -> TypeIs[SchemaLike]:
+    """An Entity class, a Schema node, or the dict / list shorthands of one."""
+    if isinstance(target, type):
+        return issubclass(target, Entity)
+    return target is None or isinstance(target, (Schema, Mapping, list))
 
 
 class Writes:
@@ -60,58 +99,61 @@ class Writes:
     __slots__ = ("_ops",)
 
     def __init__(self) -> None:
-        self._ops: list[tuple[str, Any, tuple[Any, ...], Any]] = []
+        self._ops: list[_Write] = []
 
     def __len__(self) -> int:
         return len(self._ops)
 
-    def set_response(self, endpoint: Any, *args: Any, **kwargs: Any) -> None:
+    def set_response(self, endpoint: Endpoint[object], *args: object, **kwargs: object) -> None:
         """Like `Controller.set_response`: store the last positional argument as `endpoint(*args)`'s result."""
         if not args:
             raise ParamError("set_response(endpoint, *args, response): the response is missing")
         *rest, response = args
-        self._ops.append(("set_response", endpoint, tuple(endpoint.bind(*rest, **kwargs)), response))
+        self._ops.append(_SetResponse(endpoint, tuple(endpoint.bind(*rest, **kwargs)), response))
 
-    def set(self, schema: Any, *args: Any, **kwargs: Any) -> None:
+    def set(self, schema: SchemaLike, *args: object, **kwargs: object) -> None:
         """Like `Controller.set`: write the last positional argument into the entity tables."""
         if not args:
             raise ParamError("set(schema, *args, value): the value is missing")
         *rest, value = args
-        self._ops.append(("set", schema, _query_args(tuple(rest), kwargs), value))
+        self._ops.append(_Set(schema, _query_args(tuple(rest), kwargs), value))
 
-    def invalidate(self, endpoint: Any, *args: Any, **kwargs: Any) -> None:
+    def invalidate(self, endpoint: Endpoint[object], *args: object, **kwargs: object) -> None:
         """Like `Controller.invalidate`: drop the stored result of `endpoint(*args)`."""
-        self._ops.append(("invalidate", endpoint, tuple(endpoint.bind(*args, **kwargs)), None))
+        self._ops.append(_Invalidate(endpoint, tuple(endpoint.bind(*args, **kwargs))))
 
     def commit(self, controller: Controller) -> None:
         """Check every write against the store, then apply them all; raises (changing nothing) if one does not fit."""
         ops = self._ops
-        if len(ops) == 1 and ops[0][0] == "set":
+        if len(ops) == 1 and isinstance(ops[0], _Set):
             # One entity write needs no dry run: a `set` that fails leaves the store unchanged.
-            _, schema, args, value = ops[0]
-            controller.set(schema, *args, value)
+            only = ops[0]
+            controller.set(only.schema, *only.args, only.value)
             return
-        scratch: Any = controller.get_state()
-        resolved: list[tuple[str, Any, tuple[Any, ...], Any]] = []
-        for kind, target, args, value in ops:
-            if kind == "set" and callable(value) and not isinstance(value, type):
-                value = value(controller.get(target, *args))
-            if kind == "invalidate":
-                target.key(*args)
-            elif kind == "set_response":
-                target.key(*args)
-                if target.schema is not None:
-                    scratch = normalize(target.schema, value, args, scratch)
+        resolved = [_checked(controller, op) for op in ops]
+        scratch: State | NormalizedResult = controller.get_state()
+        for op in resolved:
+            if isinstance(op, _Set):
+                scratch = normalize(op.schema, op.value, op.args, scratch)
+            elif isinstance(op, _SetResponse) and op.endpoint.schema is not None:
+                scratch = normalize(op.endpoint.schema, op.response, op.args, scratch)
+        for op in resolved:
+            if isinstance(op, _SetResponse):
+                controller.set_response(op.endpoint, *op.args, op.response)
+            elif isinstance(op, _Set):
+                controller.set(op.schema, *op.args, op.value)
             else:
-                scratch = normalize(target, value, args, scratch)
-            resolved.append((kind, target, args, value))
-        for kind, target, args, value in resolved:
-            if kind == "set_response":
-                controller.set_response(target, *args, value)
-            elif kind == "set":
-                controller.set(target, *args, value)
-            else:
-                controller.invalidate(target, *args)
+                controller.invalidate(op.endpoint, *op.args)
+
+
+def _checked(controller: Controller, op: _Write) -> _Write:
+    """`op` with its key checked (endpoint writes) or its updater run on the stored value (`set`)."""
+    if not isinstance(op, _Set):
+        op.endpoint.key(*op.args)
+        return op
+    if callable(op.value) and not isinstance(op.value, type):
+        return _Set(op.schema, op.args, op.value(controller.get(op.schema, *op.args)))
+    return op
 
 
 def handler_for(on: Mapping[str, Target] | Handler) -> Callable[[Message, Writes], bool]:
@@ -138,13 +180,16 @@ def handler_for(on: Mapping[str, Target] | Handler) -> Callable[[Message, Writes
     return lookup
 
 
-def _table_target(event: str, target: Any) -> Handler:
+def _table_target(event: object, target: Target) -> Handler:
     """The handler of one table row: endpoint -> set_response(data), schema -> set(data), function as is."""
     if not isinstance(event, str):
         raise ParamError(f"on= table keys are event types (str), not {event!r}")
     if _is_endpoint(target):
-        return lambda message, writes: writes.set_response(target, message.data)
-    if isinstance(target, type) or not callable(target):
-        return lambda message, writes: writes.set(target, message.data)
-    handler: Handler = target
-    return handler
+        endpoint = target
+        return lambda message, writes: writes.set_response(endpoint, message.data)
+    if _is_schema(target):
+        schema = target
+        return lambda message, writes: writes.set(schema, message.data)
+    if callable(target) and not isinstance(target, type):
+        return target
+    raise ParamError(f"on= table: {event!r} maps to {target!r}, not an endpoint, a schema or a function")

@@ -5,11 +5,10 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
-from typing import Any
 
 from websockets.asyncio.client import connect
 
-from restlayer.streams._stream import Backoff, Stream, decode_json
+from restlayer.streams._stream import Backoff, Covers, Stream, decode_json
 from restlayer.streams._writes import Handler, Message, Target
 
 __all__ = ["WebSocketStream", "parse_json_message"]
@@ -43,9 +42,9 @@ class WebSocketStream(Stream):
         name: str | None = None,
         backoff: Backoff | None = None,
         headers: Mapping[str, str] | None = None,
-        covers: Any = None,
+        covers: Covers = None,
         parse: Callable[[str | bytes], Message] = parse_json_message,
-        on_open: Callable[[str | None], Iterable[Any]] | None = None,
+        on_open: Callable[[str | None], Iterable[object]] | None = None,
         open_timeout: float = 10.0,
     ) -> None:
         super().__init__(url, on=on, name=name, backoff=backoff, headers=headers, covers=covers)
