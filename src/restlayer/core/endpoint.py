@@ -1,26 +1,31 @@
 """`Endpoint`: what the Controller needs from an endpoint (RestEndpoint and GQLEndpoint offer it).
 
 Any object with these members can be fetched, cached and watched. `Endpoint[Todo]`
-is one the Controller answers with a `Todo`; the type parameter exists for type
-checkers only.
+is one the Controller answers with a `Todo`; `Endpoint[Todo, [TodoParams]]` one
+whose calls take a `TodoParams` dict (`...`, the default: any arguments). The
+type parameters exist for type checkers only.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import Protocol
 
-from restlayer._typing import T_co
+from restlayer._typing import A, T_co
 
 __all__ = ["Endpoint"]
 
 
-class Endpoint(Protocol[T_co]):
+class Endpoint(Protocol[T_co, A]):
     """The endpoint contract: call it, key it, and read its cache options."""
 
     @property
     def __result__(self) -> T_co:
         """Typing only: what the Controller returns (reads, fetches, watch callbacks)."""
+        ...
+
+    def __params__(self, *args: A.args, **kwargs: A.kwargs) -> None:
+        """Typing only: the arguments a call takes after the endpoint (`ctrl.fetch(ep, *args)`)."""
         ...
 
     @property
@@ -68,7 +73,7 @@ class Endpoint(Protocol[T_co]):
         """Changes to other stored results once this call's reply is stored."""
         ...
 
-    def bind(self, *args: object, **kwargs: object) -> tuple[Any, ...]:
+    def bind(self, *args: object, **kwargs: object) -> tuple[object, ...]:
         """The canonical positional arguments of a call."""
         ...
 

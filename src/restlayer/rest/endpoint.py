@@ -20,7 +20,7 @@ import httpx
 from restlayer._args import merge_keywords, split_call
 from restlayer._sentinel import Sentinel
 from restlayer._time import normalize_time_options
-from restlayer._typing import E, Self, T, T_co
+from restlayer._typing import B, E, P, Args, Params, Self, T, T_co
 from restlayer.errors import (
     ClientLoopError,
     DeadlineExceededError,
@@ -57,6 +57,7 @@ OPTIONS: Final = frozenset(
         "name", "client", "process", "url", "search_to_string", "key", "test_key",
         "get_request_init", "get_headers", "fetch_response", "parse_response",
         "move_path", "remove_cursor", "max_body_size", "total_timeout", "retry",
+        "params",
     }
 )  # fmt: skip
 
@@ -133,11 +134,14 @@ if TYPE_CHECKING:
         def __get__(self, obj: RestEndpoint[dict[str, Any]], owner: object) -> RestEndpoint[Any]: ...
 
 
-class RestEndpoint(Generic[T_co]):
+class RestEndpoint(Generic[T_co, Params, Args]):
     """A REST call: `await ep(params, body)` sends it; `ep.key(...)` names its cache slot.
 
     `RestEndpoint[Todo]` is an endpoint the Controller answers with a `Todo`;
     the type is inferred from `schema` (or `process`) for type checkers only.
+    `params=TodoParams` (a `TypedDict`) makes it a `RestEndpoint[Todo, [TodoParams]]`
+    whose calls and URLs type checkers check against it (with `body=TodoBody`
+    too: `RestEndpoint[Todo, [TodoParams], [TodoParams, TodoBody]]`).
 
     Any option may be given to the constructor, set as a class attribute of a
     subclass, or changed by `extend(**options)`; callables given as options
@@ -173,18 +177,96 @@ class RestEndpoint(Generic[T_co]):
     total_timeout: float | None = None
     #: When to send a failed request again (`Retry`, or an int: that many retries); None: never.
     retry: Retry | None = None
+    #: The `TypedDict` of the URL parameters, for type checkers (checked against the path once).
+    params: type[Mapping[str, object]] | None = None
 
+    @overload
+    def __init__(
+        self: RestEndpoint[E, [P], [P, B]], *, schema: type[E], params: type[P], body: type[B], **options: object
+    ) -> None: ...
+    @overload
+    def __init__(self: RestEndpoint[E, [P]], *, schema: type[E], params: type[P], **options: object) -> None: ...
     @overload
     def __init__(self: RestEndpoint[E], *, schema: type[E], **options: object) -> None: ...
     @overload
+    def __init__(
+        self: RestEndpoint[list[E], [P], [P, B]],
+        *,
+        schema: list[type[E]],
+        params: type[P],
+        body: type[B],
+        **options: object,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: RestEndpoint[list[E], [P]], *, schema: list[type[E]], params: type[P], **options: object
+    ) -> None: ...
+    @overload
     def __init__(self: RestEndpoint[list[E]], *, schema: list[type[E]], **options: object) -> None: ...
     @overload
+    def __init__(
+        self: RestEndpoint[T, [P], [P, B]], *, schema: Schema[T], params: type[P], body: type[B], **options: object
+    ) -> None: ...
+    @overload
+    def __init__(self: RestEndpoint[T, [P]], *, schema: Schema[T], params: type[P], **options: object) -> None: ...
+    @overload
     def __init__(self: RestEndpoint[T], *, schema: Schema[T], **options: object) -> None: ...
+    @overload
+    def __init__(
+        self: RestEndpoint[dict[str, Any], [P], [P, B]],
+        *,
+        schema: Mapping[str, Any],
+        params: type[P],
+        body: type[B],
+        **options: object,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: RestEndpoint[dict[str, Any], [P]], *, schema: Mapping[str, Any], params: type[P], **options: object
+    ) -> None: ...
     @overload
     def __init__(self: RestEndpoint[dict[str, Any]], *, schema: Mapping[str, Any], **options: object) -> None: ...
     @overload
     def __init__(
+        self: RestEndpoint[T, [P], [P, B]],
+        *,
+        process: Callable[..., T],
+        schema: None = None,
+        params: type[P],
+        body: type[B],
+        **options: object,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: RestEndpoint[T, [P]],
+        *,
+        process: Callable[..., T],
+        schema: None = None,
+        params: type[P],
+        **options: object,
+    ) -> None: ...
+    @overload
+    def __init__(
         self: RestEndpoint[T], *, process: Callable[..., T], schema: None = None, **options: object
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: RestEndpoint[Any, [P], [P, B]],
+        *,
+        schema: str | None = None,
+        process: None = None,
+        params: type[P],
+        body: type[B],
+        **options: object,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: RestEndpoint[Any, [P]],
+        *,
+        schema: str | None = None,
+        process: None = None,
+        params: type[P],
+        **options: object,
     ) -> None: ...
     @overload
     def __init__(
@@ -200,6 +282,8 @@ class RestEndpoint(Generic[T_co]):
         if not isinstance(getattr(self, "path", None), str):
             raise ParamError(f"{cls.__name__} needs a `path` (str)")
         self._template = compile_path(self.path)
+        if self.params is not None:
+            _check_params_type(self.params, self._template.required, cls.__name__)
         self._derive_method(options)
         if "name" not in options and not _class_sets(cls, "name"):
             self.name = self.url_prefix + self.path
@@ -236,6 +320,10 @@ class RestEndpoint(Generic[T_co]):
             """Typing only (no run-time value): what the Controller returns for this endpoint."""
             ...
 
+        def __params__(self, *args: Args.args, **kwargs: Args.kwargs) -> None:
+            """Typing only: what a call takes (`ep(*args)`, `ctrl.fetch(ep, *args)`)."""
+            ...
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, method={self.method!r}, path={self.path!r})"
 
@@ -258,7 +346,13 @@ class RestEndpoint(Generic[T_co]):
         """`(URL params, request body)` of canonical call arguments (the hook GQLEndpoint overrides)."""
         return split_call(args, self._has_body)
 
-    def url(self, params: Mapping[str, Any] | None = None) -> str:
+    if TYPE_CHECKING:
+
+        def url(self, *args: Params.args, **kwargs: Params.kwargs) -> str:
+            """url_prefix + the filled template + `?` and the params the template does not use."""
+            ...
+
+    def _url(self, params: Mapping[str, object] | None = None) -> str:
         """url_prefix + the filled template + `?` and the params the template does not use."""
         if not params:
             return self.url_prefix + self._template.fill({}, endpoint=self.name)
@@ -266,11 +360,14 @@ class RestEndpoint(Generic[T_co]):
             raise ParamError(f"{self.name}: URL params must be a dict, not {type(params).__name__}")
         return build_url(self.url_prefix, self._template, params, self.search_to_string, self.name)
 
+    if not TYPE_CHECKING:  # one function: checkers see `url` typed by `Params`, callers the same object
+        url = _url
+
     def search_to_string(self, params: Mapping[str, Any]) -> str:
         """Encode search params: sorted keys, form encoding (override for nested objects)."""
         return _default_search_to_string(params)
 
-    def key(self, *args: Any) -> str:
+    def key(self: RestEndpoint[Any], *args: object) -> str:
         """The store key of a call: `"<method> <url>"`; the body never enters it."""
         remove_cursor = self.remove_cursor
         if remove_cursor is not None:
@@ -422,10 +519,12 @@ class RestEndpoint(Generic[T_co]):
         status = getattr(error, "status", None)
         return "soft" if isinstance(status, int) and status >= 500 else None
 
-    async def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    async def __call__(self, *args: Args.args, **kwargs: Args.kwargs) -> Any:
         """Send the request; the value of `process(parsed, *args)`."""
-        if kwargs:
-            args = self.bind(*args, **kwargs)
+        return await self._call(self.bind(*args, **kwargs) if kwargs else args)
+
+    async def _call(self: RestEndpoint[Any], args: tuple[object, ...]) -> Any:
+        """`__call__` of canonical arguments."""
         params, body = self._split(args)
         init: Any = self.get_request_init(body)
         if inspect.isawaitable(init):
@@ -439,13 +538,21 @@ class RestEndpoint(Generic[T_co]):
     # -- derived endpoints -----------------------------------------------------------
 
     @overload
-    def extend(self, *, schema: type[E], **options: object) -> RestEndpoint[E]: ...
+    def extend(self, *, schema: type[E], params: type[P], **options: object) -> RestEndpoint[E, [P]]: ...  # type: ignore[overload-overlap]
     @overload
-    def extend(self, *, schema: list[type[E]], **options: object) -> RestEndpoint[list[E]]: ...
+    def extend(self, *, schema: list[type[E]], params: type[P], **options: object) -> RestEndpoint[list[E], [P]]: ...  # type: ignore[overload-overlap]
     @overload
-    def extend(self, *, schema: Schema[T], **options: object) -> RestEndpoint[T]: ...
+    def extend(self, *, params: type[P], body: type[B], **options: object) -> RestEndpoint[T_co, [P], [P, B]]: ...  # type: ignore[overload-overlap]
     @overload
-    def extend(self, *, schema: Mapping[str, Any], **options: object) -> RestEndpoint[dict[str, Any]]: ...
+    def extend(self, *, params: type[P], **options: object) -> RestEndpoint[T_co, [P]]: ...  # type: ignore[overload-overlap]
+    @overload
+    def extend(self, *, schema: type[E], **options: object) -> RestEndpoint[E, Params, Args]: ...
+    @overload
+    def extend(self, *, schema: list[type[E]], **options: object) -> RestEndpoint[list[E], Params, Args]: ...
+    @overload
+    def extend(self, *, schema: Schema[T], **options: object) -> RestEndpoint[T, Params, Args]: ...
+    @overload
+    def extend(self, *, schema: Mapping[str, Any], **options: object) -> RestEndpoint[dict[str, Any], Params, Args]: ...
     @overload
     def extend(self, **options: object) -> Self: ...
     def extend(self, **options: Any) -> Any:
@@ -547,6 +654,18 @@ class RestEndpoint(Generic[T_co]):
 
         page: Self = self.extend(schema=schema, remove_cursor=remove_cursor, name=self.name + ".get_page")
         return page
+
+
+def _check_params_type(params: object, path_names: Iterable[str], endpoint: str) -> None:
+    """Refuse a `params` option that is not a TypedDict or misses a parameter of the path."""
+    keys = getattr(params, "__required_keys__", None)
+    if not isinstance(params, type) or keys is None:
+        raise ParamError(f"{endpoint}: params must be a TypedDict class, not {params!r}")
+    missing = [name for name in path_names if name not in keys]
+    if missing:
+        raise ParamError(
+            f"{endpoint}: params {params.__name__} lacks the path parameter(s) {', '.join(missing)} as required keys"
+        )
 
 
 def _loop_advice(name: str, exc: BaseException) -> str:
