@@ -15,10 +15,10 @@ import concurrent.futures
 import threading
 import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterator, Mapping
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, suppress
 from typing import Any, TypeVar, overload
 
-from restlayer._typing import E
+from restlayer._typing import A, E
 from restlayer.core import DLE, Endpoint, Response, State
 from restlayer.core import Controller as AsyncController
 from restlayer.core._actions import Action
@@ -179,26 +179,44 @@ class Controller:
         return self._thread.spawn(invoke())
 
     # ----- I/O --------------------------------------------------------------------------
-    def fetch(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> T:
+    def fetch(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> T:
         """Send the request, store the result and return it (denormalized when there is a schema)."""
         return self._run(lambda: self._async.fetch(endpoint, *args, **kwargs))
 
-    def fetch_if_stale(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> T:
+    def fetch_if_stale(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> T:
         """The stored data when fresh, else `fetch`."""
         return self._run(lambda: self._async.fetch_if_stale(endpoint, *args, **kwargs))
 
+    @overload
+    def suspense(self, endpoint: Endpoint[T], skip: None, /) -> T: ...
+    @overload
+    def suspense(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> T: ...
     def suspense(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> T:
         """Valid data for the call, fetching first when it is missing or invalid."""
         return self._run(lambda: self._async.suspense(endpoint, *args, **kwargs))
 
+    @overload
+    def subscribe(self, endpoint: Endpoint[Any], skip: None, /) -> None: ...
+    @overload
+    def subscribe(self, endpoint: Endpoint[Any, A], *args: A.args, **kwargs: A.kwargs) -> None: ...
     def subscribe(self, endpoint: Endpoint[Any], *args: object, **kwargs: object) -> None:
         """Start polling the endpoint at its `poll_frequency`."""
         self._run(lambda: self._async.subscribe(endpoint, *args, **kwargs))
 
+    @overload
+    def unsubscribe(self, endpoint: Endpoint[Any], skip: None, /) -> None: ...
+    @overload
+    def unsubscribe(self, endpoint: Endpoint[Any, A], *args: A.args, **kwargs: A.kwargs) -> None: ...
     def unsubscribe(self, endpoint: Endpoint[Any], *args: object, **kwargs: object) -> None:
         """Leave a subscription; polling stops when nobody is subscribed."""
         self._run(lambda: self._async.unsubscribe(endpoint, *args, **kwargs))
 
+    @overload
+    def subscription(self, endpoint: Endpoint[Any], skip: None, /) -> AbstractContextManager[None]: ...
+    @overload
+    def subscription(
+        self, endpoint: Endpoint[Any, A], *args: A.args, **kwargs: A.kwargs
+    ) -> AbstractContextManager[None]: ...
     @contextmanager
     def subscription(self, endpoint: Endpoint[Any], *args: object, **kwargs: object) -> Iterator[None]:
         """Poll while the `with` block runs."""
@@ -208,6 +226,10 @@ class Controller:
         finally:
             self.unsubscribe(endpoint, *args, **kwargs)
 
+    @overload
+    def live(self, endpoint: Endpoint[T], skip: None, /) -> Generator[T, None, None]: ...
+    @overload
+    def live(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> Generator[T, None, None]: ...
     def live(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> Generator[T, None, None]:
         """Iterate the data: the first value, then each change (polling while iterating)."""
         stream = self._thread.call(lambda: self._async.live(endpoint, *args, **kwargs).__aiter__())
@@ -224,6 +246,10 @@ class Controller:
                     self._run(closer)
 
     # ----- reads and writes (run on the loop thread, so they never race the loop) ---------------
+    @overload
+    def get_response(self, endpoint: Endpoint[T], skip: None, /) -> Response[T]: ...
+    @overload
+    def get_response(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> Response[T]: ...
     def get_response(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> Response[T]:
         """`Response(data, expiry_status, expires_at)` from the store; never fetches."""
         return self._thread.call(self._async.get_response, endpoint, *args, **kwargs)
@@ -238,18 +264,34 @@ class Controller:
         """A denormalized read of any schema from the store."""
         return self._thread.call(self._async.get, schema, *args, **kwargs)
 
+    @overload
+    def get_error(self, endpoint: Endpoint[Any], skip: None, /) -> BaseException | None: ...
+    @overload
+    def get_error(self, endpoint: Endpoint[Any, A], *args: A.args, **kwargs: A.kwargs) -> BaseException | None: ...
     def get_error(self, endpoint: Endpoint[Any], *args: object, **kwargs: object) -> BaseException | None:
         """The stored error for the call, if it should be shown."""
         return self._thread.call(self._async.get_error, endpoint, *args, **kwargs)
 
+    @overload
+    def last_error(self, endpoint: Endpoint[Any], skip: None, /) -> BaseException | None: ...
+    @overload
+    def last_error(self, endpoint: Endpoint[Any, A], *args: A.args, **kwargs: A.kwargs) -> BaseException | None: ...
     def last_error(self, endpoint: Endpoint[Any], *args: object, **kwargs: object) -> BaseException | None:
         """The error of the call's latest fetch, even a soft one `get_error` hides."""
         return self._thread.call(self._async.last_error, endpoint, *args, **kwargs)
 
+    @overload
+    def dle(self, endpoint: Endpoint[T], skip: None, /) -> DLE[T]: ...
+    @overload
+    def dle(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> DLE[T]: ...
     def dle(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> DLE[T]:
         """`DLE(data, loading, error)`; starts a fetch when needed but never waits."""
         return self._thread.call(self._async.dle, endpoint, *args, **kwargs)
 
+    @overload
+    def cache(self, endpoint: Endpoint[T], skip: None, /) -> T | None: ...
+    @overload
+    def cache(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> T | None: ...
     def cache(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> T | None:
         """Stored data or None; never fetches."""
         return self._thread.call(self._async.cache, endpoint, *args, **kwargs)
@@ -270,6 +312,10 @@ class Controller:
         """Send an action through the managers to the store (on the loop thread)."""
         self._thread.call(self._async.dispatch, action)
 
+    @overload
+    def invalidate(self, endpoint: Endpoint[Any], skip: None, /) -> None: ...
+    @overload
+    def invalidate(self, endpoint: Endpoint[Any, A], *args: A.args, **kwargs: A.kwargs) -> None: ...
     def invalidate(self, endpoint: Endpoint[Any], *args: object, **kwargs: object) -> None:
         """Drop the stored result of one call: readers refetch."""
         self._thread.call(self._async.invalidate, endpoint, *args, **kwargs)

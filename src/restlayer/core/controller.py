@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, cast, overload
 
 from restlayer._args import merge_keywords
-from restlayer._typing import E, T
+from restlayer._typing import A, E, T
 from restlayer.core import _actions as act
 from restlayer.core._optimistic import apply_optimistic
 from restlayer.core._read import (
@@ -203,6 +203,10 @@ class Controller:
         response, detail = read_response(self.memo, endpoint, args, self._current())
         return response, (refs_of(detail) if self.gc_policy is not None else [])
 
+    @overload
+    def get_response(self, endpoint: Endpoint[T], skip: None, /) -> Response[T]: ...
+    @overload
+    def get_response(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> Response[T]: ...
     def get_response(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> Response[T]:
         """`Response(data, expiry_status, expires_at)` of the stored result; never fetches."""
         bound = self._bind(endpoint, args, kwargs)
@@ -220,11 +224,19 @@ class Controller:
         """Denormalized read of any schema (Entity, Collection, Query, All, dict) from the store."""
         return self.memo.query(schema, merge_keywords(args, kwargs), self._current())
 
+    @overload
+    def get_error(self, endpoint: Endpoint[Any], skip: None, /) -> BaseException | None: ...
+    @overload
+    def get_error(self, endpoint: Endpoint[Any, A], *args: A.args, **kwargs: A.kwargs) -> BaseException | None: ...
     def get_error(self, endpoint: Endpoint[Any], *args: object, **kwargs: object) -> BaseException | None:
         """The stored error, unless its policy is soft and data is still stored."""
         bound = self._bind(endpoint, args, kwargs)
         return None if bound is None else read_error(endpoint, bound, self._current())
 
+    @overload
+    def last_error(self, endpoint: Endpoint[Any], skip: None, /) -> BaseException | None: ...
+    @overload
+    def last_error(self, endpoint: Endpoint[Any, A], *args: A.args, **kwargs: A.kwargs) -> BaseException | None: ...
     def last_error(self, endpoint: Endpoint[Any], *args: object, **kwargs: object) -> BaseException | None:
         """The error of the call's latest fetch, even one `get_error` hides (a soft failure, e.g. of a poll).
 
@@ -367,7 +379,7 @@ class Controller:
             self.gc_policy.touch(endpoint.key(*args), refs)
         return value if deletes(endpoint.schema) else response.data
 
-    async def fetch(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> T:
+    async def fetch(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> T:
         """Send the request (GETs of one key share it), store the result, return the stored read of it."""
         bound = endpoint.bind(*args, **kwargs)
         try:
@@ -378,7 +390,7 @@ class Controller:
             raise
         return cast(T, self._fetched(endpoint, bound, value))
 
-    async def fetch_if_stale(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> T:
+    async def fetch_if_stale(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> T:
         """The stored data while usable and unexpired, else `fetch`."""
         bound = endpoint.bind(*args, **kwargs)
         response = self._read(endpoint, bound)[0]
@@ -431,6 +443,10 @@ class Controller:
         now = self.now()
         self.dispatch(act.Set(schema, bound, value, now, now + DATA_EXPIRY))
 
+    @overload
+    def invalidate(self, endpoint: Endpoint[Any], skip: None, /) -> None: ...
+    @overload
+    def invalidate(self, endpoint: Endpoint[Any, A], *args: A.args, **kwargs: A.kwargs) -> None: ...
     def invalidate(self, endpoint: Endpoint[Any], *args: object, **kwargs: object) -> None:
         """Drop the stored result: readers block on a refetch (status INVALID)."""
         bound = self._bind(endpoint, args, kwargs)
@@ -449,6 +465,10 @@ class Controller:
         """Empty the store; in-flight fetches fail with ResetError and their replies are dropped."""
         self.dispatch(act.Reset(self.now()))
 
+    @overload
+    async def subscribe(self, endpoint: Endpoint[Any], skip: None, /) -> None: ...
+    @overload
+    async def subscribe(self, endpoint: Endpoint[Any, A], *args: A.args, **kwargs: A.kwargs) -> None: ...
     async def subscribe(self, endpoint: Endpoint[Any], *args: object, **kwargs: object) -> None:
         """Poll `endpoint(*args)` every `poll_frequency` ms until unsubscribed."""
         bound = self._bind(endpoint, args, kwargs)
@@ -458,6 +478,10 @@ class Controller:
             raise RestLayerError(f"{endpoint.name}: subscribe needs poll_frequency")
         self.dispatch(act.Subscribe(endpoint, bound, endpoint.key(*bound)))
 
+    @overload
+    async def unsubscribe(self, endpoint: Endpoint[Any], skip: None, /) -> None: ...
+    @overload
+    async def unsubscribe(self, endpoint: Endpoint[Any, A], *args: A.args, **kwargs: A.kwargs) -> None: ...
     async def unsubscribe(self, endpoint: Endpoint[Any], *args: object, **kwargs: object) -> None:
         """Undo one `subscribe`; polling stops with the last subscriber."""
         bound = self._bind(endpoint, args, kwargs)
@@ -479,6 +503,10 @@ class Controller:
             self.gc_policy.touch(endpoint.key(*args), self._read(endpoint, args)[1])
 
     # ----- bindings (the hooks' counterparts) -------------------------------------------------------
+    @overload
+    async def suspense(self, endpoint: Endpoint[T], skip: None, /) -> T: ...
+    @overload
+    async def suspense(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> T: ...
     async def suspense(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> T:
         """The data once usable: fetches when missing, invalid or (with invalid_if_stale) stale."""
         bound = self._bind(endpoint, args, kwargs)
@@ -521,6 +549,10 @@ class Controller:
                 pass
             return self._read(endpoint, args)[0]
 
+    @overload
+    def dle(self, endpoint: Endpoint[T], skip: None, /) -> DLE[T]: ...
+    @overload
+    def dle(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> DLE[T]: ...
     def dle(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> DLE[T]:
         """`DLE(data, loading, error)` right now; starts a fetch when one is needed, never waits."""
         bound = self._bind(endpoint, args, kwargs)
@@ -535,6 +567,10 @@ class Controller:
         self._touch(endpoint, bound)
         return DLE(data, loading, read_error(endpoint, bound, self._current()))
 
+    @overload
+    def cache(self, endpoint: Endpoint[T], skip: None, /) -> T | None: ...
+    @overload
+    def cache(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> T | None: ...
     def cache(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> T | None:
         """The stored data (the empty loading form when it would be loading); never fetches."""
         bound = self._bind(endpoint, args, kwargs)
@@ -555,6 +591,12 @@ class Controller:
             return lambda: None
         return self._watchers.add(Watcher(endpoint, bound, callback))
 
+    @overload
+    def subscription(self, endpoint: Endpoint[Any], skip: None, /) -> contextlib.AbstractAsyncContextManager[None]: ...
+    @overload
+    def subscription(
+        self, endpoint: Endpoint[Any, A], *args: A.args, **kwargs: A.kwargs
+    ) -> contextlib.AbstractAsyncContextManager[None]: ...
     @contextlib.asynccontextmanager
     async def subscription(self, endpoint: Endpoint[Any], *args: object, **kwargs: object) -> AsyncIterator[None]:
         """`async with ctrl.subscription(ep, ...)`: polls at `poll_frequency` while open."""
@@ -571,6 +613,10 @@ class Controller:
             self._unhold(key, [])
             await self.unsubscribe(endpoint, *bound)
 
+    @overload
+    def live(self, endpoint: Endpoint[T], skip: None, /) -> AsyncIterator[T]: ...
+    @overload
+    def live(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> AsyncIterator[T]: ...
     async def live(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> AsyncIterator[T]:
         """`async for data in ctrl.live(ep, ...)`: the first value, then each change (polling if set)."""
         bound = self._bind(endpoint, args, kwargs)
