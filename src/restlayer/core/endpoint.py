@@ -24,10 +24,6 @@ class Endpoint(Protocol[T_co, A]):
         """Typing only: what the Controller returns (reads, fetches, watch callbacks)."""
         ...
 
-    def __params__(self, *args: A.args, **kwargs: A.kwargs) -> None:
-        """Typing only: the arguments a call takes after the endpoint (`ctrl.fetch(ep, *args)`)."""
-        ...
-
     @property
     def name(self) -> str:
         """A readable name for errors and logs."""
@@ -77,8 +73,8 @@ class Endpoint(Protocol[T_co, A]):
         """The canonical positional arguments of a call."""
         ...
 
-    def __call__(self, *args: object) -> Awaitable[object]:
-        """Send the request; the processed reply."""
+    def __call__(self, *args: A.args, **kwargs: A.kwargs) -> Awaitable[object]:
+        """Send the request; the processed reply (its arguments: what `ctrl.fetch(ep, ...)` takes)."""
         ...
 
     def key(self, *args: object) -> str:

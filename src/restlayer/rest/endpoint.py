@@ -20,7 +20,7 @@ import httpx
 from restlayer._args import merge_keywords, split_call
 from restlayer._sentinel import Sentinel
 from restlayer._time import normalize_time_options
-from restlayer._typing import B, E, P, Args, Params, Self, T, T_co
+from restlayer._typing import Args, B, E, P, Params, Self, T, T_co
 from restlayer.errors import (
     ClientLoopError,
     DeadlineExceededError,
@@ -318,10 +318,6 @@ class RestEndpoint(Generic[T_co, Params, Args]):
         @property
         def __result__(self) -> T_co:
             """Typing only (no run-time value): what the Controller returns for this endpoint."""
-            ...
-
-        def __params__(self, *args: Args.args, **kwargs: Args.kwargs) -> None:
-            """Typing only: what a call takes (`ep(*args)`, `ctrl.fetch(ep, *args)`)."""
             ...
 
     def __repr__(self) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Generic, overload
 
-from restlayer._typing import E, T, T_co
+from restlayer._typing import Args, E, P, Params, T, T_co
 from restlayer.errors import ParamError
 from restlayer.rest._path import list_path
 from restlayer.rest.endpoint import RestEndpoint
@@ -18,12 +18,14 @@ from restlayer.schema import NonFilter, Schema
 __all__ = ["ExtendedResource", "Resource", "resource"]
 
 
-class Resource(Generic[T_co]):
+class Resource(Generic[T_co, Params, Args]):
     """Named endpoints, read as attributes (`r.get`) or by name (`r["get"]`); immutable.
 
     Iterating gives the member names; `members()` the name -> endpoint mapping.
     `Resource[Todo]` types the standard members (`get` reads a `Todo`,
     `get_list` a `list[Todo]`); members added by `extend` are read by name.
+    `resource(..., params=TodoParams)` gives a `Resource[Todo, [TodoParams], [TodoParams, object]]`:
+    the item members (`get`, `update`, `partial_update`, `delete`) take a `TodoParams`.
     """
 
     __slots__ = ("_label", "_members")
@@ -38,7 +40,7 @@ class Resource(Generic[T_co]):
     if TYPE_CHECKING:  # the standard members, typed; at run time __getattr__ serves every member
 
         @property
-        def get(self) -> RestEndpoint[T_co]:
+        def get(self) -> RestEndpoint[T_co, Params]:
             """GET one item."""
             ...
 
@@ -48,17 +50,17 @@ class Resource(Generic[T_co]):
             ...
 
         @property
-        def update(self) -> RestEndpoint[T_co]:
+        def update(self) -> RestEndpoint[T_co, Params, Args]:
             """PUT one item."""
             ...
 
         @property
-        def partial_update(self) -> RestEndpoint[T_co]:
+        def partial_update(self) -> RestEndpoint[T_co, Params, Args]:
             """PATCH one item."""
             ...
 
         @property
-        def delete(self) -> RestEndpoint[Any]:
+        def delete(self) -> RestEndpoint[Any, Params]:
             """DELETE one item; the Controller returns the reply (or params) naming what was deleted."""
             ...
 
@@ -100,7 +102,7 @@ class Resource(Generic[T_co]):
         """A copy of the name -> endpoint mapping."""
         return dict(self._members)
 
-    def extend(self, *args: Any, **overrides: Any) -> ExtendedResource[T_co]:
+    def extend(self, *args: Any, **overrides: Any) -> ExtendedResource[T_co, Params, Args]:
         """A new resource with members added or changed; this one is unchanged.
 
         `extend(lambda base: {name: endpoint})`, `extend(get={...options})`, or
@@ -139,13 +141,13 @@ class Resource(Generic[T_co]):
             options = {**options, "name": f"{self._label}.{name}"}
         return self._members["get"].extend(**options)
 
-    def _with(self, members: Mapping[str, RestEndpoint[Any]]) -> ExtendedResource[T_co]:
+    def _with(self, members: Mapping[str, RestEndpoint[Any]]) -> ExtendedResource[T_co, Params, Args]:
         return ExtendedResource({**self._members, **members}, self._label)
 
 
 if TYPE_CHECKING:
 
-    class ExtendedResource(Resource[T_co]):
+    class ExtendedResource(Resource[T_co, Params, Args]):
         """What `extend` returns: the standard members typed, any other name an endpoint of `Any`.
 
         Python cannot add attributes to a type, so a member added by `extend` reads as
@@ -217,6 +219,32 @@ def resource(
     *,
     path: str,
     schema: type[E],
+    params: type[P],
+    endpoint_class: type[RestEndpoint[Any]] = ...,
+    collection_class: type | None = ...,
+    non_filter_argument_keys: NonFilter | None = ...,
+    optimistic: bool = ...,
+    pagination_field: str | None = ...,
+    **options: object,
+) -> Resource[E, [P], [P, object]]: ...
+@overload
+def resource(
+    *,
+    path: str,
+    schema: Schema[T],
+    params: type[P],
+    endpoint_class: type[RestEndpoint[Any]] = ...,
+    collection_class: type | None = ...,
+    non_filter_argument_keys: NonFilter | None = ...,
+    optimistic: bool = ...,
+    pagination_field: str | None = ...,
+    **options: object,
+) -> Resource[T, [P], [P, object]]: ...
+@overload
+def resource(
+    *,
+    path: str,
+    schema: type[E],
     endpoint_class: type[RestEndpoint[Any]] = ...,
     collection_class: type | None = ...,
     non_filter_argument_keys: NonFilter | None = ...,
@@ -245,9 +273,13 @@ def resource(
     non_filter_argument_keys: NonFilter | None = None,
     optimistic: bool = False,
     pagination_field: str | None = None,
+    params: object = None,
     **options: Any,
 ) -> Resource[Any]:
-    """The CRUD endpoints of `path` and `schema`; other options go to every member."""
+    """The CRUD endpoints of `path` and `schema`; other options go to every member.
+
+    `params` (a `TypedDict`) types the parameters of the item members, which share `path`.
+    """
     if collection_class is None:
         from restlayer.schema import Collection
 
@@ -283,6 +315,8 @@ def resource(
     }
     if optimistic:
         delete_options["get_optimistic_response"] = _optimistic_delete
+    if params is not None:  # the item members only: get_list has the shorter path
+        options["params"] = mutate["params"] = partial["params"] = delete_options["params"] = params
     members = {
         "get": endpoint_class(**{**options, "path": path, "schema": schema, "name": f"{label}.get"}),
         "get_list": endpoint_class(**list_options),
