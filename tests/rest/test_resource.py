@@ -147,6 +147,7 @@ def test_paginated_collection_inside_object_schema() -> None:
     schema = {"results": Collection([Todo]), "next": None}
     ep = RestEndpoint(path="/todos", schema=schema, pagination_field="cursor")
     page_schema = ep.get_page.schema
+    assert isinstance(page_schema, dict)
     assert page_schema["next"] is None and page_schema["results"] is not schema["results"]
     first = normalize(ep.schema, {"results": [{"id": 1}], "next": "c"}, args=({"userId": 1},))
     result = normalize(
@@ -232,10 +233,12 @@ def test_unshift_and_remove(todos: Resource) -> None:
 
 def test_non_filter_argument_keys_reach_the_collection() -> None:
     r = resource(path="/todos/:id", schema=Todo, non_filter_argument_keys=["sort"])
+    assert isinstance(r.get_list.schema, Collection)
     names = r.get_list.schema.non_filter_argument_keys
     assert names("sort") and not names("orderBy")
     pattern = re.compile("^sort")
     by_pattern = resource(path="/t/:id", schema=Todo, non_filter_argument_keys=pattern).get_list.schema
+    assert isinstance(by_pattern, Collection)
     assert by_pattern.non_filter_argument_keys("sortBy") and not by_pattern.non_filter_argument_keys("order")
 
 

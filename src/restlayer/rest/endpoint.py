@@ -12,7 +12,7 @@ import asyncio
 import functools
 import inspect
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final, Generic, Protocol, overload
 
 import httpx
@@ -42,6 +42,8 @@ from restlayer.schema import Schema
 __all__ = ["OPTIONS", "ByteStream", "RestEndpoint"]
 
 _log = logging.getLogger("restlayer")
+#: What `auth` may be for one request: httpx's own option type.
+_Auth = httpx.Auth | httpx._client.UseClientDefault | None
 
 
 #: Marker for an option left out (`body` tells it from an explicit `None`).
@@ -82,16 +84,18 @@ def _class_sets(cls: type, name: str) -> bool:
     return False
 
 
-def _header_items(headers: Any) -> Iterable[tuple[Any, Any]]:
+def _header_items(headers: object) -> Iterable[tuple[object, object]]:
     """(name, value) pairs of headers given as a mapping or as a list of pairs."""
     if headers is None:
         return ()
     if isinstance(headers, Mapping):
         return headers.items()
-    return headers  # type: ignore[no-any-return]
+    if isinstance(headers, Iterable):
+        return headers
+    raise ParamError(f"headers must be a mapping or a list of (name, value) pairs, not {type(headers).__name__}")
 
 
-def _check_header_text(endpoint: str, name: Any, part: Any, what: str) -> None:
+def _check_header_text(endpoint: str, name: object, part: object, what: str) -> None:
     """Refuse a header name or value that cannot be sent as it is (a local mistake)."""
     if isinstance(part, bytes):
         text = part.decode("latin-1")
@@ -107,7 +111,7 @@ def _check_header_text(endpoint: str, name: Any, part: Any, what: str) -> None:
         )
 
 
-def _check_headers(headers: Any, endpoint: str = "request") -> None:
+def _check_headers(headers: object, endpoint: str = "request") -> None:
     """Raise `ParamError` for header names or values holding CR, LF, NUL or non-ASCII text."""
     for name, value in _header_items(headers):
         _check_header_text(endpoint, name, name, "name")
@@ -153,9 +157,9 @@ class RestEndpoint(Generic[T_co, Params, Args]):
     path: str
     url_prefix: str = ""
     method: str = "GET"
-    schema: Any = None
-    body: Any = UNSET
-    search_params: Any = None
+    schema: object = None
+    body: object = UNSET
+    search_params: object = None
     pagination_field: str | None = None
     content: str | None = None
     request_init: Mapping[str, Any] | None = None
@@ -164,12 +168,12 @@ class RestEndpoint(Generic[T_co, Params, Args]):
     error_expiry_length: int | None = None
     invalid_if_stale: bool = False
     poll_frequency: int | None = None
-    get_optimistic_response: Callable[..., Any] | None = None
-    update: Callable[..., Any] | None = None
+    get_optimistic_response: Callable[..., object] | None = None
+    update: Callable[..., object] | None = None
     name: str
     client: httpx.AsyncClient | None = None
     move_path: str | None = None
-    remove_cursor: Callable[..., Any] | None = None
+    remove_cursor: Callable[..., Iterable[object]] | None = None
     #: Largest decoded reply body accepted, in bytes (`None`: no limit).
     max_body_size: int | None = DEFAULT_MAX_BODY_SIZE
     #: Seconds the whole request may take, redirects and body included (`None`: no
@@ -272,12 +276,12 @@ class RestEndpoint(Generic[T_co, Params, Args]):
     def __init__(
         self: RestEndpoint[Any], *, schema: str | None = None, process: None = None, **options: object
     ) -> None: ...
-    def __init__(self, **options: Any) -> None:
+    def __init__(self, **options: object) -> None:
         cls = type(self)
         for option in options:
             if option not in OPTIONS and not _class_sets(cls, option):
                 raise ParamError(f"{cls.__name__}: unknown option {option!r}")
-        self._options: dict[str, Any] = options
+        self._options: dict[str, object] = options
         self.__dict__.update(options)
         if not isinstance(getattr(self, "path", None), str):
             raise ParamError(f"{cls.__name__} needs a `path` (str)")
@@ -298,12 +302,12 @@ class RestEndpoint(Generic[T_co, Params, Args]):
         normalize_time_options(self)
         self.retry = _retry_policy(self.retry)
 
-    def _derive_method(self, options: Mapping[str, Any]) -> None:
+    def _derive_method(self, options: Mapping[str, object]) -> None:
         """side_effect from the method unless given; method from side_effect unless given."""
         cls = type(self)
         method_given = "method" in options or _class_sets(cls, "method")
         if "side_effect" in options:
-            side_effect = options["side_effect"]
+            side_effect = self.side_effect  # set from options above
         elif "method" not in options and _class_sets(cls, "side_effect"):
             side_effect = cls.side_effect
         else:
@@ -325,7 +329,7 @@ class RestEndpoint(Generic[T_co, Params, Args]):
 
     # -- arguments, URLs and keys -------------------------------------------------
 
-    def bind(self, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+    def bind(self, *args: object, **kwargs: object) -> tuple[object, ...]:
         """Canonical positional arguments: keyword arguments merged into the params dict."""
         if not kwargs:
             return args
@@ -338,7 +342,7 @@ class RestEndpoint(Generic[T_co, Params, Args]):
             return ({**kwargs}, args[0])
         return merge_keywords(args, kwargs)
 
-    def _split(self, args: tuple[Any, ...]) -> tuple[Any, Any]:
+    def _split(self, args: tuple[object, ...]) -> tuple[object, object]:
         """`(URL params, request body)` of canonical call arguments (the hook GQLEndpoint overrides)."""
         return split_call(args, self._has_body)
 
@@ -348,7 +352,7 @@ class RestEndpoint(Generic[T_co, Params, Args]):
             """url_prefix + the filled template + `?` and the params the template does not use."""
             ...
 
-    def _url(self, params: Mapping[str, object] | None = None) -> str:
+    def _url(self, params: object = None) -> str:
         """url_prefix + the filled template + `?` and the params the template does not use."""
         if not params:
             return self.url_prefix + self._template.fill({}, endpoint=self.name)
@@ -359,7 +363,7 @@ class RestEndpoint(Generic[T_co, Params, Args]):
     if not TYPE_CHECKING:  # one function: checkers see `url` typed by `Params`, callers the same object
         url = _url
 
-    def search_to_string(self, params: Mapping[str, Any]) -> str:
+    def search_to_string(self, params: Mapping[str, object]) -> str:
         """Encode search params: sorted keys, form encoding (override for nested objects)."""
         return _default_search_to_string(params)
 
@@ -383,7 +387,7 @@ class RestEndpoint(Generic[T_co, Params, Args]):
 
     # -- the request ---------------------------------------------------------------
 
-    async def get_request_init(self, body: Any) -> dict[str, Any]:
+    async def get_request_init(self, body: object) -> dict[str, Any]:
         """The request options: request_init, the method, headers and the encoded body."""
         parts = self._parts
         if parts.source is not self.request_init:
@@ -395,7 +399,7 @@ class RestEndpoint(Generic[T_co, Params, Args]):
         init["headers"] = result
         return init
 
-    def get_headers(self, headers: dict[str, str]) -> Any:
+    def get_headers(self, headers: dict[str, str]) -> Mapping[str, str] | Awaitable[Mapping[str, str]]:
         """Final headers of a request (sync or async): the place to add credentials."""
         return headers
 
@@ -430,7 +434,7 @@ class RestEndpoint(Generic[T_co, Params, Args]):
             ) from exc
 
     async def _send(
-        self, client: httpx.AsyncClient, request: httpx.Request, follow: bool, auth: Any, own_names: set[str]
+        self, client: httpx.AsyncClient, request: httpx.Request, follow: bool, auth: _Auth, own_names: set[str]
     ) -> httpx.Response:
         """Send `request`, following redirects when `follow`; the checked, read reply."""
         response = await self._send_once(client, request, auth)
@@ -462,7 +466,7 @@ class RestEndpoint(Generic[T_co, Params, Args]):
             await response.aclose()
             raise
 
-    async def _send_once(self, client: httpx.AsyncClient, request: httpx.Request, auth: Any) -> httpx.Response:
+    async def _send_once(self, client: httpx.AsyncClient, request: httpx.Request, auth: _Auth) -> httpx.Response:
         """One hop: the reply with its headers, body not read yet."""
         _log.debug("request %s %s", request.method, request.url)
         try:
@@ -506,7 +510,7 @@ class RestEndpoint(Generic[T_co, Params, Args]):
         """The reply's value: by `content` when set, else by Content-Type."""
         return await parse_reply(response, self.content, self.schema, schema_set=self._schema_set, raw_ok=self._raw_ok)
 
-    def process(self, value: Any, *args: Any) -> Any:
+    def process(self, value: Any, *args: object) -> Any:
         """Post-process the parsed value; `args` are the call arguments. Default: identity."""
         return value
 
@@ -522,11 +526,11 @@ class RestEndpoint(Generic[T_co, Params, Args]):
     async def _call(self: RestEndpoint[Any], args: tuple[object, ...]) -> Any:
         """`__call__` of canonical arguments."""
         params, body = self._split(args)
-        init: Any = self.get_request_init(body)
+        init: Mapping[str, object] | Awaitable[Mapping[str, object]] = self.get_request_init(body)
         if inspect.isawaitable(init):
             init = await init
         response = await self.fetch_with_retry(self.url(params), init)
-        value: Any = self.parse_response(response)
+        value: object = self.parse_response(response)
         if inspect.isawaitable(value):
             value = await value
         return self.process(value, *args)
@@ -551,14 +555,15 @@ class RestEndpoint(Generic[T_co, Params, Args]):
     def extend(self, *, schema: Mapping[str, Any], **options: object) -> RestEndpoint[dict[str, Any], Params, Args]: ...
     @overload
     def extend(self, **options: object) -> Self: ...
-    def extend(self, **options: Any) -> Any:
+    def extend(self, **options: object) -> RestEndpoint[object, ...]:
         """A new endpoint with these options overriding this one's; this one is unchanged."""
         merged = {**self._options, **options}
         if "method" in options and "side_effect" not in options:
             merged.pop("side_effect", None)
-        return type(self)(**merged)
+        build: Callable[..., RestEndpoint[object, ...]] = type(self)
+        return build(**merged)
 
-    def _collection_member(self, attr: str) -> Any:
+    def _collection_member(self, attr: str) -> object:
         """The derived schema `attr` (push, remove, ...) of the Collection in the schema."""
         from restlayer.schema import find_collection
 
@@ -614,7 +619,7 @@ class RestEndpoint(Generic[T_co, Params, Args]):
         @functools.cached_property
         def move(self) -> RestEndpoint[Any]:
             """PATCH that moves the item between lists (on the item path when known)."""
-            options: dict[str, Any] = {
+            options: dict[str, object] = {
                 "method": "PATCH",
                 "schema": self._collection_member("move"),
                 "search_params": None,
@@ -631,7 +636,7 @@ class RestEndpoint(Generic[T_co, Params, Args]):
                 raise AttributeError(f"{self.name} has no get_page: pagination_field is not set")
             return self.paginated(self.pagination_field)
 
-    def paginated(self, cursor: str | Callable[..., Any]) -> Self:
+    def paginated(self, cursor: str | Callable[..., Iterable[object]]) -> Self:
         """A GET whose results are appended to the list named by the arguments minus
         the cursor (a field name, or a function from page args to the list's args)."""
         from restlayer.schema import find_collection, replace_collection
@@ -645,7 +650,7 @@ class RestEndpoint(Generic[T_co, Params, Args]):
         if outer is not None:
             inner = remove_cursor
 
-            def remove_cursor(*args: Any) -> Any:
+            def remove_cursor(*args: object) -> Iterable[object]:
                 return outer(*inner(*args))
 
         page: Self = self.extend(schema=schema, remove_cursor=remove_cursor, name=self.name + ".get_page")
@@ -674,7 +679,7 @@ def _loop_advice(name: str, exc: BaseException) -> str:
     )
 
 
-def _retry_policy(value: Any) -> Retry | None:
+def _retry_policy(value: object) -> Retry | None:
     """The `retry` option as a `Retry` (an int means that many retries with the defaults)."""
     if value is None or isinstance(value, Retry):
         return value
@@ -683,10 +688,10 @@ def _retry_policy(value: Any) -> Retry | None:
     raise ParamError(f"retry must be a Retry, an int (number of retries) or None, not {value!r}")
 
 
-def _field_remover(field: str) -> Callable[..., list[Any]]:
+def _field_remover(field: str) -> Callable[..., list[object]]:
     """remove_cursor for a field name: the params without that field."""
 
-    def remove_cursor(params: Mapping[str, Any] | None = None, *_rest: Any) -> list[Any]:
+    def remove_cursor(params: Mapping[str, object] | None = None, *_rest: object) -> list[object]:
         return [{k: v for k, v in (params or {}).items() if k != field}]
 
     return remove_cursor
