@@ -39,13 +39,22 @@ from restlayer.core.manager import Manager, build_chain
 from restlayer.core.network import DEFAULT_MAX_CONCURRENT_REQUESTS, NetworkManager
 from restlayer.core.shared import SharedManager, SharedStore
 from restlayer.core.subscriptions import SubscriptionManager
-from restlayer.errors import ClosedError, ResetError, RestLayerError
+from restlayer.errors import ClosedError, ParamError, ResetError, RestLayerError
 from restlayer.schema import MemoCache, Schema, SchemaLike
 
 Clock = Callable[[], float]
 _log = logging.getLogger("restlayer")
 #: `refetch_overtaken(endpoint, args)`: what to refetch, `(endpoint, args)`, after a mutation was overtaken.
-Refetch = Callable[[Any, tuple[Any, ...]], "tuple[Any, tuple[Any, ...]] | None"]
+Refetch = Callable[[Endpoint[object], tuple[object, ...]], "tuple[Endpoint[object], tuple[object, ...]] | None"]
+
+
+#: A polling fetch's (data_expiry_length, error_expiry_length, error_policy).
+_Polling = tuple[float, float, Callable[[BaseException], str | None]]
+
+
+def _soft(error: BaseException) -> str:
+    """Polling's error policy: every failure is soft (the stored data stays)."""
+    return "soft"
 
 
 def _wall_clock() -> float:
@@ -190,15 +199,17 @@ class Controller:
 
     # ----- arguments ------------------------------------------------------------------------
     @staticmethod
-    def _bind(endpoint: Endpoint[object], args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...] | None:
+    def _bind(
+        endpoint: Endpoint[object], args: tuple[object, ...], kwargs: dict[str, object]
+    ) -> tuple[object, ...] | None:
         """Canonical args, or None for "don't fetch" (`ctrl.dle(ep, None)`)."""
         if not kwargs and len(args) == 1 and args[0] is None:
             return None
-        bound: tuple[Any, ...] = endpoint.bind(*args, **kwargs)
+        bound: tuple[object, ...] = endpoint.bind(*args, **kwargs)
         return bound
 
     # ----- reads --------------------------------------------------------------------------------
-    def _read(self, endpoint: Endpoint[object], args: tuple[Any, ...]) -> tuple[Response[Any], Refs]:
+    def _read(self, endpoint: Endpoint[object], args: tuple[object, ...]) -> tuple[Response[object], Refs]:
         """The Response and, only when garbage collection counts references, the entities read."""
         response, detail = read_response(self.memo, endpoint, args, self._current())
         return response, (refs_of(detail) if self.gc_policy is not None else [])
@@ -225,19 +236,19 @@ class Controller:
         return self.memo.query(schema, merge_keywords(args, kwargs), self._current())
 
     @overload
-    def get_error(self, endpoint: Endpoint[Any], skip: None, /) -> BaseException | None: ...
+    def get_error(self, endpoint: Endpoint[object], skip: None, /) -> BaseException | None: ...
     @overload
-    def get_error(self, endpoint: Endpoint[Any, A], *args: A.args, **kwargs: A.kwargs) -> BaseException | None: ...
-    def get_error(self, endpoint: Endpoint[Any], *args: object, **kwargs: object) -> BaseException | None:
+    def get_error(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> BaseException | None: ...
+    def get_error(self, endpoint: Endpoint[object], *args: object, **kwargs: object) -> BaseException | None:
         """The stored error, unless its policy is soft and data is still stored."""
         bound = self._bind(endpoint, args, kwargs)
         return None if bound is None else read_error(endpoint, bound, self._current())
 
     @overload
-    def last_error(self, endpoint: Endpoint[Any], skip: None, /) -> BaseException | None: ...
+    def last_error(self, endpoint: Endpoint[object], skip: None, /) -> BaseException | None: ...
     @overload
-    def last_error(self, endpoint: Endpoint[Any, A], *args: A.args, **kwargs: A.kwargs) -> BaseException | None: ...
-    def last_error(self, endpoint: Endpoint[Any], *args: object, **kwargs: object) -> BaseException | None:
+    def last_error(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> BaseException | None: ...
+    def last_error(self, endpoint: Endpoint[object], *args: object, **kwargs: object) -> BaseException | None:
         """The error of the call's latest fetch, even one `get_error` hides (a soft failure, e.g. of a poll).
 
         While a soft failure keeps the old data showing, this tells that the data
@@ -250,28 +261,41 @@ class Controller:
         return None if meta is None else meta.get("error")
 
     # ----- fetching -----------------------------------------------------------------------------
-    def _new_fetch(self, endpoint: Endpoint[object], args: tuple[Any, ...], **options: Any) -> act.Fetch:
-        data = options.pop("data_expiry_length", endpoint.data_expiry_length)
-        error = options.pop("error_expiry_length", endpoint.error_expiry_length)
+    def _new_fetch(
+        self,
+        endpoint: Endpoint[object],
+        args: tuple[object, ...],
+        *,
+        future: asyncio.Future[object] | None = None,
+        background: bool = False,
+        polling: _Polling | None = None,
+    ) -> act.Fetch:
+        """The `"fetch"` action of a call, its expiry lengths resolved (polling's when polling)."""
+        if polling is None:
+            data, error, policy = endpoint.data_expiry_length, endpoint.error_expiry_length, None
+        else:
+            data, error, policy = polling
         return act.Fetch(
             endpoint,
             args,
             endpoint.key(*args),
             self.now(),
-            **options,
+            future,
+            background,
             data_expiry_length=expiry_length(data, DATA_EXPIRY, "data_expiry_length"),
             error_expiry_length=expiry_length(error, ERROR_EXPIRY, "error_expiry_length"),
+            error_policy=policy,
         )
 
-    async def _fetch(self, endpoint: Endpoint[object], args: tuple[Any, ...]) -> Any:
+    async def _fetch(self, endpoint: Endpoint[object], args: tuple[object, ...]) -> object:
         """Dispatch a fetch and wait for its processed value (shared with concurrent callers)."""
         if self.closed:
             raise ClosedError(f"The controller is closed: cannot fetch {endpoint.name}")
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[object] = asyncio.get_running_loop().create_future()
         self.dispatch(self._new_fetch(endpoint, args, future=future))
         return await future
 
-    def _start(self, endpoint: Endpoint[object], args: tuple[Any, ...], **options: Any) -> None:
+    def _start(self, endpoint: Endpoint[object], args: tuple[object, ...], polling: _Polling | None = None) -> None:
         """Start a background fetch nobody awaits (needs a running loop; otherwise skipped)."""
         try:
             asyncio.get_running_loop()
@@ -279,21 +303,15 @@ class Controller:
             return
         if self.closed:
             return
-        self.dispatch(self._new_fetch(endpoint, args, background=True, **options))
+        self.dispatch(self._new_fetch(endpoint, args, background=True, polling=polling))
 
     # ----- the manager API: what managers call to act on the store ------------------------------
-    def poll(self, endpoint: Endpoint[object], args: tuple[Any, ...], frequency: float) -> None:
+    def poll(self, endpoint: Endpoint[object], args: tuple[object, ...], frequency: float) -> None:
         """Start one background polling fetch of `endpoint(*args)` (bound args): short expiry, soft errors."""
-        self._start(
-            endpoint,
-            args,
-            data_expiry_length=frequency / 2,
-            error_expiry_length=frequency / 10,
-            error_policy=lambda error: "soft",
-        )
+        self._start(endpoint, args, (frequency / 2, frequency / 10, _soft))
 
     def resolve(
-        self, fetch: act.Fetch, *, value: Any = None, error: BaseException | None = None
+        self, fetch: act.Fetch, *, value: object = None, error: BaseException | None = None
     ) -> BaseException | None:
         """Store the outcome of a `"fetch"` action: its reply `value`, or the `error` the request raised.
 
@@ -368,7 +386,7 @@ class Controller:
             )
         )
 
-    def _fetched(self, endpoint: Endpoint[object], args: tuple[Any, ...], value: Any) -> Any:
+    def _fetched(self, endpoint: Endpoint[object], args: tuple[object, ...], value: object) -> object:
         """A fetch's return: the store's read of the result (what `cache` gives now, same object).
 
         A deleting endpoint (its schema holds `Invalidate`) reads as nothing, so it
@@ -401,7 +419,7 @@ class Controller:
         return cast(T, self._fetched(endpoint, bound, value))
 
     # ----- writes ---------------------------------------------------------------------------------
-    def set_response(self, endpoint: Endpoint[Any], *args: object, **kwargs: object) -> None:
+    def set_response(self, endpoint: Endpoint[object], *args: object, **kwargs: object) -> None:
         """Store `response` (the last positional argument) as the result of `endpoint(*args)`."""
         if not args:
             raise TypeError("set_response(endpoint, *args, response): the response is missing")
@@ -411,11 +429,13 @@ class Controller:
         expires = now + expiry_length(endpoint.data_expiry_length, DATA_EXPIRY, "data_expiry_length")
         self.dispatch(act.SetResponse(endpoint, bound, endpoint.key(*bound), response, now, now, expires))
 
-    def set_error(self, endpoint: Endpoint[Any], *args: Any, **kwargs: object) -> None:
+    def set_error(self, endpoint: Endpoint[object], *args: object, **kwargs: object) -> None:
         """Store `error` (the last positional argument) for `endpoint(*args)`; data stays."""
         if not args:
             raise TypeError("set_error(endpoint, *args, error): the error is missing")
         *rest, error = args
+        if not isinstance(error, BaseException):
+            raise ParamError(f"set_error(endpoint, *args, error): the error must be an exception, not {error!r}")
         bound = endpoint.bind(*rest, **kwargs)
         now = self.now()
         expires = now + expiry_length(endpoint.error_expiry_length, ERROR_EXPIRY, "error_expiry_length")
@@ -444,10 +464,10 @@ class Controller:
         self.dispatch(act.Set(schema, bound, value, now, now + DATA_EXPIRY))
 
     @overload
-    def invalidate(self, endpoint: Endpoint[Any], skip: None, /) -> None: ...
+    def invalidate(self, endpoint: Endpoint[object], skip: None, /) -> None: ...
     @overload
-    def invalidate(self, endpoint: Endpoint[Any, A], *args: A.args, **kwargs: A.kwargs) -> None: ...
-    def invalidate(self, endpoint: Endpoint[Any], *args: object, **kwargs: object) -> None:
+    def invalidate(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> None: ...
+    def invalidate(self, endpoint: Endpoint[object], *args: object, **kwargs: object) -> None:
         """Drop the stored result: readers block on a refetch (status INVALID)."""
         bound = self._bind(endpoint, args, kwargs)
         if bound is not None:
@@ -466,10 +486,10 @@ class Controller:
         self.dispatch(act.Reset(self.now()))
 
     @overload
-    async def subscribe(self, endpoint: Endpoint[Any], skip: None, /) -> None: ...
+    async def subscribe(self, endpoint: Endpoint[object], skip: None, /) -> None: ...
     @overload
-    async def subscribe(self, endpoint: Endpoint[Any, A], *args: A.args, **kwargs: A.kwargs) -> None: ...
-    async def subscribe(self, endpoint: Endpoint[Any], *args: object, **kwargs: object) -> None:
+    async def subscribe(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> None: ...
+    async def subscribe(self, endpoint: Endpoint[object], *args: object, **kwargs: object) -> None:
         """Poll `endpoint(*args)` every `poll_frequency` ms until unsubscribed."""
         bound = self._bind(endpoint, args, kwargs)
         if bound is None:
@@ -479,10 +499,10 @@ class Controller:
         self.dispatch(act.Subscribe(endpoint, bound, endpoint.key(*bound)))
 
     @overload
-    async def unsubscribe(self, endpoint: Endpoint[Any], skip: None, /) -> None: ...
+    async def unsubscribe(self, endpoint: Endpoint[object], skip: None, /) -> None: ...
     @overload
-    async def unsubscribe(self, endpoint: Endpoint[Any, A], *args: A.args, **kwargs: A.kwargs) -> None: ...
-    async def unsubscribe(self, endpoint: Endpoint[Any], *args: object, **kwargs: object) -> None:
+    async def unsubscribe(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> None: ...
+    async def unsubscribe(self, endpoint: Endpoint[object], *args: object, **kwargs: object) -> None:
         """Undo one `subscribe`; polling stops with the last subscriber."""
         bound = self._bind(endpoint, args, kwargs)
         if bound is None or endpoint.poll_frequency is None:
@@ -498,7 +518,7 @@ class Controller:
         if self.gc_policy is not None:
             self.gc_policy.release(key, refs)
 
-    def _touch(self, endpoint: Endpoint[object], args: tuple[Any, ...]) -> None:
+    def _touch(self, endpoint: Endpoint[object], args: tuple[object, ...]) -> None:
         if self.gc_policy is not None:
             self.gc_policy.touch(endpoint.key(*args), self._read(endpoint, args)[1])
 
@@ -512,9 +532,9 @@ class Controller:
         bound = self._bind(endpoint, args, kwargs)
         if bound is None:
             return cast(T, None)  # a skipped call (args None) reads nothing
-        return cast(T, await self._suspense(endpoint, bound))
+        return await self._suspense(endpoint, bound)
 
-    async def _suspense(self, endpoint: Endpoint[object], args: tuple[Any, ...]) -> Any:
+    async def _suspense(self, endpoint: Endpoint[T], args: tuple[object, ...]) -> T:
         response = self._read(endpoint, args)[0]
         if needs_fetch(response, self.now()):
             if response.expiry_status == ExpiryStatus.VALID:
@@ -527,9 +547,9 @@ class Controller:
         error = read_error(endpoint, args, self._current())
         if error is not None:
             raise error
-        return response.data
+        return cast(T, response.data)
 
-    async def _fetch_for_read(self, endpoint: Endpoint[object], args: tuple[Any, ...]) -> Response[Any]:
+    async def _fetch_for_read(self, endpoint: Endpoint[object], args: tuple[object, ...]) -> Response[object]:
         """Fetch, then read the stored outcome (a stored error is raised by the caller).
 
         A fetch dropped by `reset_entire_store()` is sent again, as the original
@@ -592,13 +612,15 @@ class Controller:
         return self._watchers.add(Watcher(endpoint, bound, callback))
 
     @overload
-    def subscription(self, endpoint: Endpoint[Any], skip: None, /) -> contextlib.AbstractAsyncContextManager[None]: ...
+    def subscription(
+        self, endpoint: Endpoint[object], skip: None, /
+    ) -> contextlib.AbstractAsyncContextManager[None]: ...
     @overload
     def subscription(
-        self, endpoint: Endpoint[Any, A], *args: A.args, **kwargs: A.kwargs
+        self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs
     ) -> contextlib.AbstractAsyncContextManager[None]: ...
     @contextlib.asynccontextmanager
-    async def subscription(self, endpoint: Endpoint[Any], *args: object, **kwargs: object) -> AsyncIterator[None]:
+    async def subscription(self, endpoint: Endpoint[object], *args: object, **kwargs: object) -> AsyncIterator[None]:
         """`async with ctrl.subscription(ep, ...)`: polls at `poll_frequency` while open."""
         bound = self._bind(endpoint, args, kwargs)
         if bound is None:
