@@ -7,7 +7,7 @@ A `Resource` is a small immutable object holding named endpoints (`get`,
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Generic, overload
+from typing import TYPE_CHECKING, Any, Generic, Protocol, overload
 
 from restlayer._typing import Args, E, P, Params, T, T_co
 from restlayer.errors import ParamError
@@ -30,10 +30,10 @@ class Resource(Generic[T_co, Params, Args]):
 
     __slots__ = ("_label", "_members")
 
-    _members: dict[str, RestEndpoint[Any]]
+    _members: dict[str, RestEndpoint[object, ...]]
     _label: str
 
-    def __init__(self, members: Mapping[str, RestEndpoint[Any]], label: str = "") -> None:
+    def __init__(self, members: Mapping[str, RestEndpoint[object, ...]], label: str = "") -> None:
         object.__setattr__(self, "_members", dict(members))
         object.__setattr__(self, "_label", label)
 
@@ -66,7 +66,7 @@ class Resource(Generic[T_co, Params, Args]):
 
     else:
 
-        def __getattr__(self, name: str) -> Any:
+        def __getattr__(self, name: str) -> RestEndpoint[object, ...]:
             if name.startswith("__"):
                 raise AttributeError(name)
             try:
@@ -74,7 +74,7 @@ class Resource(Generic[T_co, Params, Args]):
             except KeyError:
                 raise AttributeError(f"resource {self._label or '?'} has no member {name!r}") from None
 
-    def __setattr__(self, name: str, value: Any) -> None:
+    def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("Resource is immutable: use extend() to derive a new one")
 
     def __delattr__(self, name: str) -> None:
@@ -102,7 +102,7 @@ class Resource(Generic[T_co, Params, Args]):
         """A copy of the name -> endpoint mapping."""
         return dict(self._members)
 
-    def extend(self, *args: Any, **overrides: Any) -> ExtendedResource[T_co, Params, Args]:
+    def extend(self, *args: object, **overrides: object) -> ExtendedResource[T_co, Params, Args]:
         """A new resource with members added or changed; this one is unchanged.
 
         `extend(lambda base: {name: endpoint})`, `extend(get={...options})`, or
@@ -125,7 +125,7 @@ class Resource(Generic[T_co, Params, Args]):
             overrides = {**args[0], **overrides}
         return self._with({name: self._member_override(name, opts) for name, opts in overrides.items()})
 
-    def _member_override(self, name: str, options: Any) -> RestEndpoint[Any]:
+    def _member_override(self, name: str, options: object) -> RestEndpoint[object, ...]:
         """Form (b): an existing member with its options changed."""
         if name not in self._members:
             raise ParamError(f"resource has no member {name!r} to extend; add one with extend({name!r}, **options)")
@@ -133,7 +133,7 @@ class Resource(Generic[T_co, Params, Args]):
             raise ParamError(f"extend({name}=...) takes a dict of endpoint options")
         return self._members[name].extend(**options)
 
-    def _extended_member(self, name: str, options: dict[str, Any]) -> RestEndpoint[Any]:
+    def _extended_member(self, name: str, options: dict[str, object]) -> RestEndpoint[object, ...]:
         """Form (c): change member `name`, or derive a new one from `get`."""
         if name in self._members:
             return self._members[name].extend(**options)
@@ -141,7 +141,7 @@ class Resource(Generic[T_co, Params, Args]):
             options = {**options, "name": f"{self._label}.{name}"}
         return self._members["get"].extend(**options)
 
-    def _with(self, members: Mapping[str, RestEndpoint[Any]]) -> ExtendedResource[T_co, Params, Args]:
+    def _with(self, members: Mapping[str, RestEndpoint[object, ...]]) -> ExtendedResource[T_co, Params, Args]:
         return ExtendedResource({**self._members, **members}, self._label)
 
 
@@ -166,21 +166,14 @@ def _schema_label(schema: object) -> str:
     return str(getattr(schema, "__name__", None) or getattr(schema, "name", None) or type(schema).__name__)
 
 
-def _is_entity_like(schema: object) -> bool:
-    """Whether `delete` should wrap the schema in Invalidate (an Entity class or a Union)."""
-    from restlayer.schema import Entity, Union
-
-    return (isinstance(schema, type) and issubclass(schema, Entity)) or isinstance(schema, Union)
-
-
-def _delete_process(value: Any, *args: Any) -> Any:
+def _delete_process(value: object, *args: object) -> object:
     """A delete's result: the reply when it names the entity, else the URL params."""
     if isinstance(value, (dict, str)) and value:
         return value
     return (args[0] if args else None) or {}
 
 
-def _as_dict(value: object) -> dict[str, Any]:
+def _as_dict(value: object) -> dict[object, object]:
     """A body or stored entity as a plain dict (for optimistic responses)."""
     if value is None:
         return {}
@@ -197,10 +190,20 @@ def _optimistic_update(snapshot: object, params: object = None, body: object = N
     return {**_as_dict(params), **_as_dict(body)}
 
 
-def _optimistic_partial(schema: Any) -> Callable[..., Any]:
+class _StoreView(Protocol):
+    """What an optimistic response reads (the snapshot the Controller passes)."""
+
+    abort: BaseException
+
+    def get(self, schema: Any, *args: object) -> object: ...
+
+
+def _optimistic_partial(schema: object) -> Callable[..., object]:
     """Expected reply of a partial update: params, the stored entity, then the body."""
 
-    def get_optimistic_response(snapshot: Any, params: object = None, body: object = None, *rest: object) -> object:
+    def get_optimistic_response(
+        snapshot: _StoreView, params: object = None, body: object = None, *rest: object
+    ) -> object:
         stored = snapshot.get(schema, params)
         if not stored:
             raise snapshot.abort
@@ -220,7 +223,7 @@ def resource(
     path: str,
     schema: type[E],
     params: type[P],
-    endpoint_class: type[RestEndpoint[Any]] = ...,
+    endpoint_class: type[RestEndpoint[object, ...]] = ...,
     collection_class: type | None = ...,
     non_filter_argument_keys: NonFilter | None = ...,
     optimistic: bool = ...,
@@ -233,7 +236,7 @@ def resource(
     path: str,
     schema: Schema[T],
     params: type[P],
-    endpoint_class: type[RestEndpoint[Any]] = ...,
+    endpoint_class: type[RestEndpoint[object, ...]] = ...,
     collection_class: type | None = ...,
     non_filter_argument_keys: NonFilter | None = ...,
     optimistic: bool = ...,
@@ -245,7 +248,7 @@ def resource(
     *,
     path: str,
     schema: type[E],
-    endpoint_class: type[RestEndpoint[Any]] = ...,
+    endpoint_class: type[RestEndpoint[object, ...]] = ...,
     collection_class: type | None = ...,
     non_filter_argument_keys: NonFilter | None = ...,
     optimistic: bool = ...,
@@ -257,7 +260,7 @@ def resource(
     *,
     path: str,
     schema: Schema[T],
-    endpoint_class: type[RestEndpoint[Any]] = ...,
+    endpoint_class: type[RestEndpoint[object, ...]] = ...,
     collection_class: type | None = ...,
     non_filter_argument_keys: NonFilter | None = ...,
     optimistic: bool = ...,
@@ -267,15 +270,15 @@ def resource(
 def resource(
     *,
     path: str,
-    schema: Any,
-    endpoint_class: type[RestEndpoint[Any]] = RestEndpoint,
+    schema: object,
+    endpoint_class: type[RestEndpoint[object, ...]] = RestEndpoint,
     collection_class: type | None = None,
     non_filter_argument_keys: NonFilter | None = None,
     optimistic: bool = False,
     pagination_field: str | None = None,
     params: object = None,
-    **options: Any,
-) -> Resource[Any]:
+    **options: object,
+) -> Resource[object, ..., ...]:
     """The CRUD endpoints of `path` and `schema`; other options go to every member.
 
     `params` (a `TypedDict`) types the parameters of the item members, which share `path`.
@@ -296,7 +299,7 @@ def resource(
     collection_options = (
         {} if non_filter_argument_keys is None else {"non_filter_argument_keys": non_filter_argument_keys}
     )
-    list_options: dict[str, Any] = {
+    list_options: dict[str, object] = {
         **mutate,
         "move_path": path,
         "path": short_path,
@@ -305,7 +308,7 @@ def resource(
     }
     if pagination_field is not None:
         list_options["pagination_field"] = pagination_field
-    delete_options: dict[str, Any] = {
+    delete_options: dict[str, object] = {
         **mutate,
         "path": path,
         "schema": _invalidate(schema),
@@ -317,13 +320,12 @@ def resource(
         delete_options["get_optimistic_response"] = _optimistic_delete
     if params is not None:  # the item members only: get_list has the shorter path
         options["params"] = mutate["params"] = partial["params"] = delete_options["params"] = params
+    build: Callable[..., RestEndpoint[object, ...]] = endpoint_class
     members = {
-        "get": endpoint_class(**{**options, "path": path, "schema": schema, "name": f"{label}.get"}),
-        "get_list": endpoint_class(**list_options),
-        "update": endpoint_class(
-            **{**mutate, "path": path, "schema": schema, "method": "PUT", "name": f"{label}.update"}
-        ),
-        "partial_update": endpoint_class(
+        "get": build(**{**options, "path": path, "schema": schema, "name": f"{label}.get"}),
+        "get_list": build(**list_options),
+        "update": build(**{**mutate, "path": path, "schema": schema, "method": "PUT", "name": f"{label}.update"}),
+        "partial_update": build(
             **{
                 **partial,
                 "path": path,
@@ -332,15 +334,17 @@ def resource(
                 "name": f"{label}.partial_update",
             }
         ),
-        "delete": endpoint_class(**delete_options),
+        "delete": build(**delete_options),
     }
     return Resource(members, label)
 
 
-def _invalidate(schema: Any) -> Any:
-    """`Invalidate(schema)` for an Entity or Union; other schemas unchanged."""
-    if not _is_entity_like(schema):
-        return schema
-    from restlayer.schema import Invalidate
+def _invalidate(schema: object) -> object:
+    """`Invalidate(schema)` for an Entity class or a Union (what `delete` removes); other schemas unchanged."""
+    from restlayer.schema import Entity, Invalidate, Union
 
-    return Invalidate(schema)
+    if isinstance(schema, type) and issubclass(schema, Entity):
+        return Invalidate(schema)
+    if isinstance(schema, Union):
+        return Invalidate(schema)
+    return schema
