@@ -16,6 +16,8 @@ from restlayer._pmap import EMPTY, PMap
 from restlayer._sentinel import Sentinel
 
 if TYPE_CHECKING:
+    from typing_extensions import TypedDict, Unpack
+
     from restlayer.core._actions import Fetch
 
 Table = PMap[str, PMap[str, Any]]
@@ -54,7 +56,7 @@ class State(Mapping[str, Any]):
             f"optimistic={len(self.optimistic)}, last_reset={self.last_reset})"
         )
 
-    def evolve(self, **changes: Any) -> State:
+    def evolve(self, **changes: Unpack[_Tables]) -> State:
         """A new state with some tables replaced (the others shared)."""
         return replace(self, **changes)
 
@@ -70,10 +72,24 @@ class State(Mapping[str, Any]):
         return plain
 
 
+if TYPE_CHECKING:
+
+    class _Tables(TypedDict, total=False):
+        """What `State.evolve` may replace: any of the fields, with their own types."""
+
+        entities: Table
+        indexes: PMap[str, PMap[str, PMap[str, Any]]]
+        entities_meta: Table
+        endpoints: PMap[str, Any]
+        meta: PMap[str, Mapping[str, Any]]
+        optimistic: tuple[Fetch, ...]
+        last_reset: float
+
+
 _FIELDS: tuple[str, ...] = tuple(f.name for f in fields(State))
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: object) -> object:
     """`value` as JSON-able data: mappings, sequences, scalars; anything else as its text."""
     if value is None or isinstance(value, (str, bool, int)):
         return value
