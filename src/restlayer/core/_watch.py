@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from restlayer.core.expiry import Response
 
 #: `read(endpoint, args)`: the stored Response and the entities it read (for GC holds).
-Read = Callable[["Endpoint[object]", tuple[Any, ...]], "tuple[Response[Any], list[tuple[str, str]]]"]
+Read = Callable[["Endpoint[object]", tuple[object, ...]], "tuple[Response[object], list[tuple[str, str]]]"]
 #: `hold(key, refs)` / `release(key, refs)`: take or drop a garbage-collection hold.
 Hold = Callable[[str | None, list[tuple[str, str]]], None]
 
@@ -38,12 +38,14 @@ class Watcher:
 
     __slots__ = ("args", "callback", "endpoint", "key", "last", "refs")
 
-    def __init__(self, endpoint: Endpoint[object], args: tuple[Any, ...], callback: Callable[[Any], object]) -> None:
+    def __init__(
+        self, endpoint: Endpoint[object], args: tuple[object, ...], callback: Callable[[Any], object]
+    ) -> None:  # the callback takes the endpoint's result type, which the store's reads do not carry
         self.endpoint = endpoint
         self.args = args
         self.callback = callback
         self.key: str = endpoint.key(*args)
-        self.last: Any = None
+        self.last: object = None
         self.refs: list[tuple[str, str]] = []
 
 
