@@ -35,8 +35,8 @@ T_co = TypeVar("T_co", covariant=True, default=Any)
 E = TypeVar("E", bound="Entity")
 
 #: The `TypedDict` of an endpoint's URL parameters, and of its body (`params=`, `body=`).
-P = TypeVar("P", default=Any)
-B = TypeVar("B", default=Any)
+P = TypeVar("P", default=object)  # always solved where used: the default only orders them
+B = TypeVar("B", default=object)
 
 #: What an endpoint's URL takes: `[TodoParams]` when declared with `params=`, else anything (`...`).
 Params = ParamSpec("Params", default=...)

@@ -367,7 +367,7 @@ class RestEndpoint(Generic[T_co, Params, Args]):
         """Encode search params: sorted keys, form encoding (override for nested objects)."""
         return _default_search_to_string(params)
 
-    def key(self: RestEndpoint[Any], *args: object) -> str:
+    def key(self: RestEndpoint[object, ...], *args: object) -> str:
         """The store key of a call: `"<method> <url>"`; the body never enters it."""
         remove_cursor = self.remove_cursor
         if remove_cursor is not None:
@@ -523,7 +523,7 @@ class RestEndpoint(Generic[T_co, Params, Args]):
         """Send the request; the value of `process(parsed, *args)`."""
         return await self._call(self.bind(*args, **kwargs) if kwargs else args)
 
-    async def _call(self: RestEndpoint[Any], args: tuple[object, ...]) -> Any:
+    async def _call(self: RestEndpoint[object, ...], args: tuple[object, ...]) -> Any:
         """`__call__` of canonical arguments."""
         params, body = self._split(args)
         init: Mapping[str, object] | Awaitable[Mapping[str, object]] = self.get_request_init(body)
@@ -593,22 +593,22 @@ class RestEndpoint(Generic[T_co, Params, Args]):
     else:
 
         @functools.cached_property
-        def push(self) -> RestEndpoint[Any]:
+        def push(self) -> RestEndpoint[object]:
             """POST that appends the created item to every matching list."""
             return self.extend(method="POST", schema=self._collection_member("push"), name=self.name + ".create")
 
         @functools.cached_property
-        def unshift(self) -> RestEndpoint[Any]:
+        def unshift(self) -> RestEndpoint[object]:
             """POST that prepends the created item to every matching list."""
             return self.extend(method="POST", schema=self._collection_member("unshift"), name=self.name + ".create")
 
         @functools.cached_property
-        def assign(self) -> RestEndpoint[Any]:
+        def assign(self) -> RestEndpoint[object]:
             """POST that merges keyed entries into a Values collection."""
             return self.extend(method="POST", schema=self._collection_member("assign"), name=self.name + ".create")
 
         @functools.cached_property
-        def remove(self) -> RestEndpoint[Any]:
+        def remove(self) -> RestEndpoint[object]:
             """PATCH that removes the item from every matching list."""
             return self.extend(
                 method="PATCH",
@@ -617,7 +617,7 @@ class RestEndpoint(Generic[T_co, Params, Args]):
             )
 
         @functools.cached_property
-        def move(self) -> RestEndpoint[Any]:
+        def move(self) -> RestEndpoint[object]:
             """PATCH that moves the item between lists (on the item path when known)."""
             options: dict[str, object] = {
                 "method": "PATCH",
@@ -630,7 +630,7 @@ class RestEndpoint(Generic[T_co, Params, Args]):
             return self.extend(**options)
 
         @functools.cached_property
-        def get_page(self) -> RestEndpoint[Any]:
+        def get_page(self) -> RestEndpoint[object]:
             """The next page of this list, appended to it (needs `pagination_field`)."""
             if not self.pagination_field:
                 raise AttributeError(f"{self.name} has no get_page: pagination_field is not set")

@@ -195,7 +195,7 @@ class _StoreView(Protocol):
 
     abort: BaseException
 
-    def get(self, schema: Any, *args: object) -> object: ...
+    def get(self, schema: object, *args: object) -> object: ...
 
 
 def _optimistic_partial(schema: object) -> Callable[..., object]:
