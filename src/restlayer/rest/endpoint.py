@@ -521,19 +521,17 @@ class RestEndpoint(Generic[T_co, Params, Args]):
 
     async def __call__(self, *args: Args.args, **kwargs: Args.kwargs) -> Any:
         """Send the request; the value of `process(parsed, *args)`."""
-        return await self._call(self.bind(*args, **kwargs) if kwargs else args)
-
-    async def _call(self: RestEndpoint[object, ...], args: tuple[object, ...]) -> Any:
-        """`__call__` of canonical arguments."""
-        params, body = self._split(args)
+        call: tuple[object, ...] = self.bind(*args, **kwargs) if kwargs else args
+        params, body = self._split(call)
         init: Mapping[str, object] | Awaitable[Mapping[str, object]] = self.get_request_init(body)
         if inspect.isawaitable(init):
             init = await init
-        response = await self.fetch_with_retry(self.url(params), init)
+        any_params: RestEndpoint[object, ...] = self  # `url` checks callers' params; these are checked already
+        response = await self.fetch_with_retry(any_params.url(params), init)
         value: object = self.parse_response(response)
         if inspect.isawaitable(value):
             value = await value
-        return self.process(value, *args)
+        return self.process(value, *call)
 
     # -- derived endpoints -----------------------------------------------------------
 
