@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from restlayer._pmap import EMPTY, PMap
 from restlayer._sentinel import Sentinel
@@ -21,9 +21,12 @@ if TYPE_CHECKING:
     from restlayer.core._actions import Fetch
 
 Table = PMap[str, PMap[str, Any]]
+K = TypeVar("K")
+V = TypeVar("V")
 
 
-def _empty() -> PMap[Any, Any]:
+def _empty() -> PMap[K, V]:
+    """An empty table of whatever the field holds (one shared empty map)."""
     return EMPTY
 
 
