@@ -287,7 +287,7 @@ class Controller:
     def get(self, schema: Schema[T], *args: object, **kwargs: object) -> T | None: ...
     @overload
     def get(self, schema: SchemaLike, *args: object, **kwargs: object) -> Any: ...
-    def get(self, schema: SchemaLike, *args: object, **kwargs: object) -> Any:
+    def get(self, schema: SchemaLike, *args: object, **kwargs: object) -> object:
         """A denormalized read of any schema from the store."""
         return self._thread.call(self._async.get, schema, *args, **kwargs)
 

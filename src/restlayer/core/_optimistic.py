@@ -46,7 +46,7 @@ class Snapshot:
     def get(self, schema: Schema[T], *args: object, **kwargs: object) -> T | None: ...
     @overload
     def get(self, schema: SchemaLike, *args: object, **kwargs: object) -> Any: ...
-    def get(self, schema: SchemaLike, *args: object, **kwargs: object) -> Any:
+    def get(self, schema: SchemaLike, *args: object, **kwargs: object) -> object:
         """Denormalized read of any schema (like `Controller.get`)."""
         return self._memo.query(schema, merge_keywords(args, kwargs), self.state)
 

@@ -231,7 +231,7 @@ class Controller:
     def get(self, schema: Schema[T], *args: object, **kwargs: object) -> T | None: ...
     @overload
     def get(self, schema: SchemaLike, *args: object, **kwargs: object) -> Any: ...
-    def get(self, schema: SchemaLike, *args: object, **kwargs: object) -> Any:
+    def get(self, schema: SchemaLike, *args: object, **kwargs: object) -> object:
         """Denormalized read of any schema (Entity, Collection, Query, All, dict) from the store."""
         return self.memo.query(schema, merge_keywords(args, kwargs), self._current())
 
