@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from restlayer._pmap import EMPTY, PMap
 from restlayer.core import _actions as act
@@ -20,6 +20,7 @@ from restlayer.errors import ProcessingError, SchemaError
 from restlayer.schema import normalize
 
 log = logging.getLogger("restlayer")
+V = TypeVar("V")
 
 
 def reduce(state: State, action: act.Action) -> State:
@@ -181,7 +182,7 @@ def _gc(state: State, action: act.GC) -> State:
     return state.evolve(endpoints=endpoints, meta=meta, entities=entities, entities_meta=entities_meta)
 
 
-def _drop_rows(tables: PMap[str, PMap[str, Any]], key: str, pks: list[str]) -> PMap[str, PMap[str, Any]]:
+def _drop_rows(tables: PMap[str, PMap[str, V]], key: str, pks: list[str]) -> PMap[str, PMap[str, V]]:
     table = tables.get(key)
     if table is None:
         return tables

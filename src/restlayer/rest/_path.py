@@ -203,7 +203,7 @@ def _param_text(name: str, value: Any) -> str:
     return _encode(to_text(value))
 
 
-def _wildcard_text(name: str, value: Any) -> str:
+def _wildcard_text(name: str, value: object) -> str:
     """Encoded text of a present `*name` value: each element encoded, joined by `/`."""
     if not isinstance(value, (list, tuple)) or not value:
         raise _BadValue(f'Expected "{name}" to be a non-empty array')
