@@ -42,8 +42,6 @@ from restlayer.schema import Schema
 __all__ = ["OPTIONS", "ByteStream", "RestEndpoint"]
 
 _log = logging.getLogger("restlayer")
-#: What `auth` may be for one request: httpx's own option type.
-_Auth = httpx.Auth | httpx._client.UseClientDefault | None
 
 
 #: Marker for an option left out (`body` tells it from an explicit `None`).
@@ -434,7 +432,7 @@ class RestEndpoint(Generic[T_co, Params, Args]):
             ) from exc
 
     async def _send(
-        self, client: httpx.AsyncClient, request: httpx.Request, follow: bool, auth: _Auth, own_names: set[str]
+        self, client: httpx.AsyncClient, request: httpx.Request, follow: bool, auth: Any, own_names: set[str]
     ) -> httpx.Response:
         """Send `request`, following redirects when `follow`; the checked, read reply."""
         response = await self._send_once(client, request, auth)
@@ -466,8 +464,8 @@ class RestEndpoint(Generic[T_co, Params, Args]):
             await response.aclose()
             raise
 
-    async def _send_once(self, client: httpx.AsyncClient, request: httpx.Request, auth: _Auth) -> httpx.Response:
-        """One hop: the reply with its headers, body not read yet."""
+    async def _send_once(self, client: httpx.AsyncClient, request: httpx.Request, auth: Any) -> httpx.Response:
+        """One hop: the reply with its headers, body not read yet (`auth`: httpx's option, whose type is private)."""
         _log.debug("request %s %s", request.method, request.url)
         try:
             return await client.send(request, stream=True, follow_redirects=False, auth=auth)
