@@ -209,7 +209,7 @@ class Controller:
         return bound
 
     # ----- reads --------------------------------------------------------------------------------
-    def _read(self, endpoint: Endpoint[object], args: tuple[object, ...]) -> tuple[Response[object], Refs]:
+    def _read(self, endpoint: Endpoint[T], args: tuple[object, ...]) -> tuple[Response[T], Refs]:
         """The Response and, only when garbage collection counts references, the entities read."""
         response, detail = read_response(self.memo, endpoint, args, self._current())
         return response, (refs_of(detail) if self.gc_policy is not None else [])
@@ -549,7 +549,7 @@ class Controller:
             raise error
         return cast(T, response.data)
 
-    async def _fetch_for_read(self, endpoint: Endpoint[object], args: tuple[object, ...]) -> Response[object]:
+    async def _fetch_for_read(self, endpoint: Endpoint[T], args: tuple[object, ...]) -> Response[T]:
         """Fetch, then read the stored outcome (a stored error is raised by the caller).
 
         A fetch dropped by `reset_entire_store()` is sent again, as the original
@@ -583,7 +583,7 @@ class Controller:
         if needs_fetch(response, self.now()):
             self._start(endpoint, bound)
             loading = response.expiry_status != ExpiryStatus.VALID
-        data = empty_form(endpoint, bound, self._current()) if loading else response.data
+        data = cast("T | None", empty_form(endpoint, bound, self._current())) if loading else response.data
         self._touch(endpoint, bound)
         return DLE(data, loading, read_error(endpoint, bound, self._current()))
 
@@ -600,7 +600,7 @@ class Controller:
         self._touch(endpoint, bound)
         if response.expiry_status != ExpiryStatus.VALID and needs_fetch(response, self.now()):
             return cast("T | None", empty_form(endpoint, bound, self._current()))
-        return cast("T | None", response.data)
+        return response.data
 
     def watch(
         self, endpoint: Endpoint[T], *args: object, callback: Callable[[T], object], **kwargs: object
