@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from restlayer._args import merge_keywords, split_call
+from restlayer.errors import ParamError
 from restlayer.graphql import GQLEndpoint
 from restlayer.rest import RestEndpoint
 
@@ -15,6 +18,13 @@ def test_keywords_merge_into_the_first_argument_without_changing_it() -> None:
     assert merge_keywords((), {"b": 2}) == ({"b": 2},)
     args = ({"a": 1},)
     assert merge_keywords(args, {}) is args
+
+
+def test_keywords_beside_a_non_dict_first_argument_raise_param_error() -> None:
+    with pytest.raises(ParamError, match="first argument is a int"):
+        merge_keywords((5,), {"b": 2})
+    with pytest.raises(ParamError, match="first argument is a str"):
+        RestEndpoint(path="/todos/:id").bind("x", "body", id=1)
 
 
 def test_split_with_a_body_takes_the_last_argument_as_body() -> None:

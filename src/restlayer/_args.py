@@ -7,18 +7,24 @@ where `params` is a dict (URL parameters, GraphQL variables, query arguments).
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+
+from restlayer.errors import ParamError
 
 
-def merge_keywords(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+def merge_keywords(args: tuple[object, ...], kwargs: Mapping[str, object]) -> tuple[object, ...]:
     """`args` with the keywords merged into the first (params) argument: `f({"a": 1}, b=2)` is `f({"a": 1, "b": 2})`."""
     if not kwargs:
         return args
     first = args[0] if args else None
+    if first is not None and not isinstance(first, Mapping):
+        raise ParamError(
+            f"keyword arguments go into the params dict, but the first argument is a {type(first).__name__}"
+        )
     return ({**(first or {}), **kwargs}, *args[1:])
 
 
-def split_call(args: tuple[Any, ...], has_body: bool) -> tuple[Any, Any]:
+def split_call(args: tuple[object, ...], has_body: bool) -> tuple[object, object]:
     """`(params, body)` of canonical call arguments; missing or `None` params are `{}`.
 
     With a body, the body is the last argument and params come first only when

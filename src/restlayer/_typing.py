@@ -1,38 +1,48 @@
-"""Typing helpers that must also work on Python 3.10 without typing_extensions at run time.
+"""Typing helpers shared by the modules: type parameters (with PEP 696 defaults) and markers.
 
-Type checkers read the `typing_extensions` names; at run time `dataclass_transform`
-is the standard one (3.11+) or a no-op, and `Self` is only ever used in annotations.
+Type checkers read the `typing_extensions` names. At run time the defaults matter
+too (`RestEndpoint[Todo]` fills in the parameter types it leaves out), so the
+type parameters come from `typing` on 3.13+ and from `typing_extensions` before.
+`dataclass_transform` is a no-op on 3.10, and `Self` only appears in annotations.
 """
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Any
 
+if TYPE_CHECKING or sys.version_info < (3, 13):
+    from typing_extensions import ParamSpec, TypeVar
+else:
+    from typing import ParamSpec, TypeVar
+
 if TYPE_CHECKING:
-    from typing_extensions import Self, TypeVar, dataclass_transform
+    from typing_extensions import Self, dataclass_transform
 
     from restlayer.schema import Entity
-
-    # A bare generic (`RestEndpoint`, `Resource`, `Schema`) means "of Any".
-    T = TypeVar("T", default=Any)
-    T_co = TypeVar("T_co", covariant=True, default=Any)
 else:
-    from typing import TypeVar
-
-    T = TypeVar("T")
-    T_co = TypeVar("T_co", covariant=True)
-
     try:
         from typing import Self, dataclass_transform
     except ImportError:  # Python 3.10: annotations only, never evaluated
-        Self = Any
+        from typing_extensions import Self, dataclass_transform
 
-        def dataclass_transform(**_kwargs: Any) -> Any:
-            """No-op stand-in: the marker only matters to type checkers."""
-            return lambda cls: cls
 
+# A bare generic (`RestEndpoint`, `Resource`, `Schema`) means "of Any".
+T = TypeVar("T", default=Any)
+T_co = TypeVar("T_co", covariant=True, default=Any)
 
 #: An Entity subclass given as a schema (`schema=Todo` reads a `Todo`).
 E = TypeVar("E", bound="Entity")
 
-__all__ = ["E", "Self", "T", "T_co", "dataclass_transform"]
+#: The `TypedDict` of an endpoint's URL parameters, and of its body (`params=`, `body=`).
+P = TypeVar("P", default=object)  # always solved where used: the default only orders them
+B = TypeVar("B", default=object)
+
+#: What an endpoint's URL takes: `[TodoParams]` when declared with `params=`, else anything (`...`).
+Params = ParamSpec("Params", default=...)
+#: What a call of an endpoint takes after it (`ctrl.fetch(ep, *args)`); defaults to `Params`.
+Args = ParamSpec("Args", default=Params)
+#: The call arguments of an endpoint handed to a Controller method.
+A = ParamSpec("A", default=...)
+
+__all__ = ["A", "Args", "B", "E", "P", "Params", "Self", "T", "T_co", "dataclass_transform"]

@@ -33,6 +33,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import httpx
 
+    from restlayer.core.endpoint import Endpoint
+
 
 class RestLayerError(Exception):
     """Base class of every error raised by restlayer.
@@ -99,7 +101,7 @@ class BodyTooLargeError(NetworkError):
     """A reply's decoded body is larger than the endpoint's `max_body_size`; nothing is stored."""
 
 
-def _first_message(errors: Sequence[Any]) -> str:
+def _first_message(errors: Sequence[object]) -> str:
     """The message of the first error (what the JS original puts in `message`)."""
     if not errors:
         return "GraphQL request failed"
@@ -143,7 +145,7 @@ class SchemaError(RestLayerError):
 
     status = 400
 
-    def __init__(self, message: str, *, schema: str = "", path: tuple[Any, ...] = ()) -> None:
+    def __init__(self, message: str, *, schema: str = "", path: tuple[object, ...] = ()) -> None:
         super().__init__(message, status=400)
         self.message = message
         self.schema = schema
@@ -200,7 +202,7 @@ class SuspendedError(RestLayerError):
     `endpoint` and `arguments` name what it waits for (the boundary waits on them too).
     """
 
-    def __init__(self, endpoint: Any, arguments: tuple[Any, ...]) -> None:
+    def __init__(self, endpoint: Endpoint[object], arguments: tuple[object, ...]) -> None:
         super().__init__(f"{getattr(endpoint, 'name', endpoint)}: waiting for data (no Suspense boundary above?)")
         self.endpoint = endpoint
         self.arguments = arguments

@@ -37,15 +37,15 @@ class Page:
     """What a `next_page` reader sees of one page: its data, the params that fetched it, the raw reply."""
 
     data: Any
-    params: Mapping[str, Any]
+    params: Mapping[str, object]
     response: httpx.Response | None
-    endpoint: Any
+    endpoint: RestEndpoint[object, ...]
 
 
-NextPage = Callable[[Page], "Mapping[str, Any] | None"]
+NextPage = Callable[[Page], "Mapping[str, object] | None"]
 
 
-def _member(data: Any, field: str) -> Any:
+def _member(data: object, field: str) -> object:
     """`data[field]` for a dict, `data.field` for an object; None when absent."""
     if isinstance(data, Mapping):
         return data.get(field)
@@ -55,7 +55,7 @@ def _member(data: Any, field: str) -> Any:
 def cursor_in_body(field: str = "next", *, param: str = "cursor") -> NextPage:
     """The body's `field` (a page number or an opaque cursor) becomes the next request's `param`."""
 
-    def next_page(page: Page) -> Mapping[str, Any] | None:
+    def next_page(page: Page) -> Mapping[str, object] | None:
         cursor = _member(page.data, field)
         if cursor is None or cursor == "":
             return None
@@ -67,7 +67,7 @@ def cursor_in_body(field: str = "next", *, param: str = "cursor") -> NextPage:
 def next_url_in_body(field: str = "next") -> NextPage:
     """The body's `field` is the next page's URL (absolute, or relative to the page's URL)."""
 
-    def next_page(page: Page) -> Mapping[str, Any] | None:
+    def next_page(page: Page) -> Mapping[str, object] | None:
         url = _member(page.data, field)
         if not url:
             return None
@@ -79,7 +79,7 @@ def next_url_in_body(field: str = "next") -> NextPage:
 def link_header(rel: str = "next") -> NextPage:
     """The URL of the reply's `Link` header entry with relation `rel` (RFC 8288)."""
 
-    def next_page(page: Page) -> Mapping[str, Any] | None:
+    def next_page(page: Page) -> Mapping[str, object] | None:
         if page.response is None:
             raise RestLayerError(
                 f"{page.endpoint.name}: this page was shared with a concurrent fetch of the same URL, "
@@ -93,7 +93,7 @@ def link_header(rel: str = "next") -> NextPage:
     return next_page
 
 
-def params_from_url(endpoint: Any, params: Mapping[str, Any], url: str) -> dict[str, Any]:
+def params_from_url(endpoint: RestEndpoint[object, ...], params: Mapping[str, object], url: str) -> dict[str, object]:
     """The params that make `endpoint` request `url`: path params kept, the query taken from `url`.
 
     A URL the endpoint cannot produce (another host or path) is a ParamError naming both.
@@ -113,7 +113,7 @@ def params_from_url(endpoint: Any, params: Mapping[str, Any], url: str) -> dict[
 async def paginate(
     ctrl: Controller,
     endpoint: RestEndpoint[T],
-    params: Mapping[str, Any] | None = None,
+    params: Mapping[str, object] | None = None,
     *,
     next_page: NextPage,
     max_pages: int = 1000,
@@ -125,13 +125,13 @@ async def paginate(
     replies: list[httpx.Response] = []
     original = endpoint.fetch_response
 
-    async def capture(url: str, init: Mapping[str, Any]) -> httpx.Response:
+    async def capture(url: str, init: Mapping[str, object]) -> httpx.Response:
         response: httpx.Response = await original(url, init)
         replies.append(response)
         return response
 
     paged = endpoint.extend(fetch_response=capture)
-    current: Mapping[str, Any] | None = dict(params or {})
+    current: Mapping[str, object] | None = dict(params or {})
     seen: set[str] = set()
     for _ in range(max_pages):
         if current is None:

@@ -15,10 +15,10 @@ import concurrent.futures
 import threading
 import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterator, Mapping
-from contextlib import contextmanager, suppress
-from typing import Any, TypeVar, overload
+from contextlib import AbstractContextManager, contextmanager, suppress
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
 
-from restlayer._typing import E
+from restlayer._typing import A, E
 from restlayer.core import DLE, Endpoint, Response, State
 from restlayer.core import Controller as AsyncController
 from restlayer.core._actions import Action
@@ -28,7 +28,21 @@ from restlayer.pagination import paginate as _paginate
 from restlayer.rest import RestEndpoint
 from restlayer.schema import Schema, SchemaLike
 
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from typing_extensions import TypedDict, Unpack
+
+    from restlayer.core import GCPolicy, Manager, SharedManager, SharedStore
+    from restlayer.core.controller import Clock, Refetch
+
 T = TypeVar("T")
+
+
+class _Cancellable(Protocol):
+    """A call in progress that `stop()` can cancel (a `concurrent.futures.Future` of any result)."""
+
+    def cancel(self) -> bool: ...
 
 
 class _LoopThread:
@@ -42,7 +56,7 @@ class _LoopThread:
         self.loop = asyncio.new_event_loop()
         self.closed = False
         self._lock = threading.Lock()
-        self._pending: set[concurrent.futures.Future[Any]] = set()
+        self._pending: set[_Cancellable] = set()
         self.thread = threading.Thread(target=self._run, name="restlayer-sync-loop", daemon=True)
         self.thread.start()
 
@@ -50,7 +64,7 @@ class _LoopThread:
         asyncio.set_event_loop(self.loop)
         self.loop.run_forever()
 
-    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+    def run(self, coro: Coroutine[object, None, T]) -> T:
         """Run `coro` on the loop and block until it finishes (its exception re-raised here)."""
         if threading.current_thread() is self.thread:
             coro.close()
@@ -71,7 +85,7 @@ class _LoopThread:
             with self._lock:
                 self._pending.discard(future)
 
-    def spawn(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+    def spawn(self, coro: Coroutine[object, None, T]) -> concurrent.futures.Future[T]:
         """Schedule `coro` on the loop and return its future at once (cancelled when the loop closes)."""
         with self._lock:
             if self.closed:
@@ -82,7 +96,7 @@ class _LoopThread:
         future.add_done_callback(self._settled)
         return future
 
-    def _settled(self, future: concurrent.futures.Future[Any]) -> None:
+    def _settled(self, future: _Cancellable) -> None:
         with self._lock:
             self._pending.discard(future)
 
@@ -129,13 +143,26 @@ async def _shutdown(before: Callable[[], None] | None) -> None:
     await aclose()
 
 
+if TYPE_CHECKING:
+
+    class _ControllerOptions(TypedDict, total=False):
+        """The keyword arguments of `restlayer.Controller`, which the blocking one passes on."""
+
+        managers: Sequence[Manager] | None
+        clock: Clock | None
+        gc_policy: GCPolicy | None
+        max_concurrent_requests: int | None
+        refetch_overtaken: Refetch | None
+        shared: SharedStore | SharedManager | None
+
+
 class Controller:
     """The blocking counterpart of `restlayer.Controller`: the same methods, without `await`.
 
     Watch callbacks run on the background loop's thread.
     """
 
-    def __init__(self, **options: Any) -> None:
+    def __init__(self, **options: Unpack[_ControllerOptions]) -> None:
         self._thread = _LoopThread()
         try:
             self._async: AsyncController = self._thread.call(AsyncController, **options)
@@ -166,7 +193,7 @@ class Controller:
 
         return self._thread.run(invoke())
 
-    def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    def call(self, fn: Callable[..., T], *args: object, **kwargs: object) -> T:
         """Run `fn(*args, **kwargs)` on the loop thread (where the async Controller lives) and return its result."""
         return self._thread.call(fn, *args, **kwargs)
 
@@ -179,28 +206,46 @@ class Controller:
         return self._thread.spawn(invoke())
 
     # ----- I/O --------------------------------------------------------------------------
-    def fetch(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> T:
+    def fetch(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> T:
         """Send the request, store the result and return it (denormalized when there is a schema)."""
         return self._run(lambda: self._async.fetch(endpoint, *args, **kwargs))
 
-    def fetch_if_stale(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> T:
+    def fetch_if_stale(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> T:
         """The stored data when fresh, else `fetch`."""
         return self._run(lambda: self._async.fetch_if_stale(endpoint, *args, **kwargs))
 
+    @overload
+    def suspense(self, endpoint: Endpoint[T], skip: None, /) -> T: ...
+    @overload
+    def suspense(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> T: ...
     def suspense(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> T:
         """Valid data for the call, fetching first when it is missing or invalid."""
         return self._run(lambda: self._async.suspense(endpoint, *args, **kwargs))
 
-    def subscribe(self, endpoint: Endpoint[Any], *args: object, **kwargs: object) -> None:
+    @overload
+    def subscribe(self, endpoint: Endpoint[object], skip: None, /) -> None: ...
+    @overload
+    def subscribe(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> None: ...
+    def subscribe(self, endpoint: Endpoint[object], *args: object, **kwargs: object) -> None:
         """Start polling the endpoint at its `poll_frequency`."""
         self._run(lambda: self._async.subscribe(endpoint, *args, **kwargs))
 
-    def unsubscribe(self, endpoint: Endpoint[Any], *args: object, **kwargs: object) -> None:
+    @overload
+    def unsubscribe(self, endpoint: Endpoint[object], skip: None, /) -> None: ...
+    @overload
+    def unsubscribe(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> None: ...
+    def unsubscribe(self, endpoint: Endpoint[object], *args: object, **kwargs: object) -> None:
         """Leave a subscription; polling stops when nobody is subscribed."""
         self._run(lambda: self._async.unsubscribe(endpoint, *args, **kwargs))
 
+    @overload
+    def subscription(self, endpoint: Endpoint[object], skip: None, /) -> AbstractContextManager[None]: ...
+    @overload
+    def subscription(
+        self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs
+    ) -> AbstractContextManager[None]: ...
     @contextmanager
-    def subscription(self, endpoint: Endpoint[Any], *args: object, **kwargs: object) -> Iterator[None]:
+    def subscription(self, endpoint: Endpoint[object], *args: object, **kwargs: object) -> Iterator[None]:
         """Poll while the `with` block runs."""
         self.subscribe(endpoint, *args, **kwargs)
         try:
@@ -208,6 +253,10 @@ class Controller:
         finally:
             self.unsubscribe(endpoint, *args, **kwargs)
 
+    @overload
+    def live(self, endpoint: Endpoint[T], skip: None, /) -> Generator[T, None, None]: ...
+    @overload
+    def live(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> Generator[T, None, None]: ...
     def live(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> Generator[T, None, None]:
         """Iterate the data: the first value, then each change (polling while iterating)."""
         stream = self._thread.call(lambda: self._async.live(endpoint, *args, **kwargs).__aiter__())
@@ -224,6 +273,10 @@ class Controller:
                     self._run(closer)
 
     # ----- reads and writes (run on the loop thread, so they never race the loop) ---------------
+    @overload
+    def get_response(self, endpoint: Endpoint[T], skip: None, /) -> Response[T]: ...
+    @overload
+    def get_response(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> Response[T]: ...
     def get_response(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> Response[T]:
         """`Response(data, expiry_status, expires_at)` from the store; never fetches."""
         return self._thread.call(self._async.get_response, endpoint, *args, **kwargs)
@@ -234,31 +287,47 @@ class Controller:
     def get(self, schema: Schema[T], *args: object, **kwargs: object) -> T | None: ...
     @overload
     def get(self, schema: SchemaLike, *args: object, **kwargs: object) -> Any: ...
-    def get(self, schema: SchemaLike, *args: object, **kwargs: object) -> Any:
+    def get(self, schema: SchemaLike, *args: object, **kwargs: object) -> object:
         """A denormalized read of any schema from the store."""
         return self._thread.call(self._async.get, schema, *args, **kwargs)
 
-    def get_error(self, endpoint: Endpoint[Any], *args: object, **kwargs: object) -> BaseException | None:
+    @overload
+    def get_error(self, endpoint: Endpoint[object], skip: None, /) -> BaseException | None: ...
+    @overload
+    def get_error(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> BaseException | None: ...
+    def get_error(self, endpoint: Endpoint[object], *args: object, **kwargs: object) -> BaseException | None:
         """The stored error for the call, if it should be shown."""
         return self._thread.call(self._async.get_error, endpoint, *args, **kwargs)
 
-    def last_error(self, endpoint: Endpoint[Any], *args: object, **kwargs: object) -> BaseException | None:
+    @overload
+    def last_error(self, endpoint: Endpoint[object], skip: None, /) -> BaseException | None: ...
+    @overload
+    def last_error(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> BaseException | None: ...
+    def last_error(self, endpoint: Endpoint[object], *args: object, **kwargs: object) -> BaseException | None:
         """The error of the call's latest fetch, even a soft one `get_error` hides."""
         return self._thread.call(self._async.last_error, endpoint, *args, **kwargs)
 
+    @overload
+    def dle(self, endpoint: Endpoint[T], skip: None, /) -> DLE[T]: ...
+    @overload
+    def dle(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> DLE[T]: ...
     def dle(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> DLE[T]:
         """`DLE(data, loading, error)`; starts a fetch when needed but never waits."""
         return self._thread.call(self._async.dle, endpoint, *args, **kwargs)
 
+    @overload
+    def cache(self, endpoint: Endpoint[T], skip: None, /) -> T | None: ...
+    @overload
+    def cache(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> T | None: ...
     def cache(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> T | None:
         """Stored data or None; never fetches."""
         return self._thread.call(self._async.cache, endpoint, *args, **kwargs)
 
-    def set_response(self, endpoint: Endpoint[Any], *args: object, **kwargs: object) -> None:
+    def set_response(self, endpoint: Endpoint[object], *args: object, **kwargs: object) -> None:
         """Store `args[-1]` as the response of `endpoint(*args[:-1], **kwargs)`."""
         self._thread.call(self._async.set_response, endpoint, *args, **kwargs)
 
-    def set_error(self, endpoint: Endpoint[Any], *args: Any, **kwargs: object) -> None:
+    def set_error(self, endpoint: Endpoint[object], *args: object, **kwargs: object) -> None:
         """Store `args[-1]` as the error of `endpoint(*args[:-1], **kwargs)`."""
         self._thread.call(self._async.set_error, endpoint, *args, **kwargs)
 
@@ -270,7 +339,11 @@ class Controller:
         """Send an action through the managers to the store (on the loop thread)."""
         self._thread.call(self._async.dispatch, action)
 
-    def invalidate(self, endpoint: Endpoint[Any], *args: object, **kwargs: object) -> None:
+    @overload
+    def invalidate(self, endpoint: Endpoint[object], skip: None, /) -> None: ...
+    @overload
+    def invalidate(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> None: ...
+    def invalidate(self, endpoint: Endpoint[object], *args: object, **kwargs: object) -> None:
         """Drop the stored result of one call: readers refetch."""
         self._thread.call(self._async.invalidate, endpoint, *args, **kwargs)
 
@@ -311,7 +384,7 @@ class Controller:
 def paginate(
     ctrl: Controller,
     endpoint: RestEndpoint[T],
-    params: Mapping[str, Any] | None = None,
+    params: Mapping[str, object] | None = None,
     *,
     next_page: NextPage,
     max_pages: int = 1000,

@@ -9,7 +9,7 @@ import pytest
 
 from restlayer._pmap import PMap
 from restlayer.core import Controller, ExpiryStatus, NetworkManager, Response
-from restlayer.errors import NetworkError, ProcessingError, ResetError, SchemaError
+from restlayer.errors import NetworkError, ParamError, ProcessingError, ResetError, SchemaError
 from restlayer.rest import RestEndpoint, resource
 from restlayer.schema import All, Collection, Entity, Query, normalize
 from tests._present import present
@@ -72,6 +72,14 @@ async def test_soft_error_keeps_data_hard_error_shows(ctrl: Controller, res: Any
     ctrl.set_error(ep, {"id": 1}, err)
     assert ctrl.get_error(ep, id=1) is err
     assert present(ctrl.get_response(ep, id=1).data).id == 1
+
+
+def test_set_error_refuses_a_value_that_is_not_an_exception(ctrl: Controller) -> None:
+    ep = RestEndpoint(path="/todos/:id", schema=Todo)
+    before = ctrl.get_state()
+    with pytest.raises(ParamError, match="the error must be an exception, not 'oops'"):
+        ctrl.set_error(ep, {"id": 1}, "oops")
+    assert ctrl.get_state() is before
 
 
 async def test_soft_error_from_server_keeps_data(ctrl: Controller, res: Any, api: Any) -> None:

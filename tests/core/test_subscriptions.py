@@ -9,11 +9,12 @@ import pytest
 from restlayer.core import Controller, SubscriptionManager
 from restlayer.core.subscriptions import Poll
 from restlayer.errors import RestLayerError
+from restlayer.rest import RestEndpoint
 from tests.core._models import Clock, Recorder, polled, stored
 
 
 def test_poll_schedule_arithmetic() -> None:
-    poll = Poll(None, (), "k")
+    poll = Poll(RestEndpoint(path="/k", poll_frequency=100), (), "k")
     assert poll.add(200, now=1000, last_fetch=None) and poll.next_due == 1000
     poll.polled(1000)
     assert poll.next_due == 1200
@@ -25,7 +26,7 @@ def test_poll_schedule_arithmetic() -> None:
 
 
 def test_first_poll_waits_for_fresh_data() -> None:
-    poll = Poll(None, (), "k")
+    poll = Poll(RestEndpoint(path="/k", poll_frequency=100), (), "k")
     poll.add(200, now=1000, last_fetch=950)
     assert poll.next_due == 1150
 

@@ -91,7 +91,7 @@ class TestUrl:
 
     def test_params_must_be_a_mapping(self) -> None:
         with pytest.raises(ParamError, match="must be a dict"):
-            RestEndpoint(path="/users/:id").url(5)  # type: ignore[arg-type]
+            RestEndpoint(path="/users/:id").url(5)  # untyped params (no `params=`): checked at run time only
 
     def test_dict_param_raises_naming_it(self) -> None:
         with pytest.raises(RestLayerError, match="filter"):

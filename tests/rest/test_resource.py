@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 import pytest
+from typing_extensions import TypedDict
 
 from restlayer.errors import AbortOptimistic, ParamError, RestLayerError
 from restlayer.rest import Resource, RestEndpoint, resource
@@ -146,6 +147,7 @@ def test_paginated_collection_inside_object_schema() -> None:
     schema = {"results": Collection([Todo]), "next": None}
     ep = RestEndpoint(path="/todos", schema=schema, pagination_field="cursor")
     page_schema = ep.get_page.schema
+    assert isinstance(page_schema, dict)
     assert page_schema["next"] is None and page_schema["results"] is not schema["results"]
     first = normalize(ep.schema, {"results": [{"id": 1}], "next": "c"}, args=({"userId": 1},))
     result = normalize(
@@ -231,10 +233,12 @@ def test_unshift_and_remove(todos: Resource) -> None:
 
 def test_non_filter_argument_keys_reach_the_collection() -> None:
     r = resource(path="/todos/:id", schema=Todo, non_filter_argument_keys=["sort"])
+    assert isinstance(r.get_list.schema, Collection)
     names = r.get_list.schema.non_filter_argument_keys
     assert names("sort") and not names("orderBy")
     pattern = re.compile("^sort")
     by_pattern = resource(path="/t/:id", schema=Todo, non_filter_argument_keys=pattern).get_list.schema
+    assert isinstance(by_pattern, Collection)
     assert by_pattern.non_filter_argument_keys("sortBy") and not by_pattern.non_filter_argument_keys("order")
 
 
@@ -407,5 +411,45 @@ async def test_collection_class_method_override_decides_where_creates_land(api: 
         await ctrl.fetch(todos.get_list, userId=1, sort="title")
         created = await ctrl.fetch(todos.get_list.push, {"userId": 1}, {"title": "sorted in", "userId": 1})
         assert present(ctrl.cache(todos.get_list, userId=1, sort="title"))[-1] is created
+    finally:
+        ctrl.close()
+
+
+# -- typed path parameters (params=) ---------------------------------------------------
+
+
+class TodoParams(TypedDict):
+    id: int
+
+
+def test_params_option_reaches_the_item_members_only() -> None:
+    typed = resource(path="/todos/:id", schema=Todo, params=TodoParams)
+    assert [typed[name].params for name in ("get", "update", "partial_update", "delete")] == [TodoParams] * 4
+    assert typed.get_list.params is None  # its path ("/todos") has no `id`
+    assert typed.get.extend(data_expiry_length=0).params is TodoParams
+
+
+def test_params_without_a_path_parameter_is_refused_at_construction() -> None:
+    class Filters(TypedDict):
+        user_id: int
+
+    with pytest.raises(ParamError, match=r"Filters lacks the path parameter\(s\) id"):
+        resource(path="/todos/:id", schema=Todo, params=Filters)
+    with pytest.raises(ParamError, match="params must be a TypedDict class"):
+        RestEndpoint(path="/todos/:id", params=dict)
+    with pytest.raises(ParamError, match="params must be a TypedDict class"):
+        RestEndpoint(path="/todos/:id", params={"id": 1})
+
+
+async def test_typed_params_fetch_like_untyped_ones(api: Any) -> None:
+    from restlayer.core import Controller
+
+    typed = resource(path="/todos/:id", schema=Todo, url_prefix=api.url, params=TodoParams)
+    assert typed.get.url({"id": 1}) == f"{api.url}/todos/1"
+    ctrl = Controller()
+    try:
+        todo = await ctrl.fetch(typed.get, {"id": 1})
+        assert isinstance(todo, Todo) and todo.id == 1
+        assert ctrl.cache(typed.get, {"id": 1}) is todo
     finally:
         ctrl.close()

@@ -190,3 +190,14 @@ async def test_non_ascii_header_value_is_a_clear_param_error(api: LocalServer) -
     with pytest.raises(ParamError, match="not ASCII"):
         await ep()
     assert api.requests == []
+
+
+async def test_headers_that_are_neither_a_mapping_nor_pairs_are_a_param_error(api: LocalServer) -> None:
+    ep = RestEndpoint(path="/_test/echo", url_prefix=api.url, get_headers=lambda h: 5)
+    ctrl = Controller()
+    try:
+        with pytest.raises(ParamError, match="headers must be a mapping or a list of"):
+            await ctrl.fetch(ep)
+    finally:
+        ctrl.close()
+    assert api.requests == []

@@ -71,7 +71,7 @@ async def use_async(ctrl: Controller) -> None:
 
     # Mistakes a checker must catch.
     TodoResource.gett  # type: ignore[attr-defined]  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType]
-    await ctrl.fetch("x")  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
+    await ctrl.fetch("x")  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType, reportCallIssue]
     ctrl.watch(TodoResource.get, callback=on_change)  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
     on_change(await ctrl.fetch(TodoResource.get))  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
 

@@ -9,11 +9,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from restlayer.core.expiry import DATA_EXPIRY, ERROR_EXPIRY
 
 if TYPE_CHECKING:
+    from restlayer.core._patch import Patch
     from restlayer.core.endpoint import Endpoint
     from restlayer.schema import SchemaLike
 
@@ -31,10 +32,10 @@ class Fetch:
 
     type: ClassVar[str] = "fetch"
     endpoint: Endpoint[object]
-    args: tuple[Any, ...]
+    args: tuple[object, ...]
     key: str
     fetched_at: float
-    future: asyncio.Future[Any] | None = None
+    future: asyncio.Future[object] | None = None
     background: bool = False
     data_expiry_length: float = DATA_EXPIRY
     error_expiry_length: float = ERROR_EXPIRY
@@ -56,9 +57,9 @@ class SetResponse:
 
     type: ClassVar[str] = "set_response"
     endpoint: Endpoint[object]
-    args: tuple[Any, ...]
+    args: tuple[object, ...]
     key: str
-    response: Any
+    response: object
     fetched_at: float
     date: float
     expires_at: float
@@ -74,8 +75,8 @@ class Set:
 
     type: ClassVar[str] = "set"
     schema: SchemaLike
-    args: tuple[Any, ...]
-    value: Any
+    args: tuple[object, ...]
+    value: object
     date: float
     expires_at: float
 
@@ -118,7 +119,7 @@ class Subscribe:
 
     type: ClassVar[str] = "subscribe"
     endpoint: Endpoint[object]
-    args: tuple[Any, ...]
+    args: tuple[object, ...]
     key: str
 
 
@@ -128,7 +129,7 @@ class Unsubscribe:
 
     type: ClassVar[str] = "unsubscribe"
     endpoint: Endpoint[object]
-    args: tuple[Any, ...]
+    args: tuple[object, ...]
     key: str
 
 
@@ -146,7 +147,7 @@ class Merge:
     """Apply changes another process (or a store file) announced: rows win by `fetched_at`."""
 
     type: ClassVar[str] = "merge"
-    patch: Any
+    patch: Patch
 
 
 Action = (

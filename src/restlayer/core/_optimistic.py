@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import logging
 import weakref
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final, overload
 
 from restlayer._args import merge_keywords
+from restlayer._sentinel import Sentinel
+from restlayer._typing import E, T
 from restlayer.core import _actions as act
 from restlayer.core._read import read_error, read_response
 from restlayer.core._reducer import normalize_response
@@ -19,7 +21,8 @@ from restlayer.core.expiry import Response
 from restlayer.errors import AbortOptimistic
 
 if TYPE_CHECKING:
-    from restlayer.schema import MemoCache
+    from restlayer.core.endpoint import Endpoint
+    from restlayer.schema import MemoCache, Schema, SchemaLike
 
 log = logging.getLogger("restlayer")
 
@@ -37,15 +40,21 @@ class Snapshot:
         self.state = state
         self.fetched_at = fetched_at
 
-    def get(self, schema: Any, *args: Any, **kwargs: Any) -> Any:
+    @overload
+    def get(self, schema: type[E], *args: object, **kwargs: object) -> E | None: ...
+    @overload
+    def get(self, schema: Schema[T], *args: object, **kwargs: object) -> T | None: ...
+    @overload
+    def get(self, schema: SchemaLike, *args: object, **kwargs: object) -> Any: ...
+    def get(self, schema: SchemaLike, *args: object, **kwargs: object) -> object:
         """Denormalized read of any schema (like `Controller.get`)."""
         return self._memo.query(schema, merge_keywords(args, kwargs), self.state)
 
-    def get_response(self, endpoint: Any, *args: Any, **kwargs: Any) -> Response[Any]:
+    def get_response(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> Response[T]:
         """Like `Controller.get_response`, against this snapshot."""
         return read_response(self._memo, endpoint, endpoint.bind(*args, **kwargs), self.state)[0]
 
-    def get_error(self, endpoint: Any, *args: Any, **kwargs: Any) -> BaseException | None:
+    def get_error(self, endpoint: Endpoint[object], *args: object, **kwargs: object) -> BaseException | None:
         """Like `Controller.get_error`, against this snapshot."""
         return read_error(endpoint, endpoint.bind(*args, **kwargs), self.state)
 
@@ -76,11 +85,12 @@ def apply_optimistic(memo: MemoCache, state: State) -> State:
     return view
 
 
-_SKIP: Any = object()
+#: What `_expected` returns for an entry that shows nothing (it aborted, or expects nothing).
+_SKIP: Final = Sentinel("SKIP")
 _logged: weakref.WeakSet[act.Fetch] = weakref.WeakSet()
 
 
-def _expected(memo: MemoCache, view: State, entry: act.Fetch) -> Any:
+def _expected(memo: MemoCache, view: State, entry: act.Fetch) -> object:
     """The endpoint's expected response, or `_SKIP` when it aborts; other failures raise (logged once)."""
     snapshot = Snapshot(memo, view, entry.fetched_at)
     expect = entry.endpoint.get_optimistic_response

@@ -15,15 +15,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from restlayer._pmap import EMPTY, PMap, merge_tables
-from restlayer.core._state import State
+from restlayer.core._state import State, Table
 from restlayer.schema import INVALID
 
 Meta = dict[str, float]
-EntityRow = tuple[str, str, Any, Meta]
+EntityRow = tuple[str, str, "Mapping[str, object] | list[object] | None", Meta]
 """(entity key, pk, record: a dict, a list for a collection, None when deleted; meta)."""
-EndpointRow = tuple[str, Any, Meta]
+EndpointRow = tuple[str, object, Meta]
 """(endpoint key, normalized result, meta)."""
-IndexRow = tuple[str, str, str, Any]
+IndexRow = tuple[str, str, str, "str | None"]
 """(entity key, field, value, pk or None when the value no longer maps to a pk)."""
 
 _META_FIELDS = ("fetched_at", "date", "expires_at")
@@ -55,7 +55,7 @@ class Patch:
         }
 
     @classmethod
-    def from_json(cls, data: Any) -> Patch:
+    def from_json(cls, data: object) -> Patch:
         """Validate decoded JSON (from another process: untrusted) into a Patch; ValueError when malformed."""
         if not isinstance(data, Mapping):
             raise ValueError("a patch must be a JSON object")
@@ -69,20 +69,20 @@ class Patch:
         )
 
 
-def _list(data: Mapping[str, Any], name: str) -> list[Any]:
+def _list(data: Mapping[str, object], name: str) -> list[object]:
     value = data.get(name, [])
     if not isinstance(value, list):
         raise ValueError(f"patch field {name!r} must be a list")
     return value
 
 
-def _text(value: Any, what: str) -> str:
+def _text(value: object, what: str) -> str:
     if not isinstance(value, str):
         raise ValueError(f"{what} must be a string, got {type(value).__name__}")
     return value
 
 
-def meta_of(value: Any) -> Meta:
+def meta_of(value: object) -> Meta:
     """A validated meta dict: numeric `fetched_at`, `date`, `expires_at` (ValueError otherwise)."""
     if not isinstance(value, Mapping):
         raise ValueError("meta must be an object")
@@ -95,7 +95,7 @@ def meta_of(value: Any) -> Meta:
     return meta
 
 
-def entity_row(row: Any) -> EntityRow:
+def entity_row(row: object) -> EntityRow:
     """A validated (key, pk, record | None, meta) row."""
     if not isinstance(row, (list, tuple)) or len(row) != 4:
         raise ValueError("an entity row is [key, pk, record, meta]")
@@ -105,28 +105,26 @@ def entity_row(row: Any) -> EntityRow:
     return _text(key, "entity key"), _text(pk, "pk"), record, meta_of(meta)
 
 
-def endpoint_row(row: Any) -> EndpointRow:
+def endpoint_row(row: object) -> EndpointRow:
     """A validated (key, result, meta) row."""
     if not isinstance(row, (list, tuple)) or len(row) != 3:
         raise ValueError("an endpoint row is [key, result, meta]")
     return _text(row[0], "endpoint key"), row[1], meta_of(row[2])
 
 
-def _index_row(row: Any) -> IndexRow:
+def _index_row(row: object) -> IndexRow:
     if not isinstance(row, (list, tuple)) or len(row) != 4:
         raise ValueError("an index row is [key, field, value, pk]")
-    pk = row[3]
-    if pk is not None:
-        _text(pk, "index pk")
+    pk = None if row[3] is None else _text(row[3], "index pk")
     return _text(row[0], "index key"), _text(row[1], "index field"), _text(row[2], "index value"), pk
 
 
-def _newer(incoming: Meta, existing: Mapping[str, Any] | None) -> bool:
+def _newer(incoming: Meta, existing: Mapping[str, float] | None) -> bool:
     """Whether a row with `incoming` meta replaces one with `existing` (ties: the later write wins)."""
     return existing is None or incoming["fetched_at"] >= existing.get("fetched_at", 0)
 
 
-def _same_meta(a: Mapping[str, Any] | None, b: Meta) -> bool:
+def _same_meta(a: Mapping[str, object] | None, b: Meta) -> bool:
     return a is not None and all(a.get(name) == b[name] for name in _META_FIELDS)
 
 
@@ -143,10 +141,10 @@ def merge_patch(state: State, patch: Patch) -> State:
     return state.evolve(entities=entities, entities_meta=entities_meta, indexes=indexes, endpoints=endpoints, meta=meta)
 
 
-def _merge_entities(state: State, rows: Iterable[EntityRow]) -> tuple[Any, Any]:
+def _merge_entities(state: State, rows: Iterable[EntityRow]) -> tuple[Table, Table]:
     entities, entities_meta = state.entities, state.entities_meta
-    tables: dict[str, dict[str, Any]] = {}
-    metas: dict[str, dict[str, Any]] = {}
+    tables: dict[str, dict[str, object]] = {}
+    metas: dict[str, dict[str, object]] = {}
     for key, pk, record, meta in rows:
         table, meta_table = entities.get(key) or EMPTY, entities_meta.get(key) or EMPTY
         existing_meta = meta_table.get(pk)
@@ -161,8 +159,10 @@ def _merge_entities(state: State, rows: Iterable[EntityRow]) -> tuple[Any, Any]:
     return merge_tables(entities, tables, ordered=True), merge_tables(entities_meta, metas)
 
 
-def _merge_indexes(indexes: PMap[str, Any], rows: Iterable[IndexRow]) -> PMap[str, Any]:
-    changes: dict[str, dict[str, dict[str, Any]]] = {}
+def _merge_indexes(
+    indexes: PMap[str, PMap[str, PMap[str, Any]]], rows: Iterable[IndexRow]
+) -> PMap[str, PMap[str, PMap[str, Any]]]:
+    changes: dict[str, dict[str, dict[str, object]]] = {}
     for key, field, value, pk in rows:
         target = INVALID if pk is None else pk
         current = (indexes.get(key) or EMPTY).get(field) or EMPTY
@@ -177,10 +177,10 @@ def _merge_indexes(indexes: PMap[str, Any], rows: Iterable[IndexRow]) -> PMap[st
     return indexes.update(updated)
 
 
-def _merge_endpoints(state: State, rows: Iterable[EndpointRow]) -> tuple[PMap[str, Any], PMap[str, Any]]:
+def _merge_endpoints(state: State, rows: Iterable[EndpointRow]) -> tuple[PMap[str, Any], PMap[str, Mapping[str, Any]]]:
     endpoints, meta = state.endpoints, state.meta
-    results: dict[str, Any] = {}
-    metas: dict[str, Any] = {}
+    results: dict[str, object] = {}
+    metas: dict[str, Mapping[str, object]] = {}
     for key, result, row_meta in rows:
         existing = meta.get(key)
         if not _newer(row_meta, existing):
@@ -194,10 +194,10 @@ def _merge_endpoints(state: State, rows: Iterable[EndpointRow]) -> tuple[PMap[st
 
 
 def _drop_endpoints(
-    endpoints: PMap[str, Any], meta: PMap[str, Any], keys: Iterable[str]
-) -> tuple[PMap[str, Any], PMap[str, Any]]:
+    endpoints: PMap[str, Any], meta: PMap[str, Mapping[str, Any]], keys: Iterable[str]
+) -> tuple[PMap[str, Any], PMap[str, Mapping[str, Any]]]:
     """Invalidate `keys` as `Controller.invalidate` does (known keys only)."""
-    changes: dict[str, Any] = {}
+    changes: dict[str, Mapping[str, object]] = {}
     for key in keys:
         if key not in endpoints and key not in meta:
             continue
@@ -209,6 +209,6 @@ def _drop_endpoints(
     return endpoints, meta.update(changes)
 
 
-def _expire(meta: PMap[str, Any], keys: Iterable[str]) -> PMap[str, Any]:
+def _expire(meta: PMap[str, Mapping[str, Any]], keys: Iterable[str]) -> PMap[str, Mapping[str, Any]]:
     changes = {key: {**meta[key], "expires_at": 1} for key in keys if key in meta and meta[key].get("expires_at") != 1}
     return meta.update(changes)

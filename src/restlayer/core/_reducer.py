@@ -8,8 +8,8 @@ data left as it was.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import Any, TypeVar
 
 from restlayer._pmap import EMPTY, PMap
 from restlayer.core import _actions as act
@@ -20,6 +20,7 @@ from restlayer.errors import ProcessingError, SchemaError
 from restlayer.schema import normalize
 
 log = logging.getLogger("restlayer")
+V = TypeVar("V")
 
 
 def reduce(state: State, action: act.Action) -> State:
@@ -102,7 +103,7 @@ def normalize_response(state: State, action: act.SetResponse, *, guess: bool = F
     )
 
 
-def _run_updates(endpoints: PMap[str, Any], action: act.SetResponse, result: Any) -> PMap[str, Any]:
+def _run_updates(endpoints: PMap[str, Any], action: act.SetResponse, result: object) -> PMap[str, Any]:
     """Apply the endpoint's `update` option; an exception there is logged and ignored."""
     update = getattr(action.endpoint, "update", None)
     if update is None:
@@ -126,7 +127,7 @@ def _policy(endpoint: Endpoint[object], error: BaseException) -> str | None:
 
 
 def _error(
-    state: State, action: act.SetResponse, error: Any, policy: str | None, optimistic: tuple[act.Fetch, ...]
+    state: State, action: act.SetResponse, error: object, policy: str | None, optimistic: tuple[act.Fetch, ...]
 ) -> State:
     """Record `error` in `meta[key]`; stored data stays (and the optimistic entry rolls back)."""
     key_meta = {
@@ -145,9 +146,9 @@ def _set(state: State, action: act.Set) -> State:
     return state.evolve(entities=result.entities, indexes=result.indexes, entities_meta=result.entities_meta)
 
 
-def _invalidate(state: State, keys: Any) -> State:
+def _invalidate(state: State, keys: Iterable[str]) -> State:
     endpoints, meta = state.endpoints, state.meta
-    changes: dict[str, Mapping[str, Any]] = {}
+    changes: dict[str, Mapping[str, object]] = {}
     for key in keys:
         endpoints = endpoints.delete(key)
         item = {k: v for k, v in (meta.get(key) or {}).items() if k != "error"}
@@ -181,7 +182,7 @@ def _gc(state: State, action: act.GC) -> State:
     return state.evolve(endpoints=endpoints, meta=meta, entities=entities, entities_meta=entities_meta)
 
 
-def _drop_rows(tables: PMap[str, PMap[str, Any]], key: str, pks: list[str]) -> PMap[str, PMap[str, Any]]:
+def _drop_rows(tables: PMap[str, PMap[str, V]], key: str, pks: list[str]) -> PMap[str, PMap[str, V]]:
     table = tables.get(key)
     if table is None:
         return tables

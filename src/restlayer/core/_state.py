@@ -10,18 +10,23 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from restlayer._pmap import EMPTY, PMap
 from restlayer._sentinel import Sentinel
 
 if TYPE_CHECKING:
+    from typing_extensions import TypedDict, Unpack
+
     from restlayer.core._actions import Fetch
 
 Table = PMap[str, PMap[str, Any]]
+K = TypeVar("K")
+V = TypeVar("V")
 
 
-def _empty() -> PMap[Any, Any]:
+def _empty() -> PMap[K, V]:
+    """An empty table of whatever the field holds (one shared empty map)."""
     return EMPTY
 
 
@@ -54,7 +59,7 @@ class State(Mapping[str, Any]):
             f"optimistic={len(self.optimistic)}, last_reset={self.last_reset})"
         )
 
-    def evolve(self, **changes: Any) -> State:
+    def evolve(self, **changes: Unpack[_Tables]) -> State:
         """A new state with some tables replaced (the others shared)."""
         return replace(self, **changes)
 
@@ -70,10 +75,24 @@ class State(Mapping[str, Any]):
         return plain
 
 
+if TYPE_CHECKING:
+
+    class _Tables(TypedDict, total=False):
+        """What `State.evolve` may replace: any of the fields, with their own types."""
+
+        entities: Table
+        indexes: PMap[str, PMap[str, PMap[str, Any]]]
+        entities_meta: Table
+        endpoints: PMap[str, Any]
+        meta: PMap[str, Mapping[str, Any]]
+        optimistic: tuple[Fetch, ...]
+        last_reset: float
+
+
 _FIELDS: tuple[str, ...] = tuple(f.name for f in fields(State))
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: object) -> object:
     """`value` as JSON-able data: mappings, sequences, scalars; anything else as its text."""
     if value is None or isinstance(value, (str, bool, int)):
         return value

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 #: `read(endpoint, args)`: the stored Response, the entities it read (for GC holds) and a test
 #: `unchanged()` that is True while the store still holds what the read saw (False: read again).
 Read = Callable[
-    ["Endpoint[object]", tuple[Any, ...]], "tuple[Response[Any], list[tuple[str, str]], Callable[[], bool]]"
+    ["Endpoint[object]", tuple[object, ...]], "tuple[Response[object], list[tuple[str, str]], Callable[[], bool]]"
 ]
 #: `hold(key, refs)` / `release(key, refs)`: take or drop a garbage-collection hold.
 Hold = Callable[[str | None, list[tuple[str, str]]], None]
@@ -48,12 +48,14 @@ class Watcher:
 
     __slots__ = ("args", "callback", "endpoint", "key", "last", "refs", "unchanged")
 
-    def __init__(self, endpoint: Endpoint[object], args: tuple[Any, ...], callback: Callable[[Any], object]) -> None:
+    def __init__(
+        self, endpoint: Endpoint[object], args: tuple[object, ...], callback: Callable[[Any], object]
+    ) -> None:  # the callback takes the endpoint's result type, which the store's reads do not carry
         self.endpoint = endpoint
         self.args = args
         self.callback = callback
         self.key: str = endpoint.key(*args)
-        self.last: Any = None
+        self.last: object = None
         self.refs: list[tuple[str, str]] = []
         self.unchanged: Callable[[], bool] = _never
 

@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, cast, overload
 
 from restlayer._args import merge_keywords
-from restlayer._typing import E, T
+from restlayer._typing import A, E, T
 from restlayer.core import _actions as act
 from restlayer.core._optimistic import apply_optimistic
 from restlayer.core._read import (
@@ -40,13 +40,22 @@ from restlayer.core.manager import Manager, build_chain
 from restlayer.core.network import DEFAULT_MAX_CONCURRENT_REQUESTS, NetworkManager
 from restlayer.core.shared import SharedManager, SharedStore
 from restlayer.core.subscriptions import SubscriptionManager
-from restlayer.errors import ClosedError, ResetError, RestLayerError
+from restlayer.errors import ClosedError, ParamError, ResetError, RestLayerError
 from restlayer.schema import MemoCache, Schema, SchemaLike
 
 Clock = Callable[[], float]
 _log = logging.getLogger("restlayer")
 #: `refetch_overtaken(endpoint, args)`: what to refetch, `(endpoint, args)`, after a mutation was overtaken.
-Refetch = Callable[[Any, tuple[Any, ...]], "tuple[Any, tuple[Any, ...]] | None"]
+Refetch = Callable[[Endpoint[object], tuple[object, ...]], "tuple[Endpoint[object], tuple[object, ...]] | None"]
+
+
+#: A polling fetch's (data_expiry_length, error_expiry_length, error_policy).
+_Polling = tuple[float, float, Callable[[BaseException], str | None]]
+
+
+def _soft(error: BaseException) -> str:
+    """Polling's error policy: every failure is soft (the stored data stays)."""
+    return "soft"
 
 
 def _wall_clock() -> float:
@@ -191,22 +200,24 @@ class Controller:
 
     # ----- arguments ------------------------------------------------------------------------
     @staticmethod
-    def _bind(endpoint: Endpoint[object], args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...] | None:
+    def _bind(
+        endpoint: Endpoint[object], args: tuple[object, ...], kwargs: dict[str, object]
+    ) -> tuple[object, ...] | None:
         """Canonical args, or None for "don't fetch" (`ctrl.dle(ep, None)`)."""
         if not kwargs and len(args) == 1 and args[0] is None:
             return None
-        bound: tuple[Any, ...] = endpoint.bind(*args, **kwargs)
+        bound: tuple[object, ...] = endpoint.bind(*args, **kwargs)
         return bound
 
     # ----- reads --------------------------------------------------------------------------------
-    def _read(self, endpoint: Endpoint[object], args: tuple[Any, ...]) -> tuple[Response[Any], Refs]:
+    def _read(self, endpoint: Endpoint[T], args: tuple[object, ...]) -> tuple[Response[T], Refs]:
         """The Response and, only when garbage collection counts references, the entities read."""
         response, detail = read_response(self.memo, endpoint, args, self._current())
         return response, (refs_of(detail) if self.gc_policy is not None else [])
 
     def _read_watched(
-        self, endpoint: Endpoint[object], args: tuple[Any, ...]
-    ) -> tuple[Response[Any], Refs, Callable[[], bool]]:
+        self, endpoint: Endpoint[object], args: tuple[object, ...]
+    ) -> tuple[Response[object], Refs, Callable[[], bool]]:
         """`_read` plus a test telling a watcher whether a later store still holds what this read saw."""
         state = self._current()
         response, detail = read_response(self.memo, endpoint, args, state)
@@ -214,6 +225,10 @@ class Controller:
         refs = refs_of(detail) if self.gc_policy is not None else []
         return response, refs, lambda: same(self._current())
 
+    @overload
+    def get_response(self, endpoint: Endpoint[T], skip: None, /) -> Response[T]: ...
+    @overload
+    def get_response(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> Response[T]: ...
     def get_response(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> Response[T]:
         """`Response(data, expiry_status, expires_at)` of the stored result; never fetches."""
         bound = self._bind(endpoint, args, kwargs)
@@ -227,16 +242,24 @@ class Controller:
     def get(self, schema: Schema[T], *args: object, **kwargs: object) -> T | None: ...
     @overload
     def get(self, schema: SchemaLike, *args: object, **kwargs: object) -> Any: ...
-    def get(self, schema: SchemaLike, *args: object, **kwargs: object) -> Any:
+    def get(self, schema: SchemaLike, *args: object, **kwargs: object) -> object:
         """Denormalized read of any schema (Entity, Collection, Query, All, dict) from the store."""
         return self.memo.query(schema, merge_keywords(args, kwargs), self._current())
 
-    def get_error(self, endpoint: Endpoint[Any], *args: object, **kwargs: object) -> BaseException | None:
+    @overload
+    def get_error(self, endpoint: Endpoint[object], skip: None, /) -> BaseException | None: ...
+    @overload
+    def get_error(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> BaseException | None: ...
+    def get_error(self, endpoint: Endpoint[object], *args: object, **kwargs: object) -> BaseException | None:
         """The stored error, unless its policy is soft and data is still stored."""
         bound = self._bind(endpoint, args, kwargs)
         return None if bound is None else read_error(endpoint, bound, self._current())
 
-    def last_error(self, endpoint: Endpoint[Any], *args: object, **kwargs: object) -> BaseException | None:
+    @overload
+    def last_error(self, endpoint: Endpoint[object], skip: None, /) -> BaseException | None: ...
+    @overload
+    def last_error(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> BaseException | None: ...
+    def last_error(self, endpoint: Endpoint[object], *args: object, **kwargs: object) -> BaseException | None:
         """The error of the call's latest fetch, even one `get_error` hides (a soft failure, e.g. of a poll).
 
         While a soft failure keeps the old data showing, this tells that the data
@@ -249,28 +272,41 @@ class Controller:
         return None if meta is None else meta.get("error")
 
     # ----- fetching -----------------------------------------------------------------------------
-    def _new_fetch(self, endpoint: Endpoint[object], args: tuple[Any, ...], **options: Any) -> act.Fetch:
-        data = options.pop("data_expiry_length", endpoint.data_expiry_length)
-        error = options.pop("error_expiry_length", endpoint.error_expiry_length)
+    def _new_fetch(
+        self,
+        endpoint: Endpoint[object],
+        args: tuple[object, ...],
+        *,
+        future: asyncio.Future[object] | None = None,
+        background: bool = False,
+        polling: _Polling | None = None,
+    ) -> act.Fetch:
+        """The `"fetch"` action of a call, its expiry lengths resolved (polling's when polling)."""
+        if polling is None:
+            data, error, policy = endpoint.data_expiry_length, endpoint.error_expiry_length, None
+        else:
+            data, error, policy = polling
         return act.Fetch(
             endpoint,
             args,
             endpoint.key(*args),
             self.now(),
-            **options,
+            future,
+            background,
             data_expiry_length=expiry_length(data, DATA_EXPIRY, "data_expiry_length"),
             error_expiry_length=expiry_length(error, ERROR_EXPIRY, "error_expiry_length"),
+            error_policy=policy,
         )
 
-    async def _fetch(self, endpoint: Endpoint[object], args: tuple[Any, ...]) -> Any:
+    async def _fetch(self, endpoint: Endpoint[object], args: tuple[object, ...]) -> object:
         """Dispatch a fetch and wait for its processed value (shared with concurrent callers)."""
         if self.closed:
             raise ClosedError(f"The controller is closed: cannot fetch {endpoint.name}")
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[object] = asyncio.get_running_loop().create_future()
         self.dispatch(self._new_fetch(endpoint, args, future=future))
         return await future
 
-    def _start(self, endpoint: Endpoint[object], args: tuple[Any, ...], **options: Any) -> None:
+    def _start(self, endpoint: Endpoint[object], args: tuple[object, ...], polling: _Polling | None = None) -> None:
         """Start a background fetch nobody awaits (needs a running loop; otherwise skipped)."""
         try:
             asyncio.get_running_loop()
@@ -278,21 +314,15 @@ class Controller:
             return
         if self.closed:
             return
-        self.dispatch(self._new_fetch(endpoint, args, background=True, **options))
+        self.dispatch(self._new_fetch(endpoint, args, background=True, polling=polling))
 
     # ----- the manager API: what managers call to act on the store ------------------------------
-    def poll(self, endpoint: Endpoint[object], args: tuple[Any, ...], frequency: float) -> None:
+    def poll(self, endpoint: Endpoint[object], args: tuple[object, ...], frequency: float) -> None:
         """Start one background polling fetch of `endpoint(*args)` (bound args): short expiry, soft errors."""
-        self._start(
-            endpoint,
-            args,
-            data_expiry_length=frequency / 2,
-            error_expiry_length=frequency / 10,
-            error_policy=lambda error: "soft",
-        )
+        self._start(endpoint, args, (frequency / 2, frequency / 10, _soft))
 
     def resolve(
-        self, fetch: act.Fetch, *, value: Any = None, error: BaseException | None = None
+        self, fetch: act.Fetch, *, value: object = None, error: BaseException | None = None
     ) -> BaseException | None:
         """Store the outcome of a `"fetch"` action: its reply `value`, or the `error` the request raised.
 
@@ -367,7 +397,7 @@ class Controller:
             )
         )
 
-    def _fetched(self, endpoint: Endpoint[object], args: tuple[Any, ...], value: Any) -> Any:
+    def _fetched(self, endpoint: Endpoint[object], args: tuple[object, ...], value: object) -> object:
         """A fetch's return: the store's read of the result (what `cache` gives now, same object).
 
         A deleting endpoint (its schema holds `Invalidate`) reads as nothing, so it
@@ -378,7 +408,7 @@ class Controller:
             self.gc_policy.touch(endpoint.key(*args), refs)
         return value if deletes(endpoint.schema) else response.data
 
-    async def fetch(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> T:
+    async def fetch(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> T:
         """Send the request (GETs of one key share it), store the result, return the stored read of it."""
         bound = endpoint.bind(*args, **kwargs)
         try:
@@ -389,7 +419,7 @@ class Controller:
             raise
         return cast(T, self._fetched(endpoint, bound, value))
 
-    async def fetch_if_stale(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> T:
+    async def fetch_if_stale(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> T:
         """The stored data while usable and unexpired, else `fetch`."""
         bound = endpoint.bind(*args, **kwargs)
         response = self._read(endpoint, bound)[0]
@@ -400,7 +430,7 @@ class Controller:
         return cast(T, self._fetched(endpoint, bound, value))
 
     # ----- writes ---------------------------------------------------------------------------------
-    def set_response(self, endpoint: Endpoint[Any], *args: object, **kwargs: object) -> None:
+    def set_response(self, endpoint: Endpoint[object], *args: object, **kwargs: object) -> None:
         """Store `response` (the last positional argument) as the result of `endpoint(*args)`."""
         if not args:
             raise TypeError("set_response(endpoint, *args, response): the response is missing")
@@ -410,11 +440,13 @@ class Controller:
         expires = now + expiry_length(endpoint.data_expiry_length, DATA_EXPIRY, "data_expiry_length")
         self.dispatch(act.SetResponse(endpoint, bound, endpoint.key(*bound), response, now, now, expires))
 
-    def set_error(self, endpoint: Endpoint[Any], *args: Any, **kwargs: object) -> None:
+    def set_error(self, endpoint: Endpoint[object], *args: object, **kwargs: object) -> None:
         """Store `error` (the last positional argument) for `endpoint(*args)`; data stays."""
         if not args:
             raise TypeError("set_error(endpoint, *args, error): the error is missing")
         *rest, error = args
+        if not isinstance(error, BaseException):
+            raise ParamError(f"set_error(endpoint, *args, error): the error must be an exception, not {error!r}")
         bound = endpoint.bind(*rest, **kwargs)
         now = self.now()
         expires = now + expiry_length(endpoint.error_expiry_length, ERROR_EXPIRY, "error_expiry_length")
@@ -442,7 +474,11 @@ class Controller:
         now = self.now()
         self.dispatch(act.Set(schema, bound, value, now, now + DATA_EXPIRY))
 
-    def invalidate(self, endpoint: Endpoint[Any], *args: object, **kwargs: object) -> None:
+    @overload
+    def invalidate(self, endpoint: Endpoint[object], skip: None, /) -> None: ...
+    @overload
+    def invalidate(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> None: ...
+    def invalidate(self, endpoint: Endpoint[object], *args: object, **kwargs: object) -> None:
         """Drop the stored result: readers block on a refetch (status INVALID)."""
         bound = self._bind(endpoint, args, kwargs)
         if bound is not None:
@@ -460,7 +496,11 @@ class Controller:
         """Empty the store; in-flight fetches fail with ResetError and their replies are dropped."""
         self.dispatch(act.Reset(self.now()))
 
-    async def subscribe(self, endpoint: Endpoint[Any], *args: object, **kwargs: object) -> None:
+    @overload
+    async def subscribe(self, endpoint: Endpoint[object], skip: None, /) -> None: ...
+    @overload
+    async def subscribe(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> None: ...
+    async def subscribe(self, endpoint: Endpoint[object], *args: object, **kwargs: object) -> None:
         """Poll `endpoint(*args)` every `poll_frequency` ms until unsubscribed."""
         bound = self._bind(endpoint, args, kwargs)
         if bound is None:
@@ -469,7 +509,11 @@ class Controller:
             raise RestLayerError(f"{endpoint.name}: subscribe needs poll_frequency")
         self.dispatch(act.Subscribe(endpoint, bound, endpoint.key(*bound)))
 
-    async def unsubscribe(self, endpoint: Endpoint[Any], *args: object, **kwargs: object) -> None:
+    @overload
+    async def unsubscribe(self, endpoint: Endpoint[object], skip: None, /) -> None: ...
+    @overload
+    async def unsubscribe(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> None: ...
+    async def unsubscribe(self, endpoint: Endpoint[object], *args: object, **kwargs: object) -> None:
         """Undo one `subscribe`; polling stops with the last subscriber."""
         bound = self._bind(endpoint, args, kwargs)
         if bound is None or endpoint.poll_frequency is None:
@@ -485,19 +529,23 @@ class Controller:
         if self.gc_policy is not None:
             self.gc_policy.release(key, refs)
 
-    def _touch(self, endpoint: Endpoint[object], args: tuple[Any, ...]) -> None:
+    def _touch(self, endpoint: Endpoint[object], args: tuple[object, ...]) -> None:
         if self.gc_policy is not None:
             self.gc_policy.touch(endpoint.key(*args), self._read(endpoint, args)[1])
 
     # ----- bindings (the hooks' counterparts) -------------------------------------------------------
+    @overload
+    async def suspense(self, endpoint: Endpoint[T], skip: None, /) -> T: ...
+    @overload
+    async def suspense(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> T: ...
     async def suspense(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> T:
         """The data once usable: fetches when missing, invalid or (with invalid_if_stale) stale."""
         bound = self._bind(endpoint, args, kwargs)
         if bound is None:
             return cast(T, None)  # a skipped call (args None) reads nothing
-        return cast(T, await self._suspense(endpoint, bound))
+        return await self._suspense(endpoint, bound)
 
-    async def _suspense(self, endpoint: Endpoint[object], args: tuple[Any, ...]) -> Any:
+    async def _suspense(self, endpoint: Endpoint[T], args: tuple[object, ...]) -> T:
         response = self._read(endpoint, args)[0]
         if needs_fetch(response, self.now()):
             if response.expiry_status == ExpiryStatus.VALID:
@@ -510,9 +558,9 @@ class Controller:
         error = read_error(endpoint, args, self._current())
         if error is not None:
             raise error
-        return response.data
+        return cast(T, response.data)
 
-    async def _fetch_for_read(self, endpoint: Endpoint[object], args: tuple[Any, ...]) -> Response[Any]:
+    async def _fetch_for_read(self, endpoint: Endpoint[T], args: tuple[object, ...]) -> Response[T]:
         """Fetch, then read the stored outcome (a stored error is raised by the caller).
 
         A fetch dropped by `reset_entire_store()` is sent again, as the original
@@ -532,6 +580,10 @@ class Controller:
                 pass
             return self._read(endpoint, args)[0]
 
+    @overload
+    def dle(self, endpoint: Endpoint[T], skip: None, /) -> DLE[T]: ...
+    @overload
+    def dle(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> DLE[T]: ...
     def dle(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> DLE[T]:
         """`DLE(data, loading, error)` right now; starts a fetch when one is needed, never waits."""
         bound = self._bind(endpoint, args, kwargs)
@@ -542,10 +594,14 @@ class Controller:
         if needs_fetch(response, self.now()):
             self._start(endpoint, bound)
             loading = response.expiry_status != ExpiryStatus.VALID
-        data = empty_form(endpoint, bound, self._current()) if loading else response.data
+        data = cast("T | None", empty_form(endpoint, bound, self._current())) if loading else response.data
         self._touch(endpoint, bound)
         return DLE(data, loading, read_error(endpoint, bound, self._current()))
 
+    @overload
+    def cache(self, endpoint: Endpoint[T], skip: None, /) -> T | None: ...
+    @overload
+    def cache(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> T | None: ...
     def cache(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> T | None:
         """The stored data (the empty loading form when it would be loading); never fetches."""
         bound = self._bind(endpoint, args, kwargs)
@@ -555,7 +611,7 @@ class Controller:
         self._touch(endpoint, bound)
         if response.expiry_status != ExpiryStatus.VALID and needs_fetch(response, self.now()):
             return cast("T | None", empty_form(endpoint, bound, self._current()))
-        return cast("T | None", response.data)
+        return response.data
 
     def watch(
         self, endpoint: Endpoint[T], *args: object, callback: Callable[[T], object], **kwargs: object
@@ -566,8 +622,16 @@ class Controller:
             return lambda: None
         return self._watchers.add(Watcher(endpoint, bound, callback))
 
+    @overload
+    def subscription(
+        self, endpoint: Endpoint[object], skip: None, /
+    ) -> contextlib.AbstractAsyncContextManager[None]: ...
+    @overload
+    def subscription(
+        self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs
+    ) -> contextlib.AbstractAsyncContextManager[None]: ...
     @contextlib.asynccontextmanager
-    async def subscription(self, endpoint: Endpoint[Any], *args: object, **kwargs: object) -> AsyncIterator[None]:
+    async def subscription(self, endpoint: Endpoint[object], *args: object, **kwargs: object) -> AsyncIterator[None]:
         """`async with ctrl.subscription(ep, ...)`: polls at `poll_frequency` while open."""
         bound = self._bind(endpoint, args, kwargs)
         if bound is None:
@@ -582,6 +646,10 @@ class Controller:
             self._unhold(key, [])
             await self.unsubscribe(endpoint, *bound)
 
+    @overload
+    def live(self, endpoint: Endpoint[T], skip: None, /) -> AsyncIterator[T]: ...
+    @overload
+    def live(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> AsyncIterator[T]: ...
     async def live(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> AsyncIterator[T]:
         """`async for data in ctrl.live(ep, ...)`: the first value, then each change (polling if set)."""
         bound = self._bind(endpoint, args, kwargs)

@@ -1,21 +1,22 @@
 """`Endpoint`: what the Controller needs from an endpoint (RestEndpoint and GQLEndpoint offer it).
 
 Any object with these members can be fetched, cached and watched. `Endpoint[Todo]`
-is one the Controller answers with a `Todo`; the type parameter exists for type
-checkers only.
+is one the Controller answers with a `Todo`; `Endpoint[Todo, [TodoParams]]` one
+whose calls take a `TodoParams` dict (`...`, the default: any arguments). The
+type parameters exist for type checkers only.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import Protocol
 
-from restlayer._typing import T_co
+from restlayer._typing import A, T_co
 
 __all__ = ["Endpoint"]
 
 
-class Endpoint(Protocol[T_co]):
+class Endpoint(Protocol[T_co, A]):
     """The endpoint contract: call it, key it, and read its cache options."""
 
     @property
@@ -68,12 +69,12 @@ class Endpoint(Protocol[T_co]):
         """Changes to other stored results once this call's reply is stored."""
         ...
 
-    def bind(self, *args: object, **kwargs: object) -> tuple[Any, ...]:
+    def bind(self, *args: object, **kwargs: object) -> tuple[object, ...]:
         """The canonical positional arguments of a call."""
         ...
 
-    def __call__(self, *args: object) -> Awaitable[object]:
-        """Send the request; the processed reply."""
+    def __call__(self, *args: A.args, **kwargs: A.kwargs) -> Awaitable[object]:
+        """Send the request; the processed reply (its arguments: what `ctrl.fetch(ep, ...)` takes)."""
         ...
 
     def key(self, *args: object) -> str:

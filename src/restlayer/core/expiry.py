@@ -7,7 +7,7 @@ from enum import IntEnum
 from typing import TYPE_CHECKING, Generic, NamedTuple
 
 from restlayer._time import to_ms
-from restlayer._typing import T
+from restlayer._typing import T_co
 from restlayer.errors import RestLayerError
 
 #: Lifetimes (ms) used when an endpoint leaves `data_expiry_length` / `error_expiry_length` unset.
@@ -35,17 +35,17 @@ class ExpiryStatus(IntEnum):
 
 if TYPE_CHECKING:  # generic for type checkers; a generic NamedTuple needs Python 3.11 at run time
 
-    class Response(NamedTuple, Generic[T]):
+    class Response(NamedTuple, Generic[T_co]):  # immutable: a Response[Todo] is a Response[object]
         """What `Controller.get_response` gives: the data, its status and when it expires (ms)."""
 
-        data: T | None
+        data: T_co | None
         expiry_status: ExpiryStatus
         expires_at: float
 
-    class DLE(NamedTuple, Generic[T]):
+    class DLE(NamedTuple, Generic[T_co]):
         """What `Controller.dle` gives: data, whether a fetch is loading it, and the error."""
 
-        data: T | None
+        data: T_co | None
         loading: bool
         error: BaseException | None
 

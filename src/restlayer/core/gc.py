@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from restlayer.core import _actions as act
 
@@ -67,7 +67,7 @@ class GCPolicy:
         self.release(key, refs)
 
     # ----- sweeping ---------------------------------------------------------------------
-    def expired(self, meta: Mapping[str, Any] | None, now: float) -> bool:
+    def expired(self, meta: Mapping[str, float] | None, now: float) -> bool:
         """Whether an item with this meta has outlived its grace period."""
         if meta is None:
             return True
@@ -139,6 +139,6 @@ def _decrement(counts: dict[K, int], item: K, queue: set[K]) -> None:
     queue.add(item)
 
 
-def _entity_meta(state: State, ref: EntityRef) -> Mapping[str, Any] | None:
+def _entity_meta(state: State, ref: EntityRef) -> Mapping[str, float] | None:
     table = state.entities_meta.get(ref[0])
     return None if table is None else table.get(ref[1])

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from restlayer.core._actions import Action
@@ -55,7 +55,7 @@ def _link(controller: Controller, manager: Manager, after: Next) -> Next:
         passed = False
         downstream: list[BaseException] = []
 
-        def forward(a: Any) -> None:
+        def forward(a: Action) -> None:
             nonlocal passed
             passed = True
             try:

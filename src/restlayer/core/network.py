@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from restlayer.core import _actions as act
 from restlayer.core.manager import Manager, Next
@@ -39,12 +39,12 @@ class _Flight:
     def __init__(self, action: act.Fetch) -> None:
         self.action = action
         self.key = action.key
-        self.futures: list[asyncio.Future[Any]] = []
+        self.futures: list[asyncio.Future[object]] = []
         self.pinned = False
         self.dropped = False
         self.task: asyncio.Task[None] | None = None
 
-    def settle(self, value: Any = None, error: BaseException | None = None) -> None:
+    def settle(self, value: object = None, error: BaseException | None = None) -> None:
         """Give every caller still waiting the outcome."""
         for future in self.futures:
             if future.done():
@@ -109,7 +109,7 @@ class NetworkManager(Manager):
             flight.futures.append(future)
             future.add_done_callback(lambda f: self._left(flight, f))
 
-    def _left(self, flight: _Flight, future: asyncio.Future[Any]) -> None:
+    def _left(self, flight: _Flight, future: asyncio.Future[object]) -> None:
         """A caller stopped waiting; cancel the request when it was the last one.
 
         The cancelled request leaves the key at once, so a later caller starts
@@ -137,7 +137,7 @@ class NetworkManager(Manager):
             self._slots = (loop, asyncio.Semaphore(self.max_concurrent_requests))
         return self._slots[1]
 
-    async def _send(self, action: act.Fetch) -> Any:
+    async def _send(self, action: act.Fetch) -> object:
         """Call the endpoint once a request slot is free."""
         slots = self._semaphore()
         if slots is None:
@@ -175,7 +175,7 @@ class NetworkManager(Manager):
         controller: Controller,
         action: act.Fetch,
         flight: _Flight,
-        value: Any = None,
+        value: object = None,
         error: BaseException | None = None,
     ) -> None:
         """Store the outcome and settle the callers; they are settled even when storing fails."""

@@ -8,19 +8,20 @@ is testable without timers; the manager only turns due times into
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 from restlayer.core import _actions as act
 from restlayer.core.manager import Manager, Next
 
 if TYPE_CHECKING:
     from restlayer.core.controller import Controller
+    from restlayer.core.endpoint import Endpoint
 
 
 class Poll:
     """Polling of one key: how many subscribers per frequency, and when the next poll is due."""
 
-    def __init__(self, endpoint: Any, args: tuple[Any, ...], key: str) -> None:
+    def __init__(self, endpoint: Endpoint[object], args: tuple[object, ...], key: str) -> None:
         self.endpoint = endpoint
         self.args = args
         self.key = key

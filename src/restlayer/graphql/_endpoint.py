@@ -47,7 +47,7 @@ def _query_getter(query: QueryText) -> Callable[[Any], str]:
         raise ParamError(f"a GraphQL query must be a str or a function, not {type(query).__name__}")
     cleaned = clean_query(query)
 
-    def get_query(variables: Any = None) -> str:
+    def get_query(variables: object = None) -> str:
         return cleaned
 
     return get_query
@@ -80,7 +80,7 @@ class GQLEndpoint(RestEndpoint[T_co]):
     expiry lengths, `process`, ...); `get_query(variables)` supplies the query text.
     """
 
-    def __init__(self, url: str | None = None, **options: Any) -> None:
+    def __init__(self, url: str | None = None, **options: object) -> None:
         if url is not None:
             options["url_prefix"] = url
         options.setdefault("path", "")
@@ -88,7 +88,8 @@ class GQLEndpoint(RestEndpoint[T_co]):
         options.setdefault("side_effect", type(self).side_effect)
         if options.setdefault("method", "POST") != "POST":
             raise ParamError(f"GQLEndpoint sends POST requests only, not {options['method']!r}")
-        super().__init__(**options)
+        init: Callable[..., None] = super().__init__  # options are checked at run time
+        init(**options)
         if not isinstance(self.url_prefix, str) or not self.url_prefix:
             raise ParamError("GQLEndpoint needs the GraphQL server's url")
 
@@ -98,7 +99,7 @@ class GQLEndpoint(RestEndpoint[T_co]):
 
     # -- the operation ---------------------------------------------------------------
 
-    def get_query(self, variables: Any) -> str:
+    def get_query(self, variables: object) -> str:
         """The query text for these variables (set by `.query()` / `.mutation()`)."""
         raise RestLayerError(f"{self.name}: You must include a query (use .query() or .mutation())")
 
@@ -112,7 +113,7 @@ class GQLEndpoint(RestEndpoint[T_co]):
     def query(self, query: QueryText, schema: Mapping[str, Any], **options: object) -> GQLEndpoint[dict[str, Any]]: ...
     @overload
     def query(self, query: QueryText, schema: None = None, **options: object) -> GQLEndpoint[Any]: ...
-    def query(self, query: QueryText, schema: Any = None, **options: Any) -> GQLEndpoint[Any]:
+    def query(self, query: QueryText, schema: object = None, **options: object) -> GQLEndpoint[object]:
         """An endpoint reading `query` (text or variables -> text), normalized by `schema`."""
         return self._operation(query, schema, None, options)
 
@@ -128,7 +129,7 @@ class GQLEndpoint(RestEndpoint[T_co]):
     ) -> GQLEndpoint[dict[str, Any]]: ...
     @overload
     def mutation(self, query: QueryText, schema: None = None, **options: object) -> GQLEndpoint[Any]: ...
-    def mutation(self, query: QueryText, schema: Any = None, **options: Any) -> GQLEndpoint[Any]:
+    def mutation(self, query: QueryText, schema: object = None, **options: object) -> GQLEndpoint[object]:
         """Like `query`, but a side effect: never read from the cache, always sent."""
         return self._operation(query, schema, True, options)
 
@@ -179,12 +180,12 @@ class GQLEndpoint(RestEndpoint[T_co]):
     def subscription(
         self,
         query: QueryText,
-        schema: Any = None,
+        schema: object = None,
         *,
         ws_url: str | None = None,
         backoff: ReconnectBackoff | None = None,
         retries: int | None = 5,
-        **options: Any,
+        **options: object,
     ) -> GQLSubscription[Any]:
         """A subscription over WebSocket (graphql-transport-ws) whose events are stored like `query` results.
 
@@ -198,11 +199,11 @@ class GQLEndpoint(RestEndpoint[T_co]):
         return GQLSubscription(endpoint, ws_url or ws_url_of(self.url_prefix), backoff=backoff, retries=retries)
 
     def _operation(
-        self, query: QueryText, schema: object, side_effect: bool | None, options: dict[str, Any]
-    ) -> GQLEndpoint[Any]:
+        self, query: QueryText, schema: object, side_effect: bool | None, options: dict[str, object]
+    ) -> GQLEndpoint[object]:
         """`query` / `mutation`: this endpoint extended with `get_query`, schema and side_effect."""
         get_query = _query_getter(query)
-        merged: dict[str, Any] = {
+        merged: dict[str, object] = {
             "schema": schema,
             "get_query": get_query,
             "side_effect": side_effect,
@@ -214,12 +215,12 @@ class GQLEndpoint(RestEndpoint[T_co]):
 
     # -- arguments and keys ------------------------------------------------------------
 
-    def _split(self, args: tuple[Any, ...]) -> tuple[Any, Any]:
+    def _split(self, args: tuple[object, ...]) -> tuple[object, object]:
         """The variables travel in the request body; the URL is the server's, whatever they are."""
         variables = split_call(args, False)[0]
         return variables, variables
 
-    def url(self, params: Mapping[str, Any] | None = None) -> str:
+    def url(self, params: Mapping[str, object] | None = None) -> str:
         """The GraphQL server's address (variables never enter the URL)."""
         return self.url_prefix
 
@@ -234,7 +235,7 @@ class GQLEndpoint(RestEndpoint[T_co]):
 
     # -- the request -------------------------------------------------------------------
 
-    async def get_request_init(self, variables: Any) -> dict[str, Any]:
+    async def get_request_init(self, variables: object) -> dict[str, Any]:
         """POST init: JSON body `{"query", "variables"}`, headers through `get_headers`."""
         payload = {"query": self.get_query(variables), "variables": variables}
         return await super().get_request_init(payload)
@@ -269,8 +270,9 @@ class GQLEndpoint(RestEndpoint[T_co]):
 
     # -- derived endpoints -------------------------------------------------------------
 
-    def extend(self, **options: Any) -> GQLEndpoint[Any]:
+    def extend(self, **options: object) -> GQLEndpoint[Any]:  # Any: overrides RestEndpoint's typed overloads
         """A new endpoint with these options overriding this one's (`url=` moves it)."""
         if "url" in options:
             options["url_prefix"] = options.pop("url")
-        return type(self)(**{**self._options, **options})
+        build: Callable[..., GQLEndpoint[object]] = type(self)
+        return build(**{**self._options, **options})

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import AsyncIterator, Mapping
-from typing import IO, Any, Final
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any, Final
 
 from restlayer.errors import ParamError
 
@@ -21,15 +21,15 @@ def dumps(value: object) -> bytes:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
 
 
-async def _read_sync_file(file: IO[Any]) -> AsyncIterator[bytes]:
-    """Stream a blocking file-like object as request content."""
-    while chunk := file.read(_CHUNK):
+async def _read_sync_file(read: Callable[[int], bytes | str]) -> AsyncIterator[bytes]:
+    """Stream a blocking file-like object (its `read`) as request content."""
+    while chunk := read(_CHUNK):
         yield chunk.encode() if isinstance(chunk, str) else chunk
 
 
-async def _read_async_file(file: Any) -> AsyncIterator[bytes]:
+async def _read_async_file(read: Callable[[int], Awaitable[bytes | str]]) -> AsyncIterator[bytes]:
     """Stream a file-like object whose `read` is a coroutine (aiofiles, anyio)."""
-    while chunk := await file.read(_CHUNK):
+    while chunk := await read(_CHUNK):
         yield chunk.encode() if isinstance(chunk, str) else chunk
 
 
@@ -45,8 +45,8 @@ def encode_content(body: object) -> Content:
     read = getattr(body, "read", None)
     if read is not None:
         if inspect.iscoroutinefunction(read):
-            return _read_async_file(body)
-        return _read_sync_file(body)  # type: ignore[arg-type]  # has `read`: a file-like object
+            return _read_async_file(read)
+        return _read_sync_file(read)
     raise ParamError(
         f"Unsupported request body of type {type(body).__name__}: send a dict or list "
         "(JSON), str, bytes, a file-like object or an async iterable of bytes"

@@ -21,7 +21,7 @@ _TEXT_LIKE: Final = re.compile(r"\btext\b|\bxml\b|\bhtml\b|\bjavascript\b|\bcss\
 _TRANSFER_HEADERS: Final = frozenset({"content-encoding", "content-length", "transfer-encoding"})
 
 
-def schema_name(schema: Any) -> str:
+def schema_name(schema: object) -> str:
     """How an error message names a schema: a class by its name, anything else by str()."""
     return getattr(schema, "__name__", None) or str(schema)
 
@@ -44,7 +44,7 @@ def _with_content(response: httpx.Response, body: bytes) -> httpx.Response:
 
 
 def transport_error(
-    url: Any, exc: BaseException, response: httpx.Response | None = None, *, method: str | None = None
+    url: object, exc: BaseException, response: httpx.Response | None = None, *, method: str | None = None
 ) -> TransportError:
     """A transport failure (connect, read, reset, bad encoding) as a status-500 TransportError."""
     reason = str(exc) or type(exc).__name__

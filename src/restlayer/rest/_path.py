@@ -203,7 +203,7 @@ def _param_text(name: str, value: Any) -> str:
     return _encode(to_text(value))
 
 
-def _wildcard_text(name: str, value: Any) -> str:
+def _wildcard_text(name: str, value: object) -> str:
     """Encoded text of a present `*name` value: each element encoded, joined by `/`."""
     if not isinstance(value, (list, tuple)) or not value:
         raise _BadValue(f'Expected "{name}" to be a non-empty array')
@@ -215,7 +215,7 @@ def _wildcard_text(name: str, value: Any) -> str:
     return "/".join(parts)
 
 
-def _fill(nodes: tuple[_Node, ...], params: Mapping[str, Any], out: list[str], dots: list[str]) -> list[str]:
+def _fill(nodes: tuple[_Node, ...], params: Mapping[str, object], out: list[str], dots: list[str]) -> list[str]:
     """Append the filled `nodes` to `out`; return the names of missing direct params.
 
     Every value is checked even where a group ends up dropped (as path-to-regexp does).
@@ -368,7 +368,7 @@ class PathTemplate:
         setattr_(self, "required", tuple(_names(nodes, True)))
         setattr_(self, "name_set", frozenset(names))
 
-    def fill(self, params: Mapping[str, Any], *, endpoint: str | None = None) -> str:
+    def fill(self, params: Mapping[str, object], *, endpoint: str | None = None) -> str:
         """The URL path for `params`: values encoded, absent groups dropped.
 
         Raises `ParamError` for missing required params and unusable values.

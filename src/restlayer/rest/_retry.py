@@ -16,7 +16,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Final, TypeVar
+from typing import Final, TypeVar
 
 import httpx
 
@@ -40,7 +40,7 @@ DEFAULT_EXCEPTIONS: Final[tuple[type[BaseException], ...]] = (
 )
 
 
-def _positive(name: str, value: Any, *, allow_zero: bool = True) -> None:
+def _positive(name: str, value: object, *, allow_zero: bool = True) -> None:
     """Refuse a count or duration that is not a non-negative number."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or (not allow_zero and value == 0):
         kind = "non-negative" if allow_zero else "positive"
@@ -70,7 +70,7 @@ class Retry:
     retry_after: bool = True
     max_retry_after: float = 60.0
     #: Awaited with the wait in seconds; replace it to drive time in tests.
-    sleep: Callable[[float], Awaitable[Any]] = field(default=asyncio.sleep, repr=False, compare=False)
+    sleep: Callable[[float], Awaitable[object]] = field(default=asyncio.sleep, repr=False, compare=False)
     #: Returns a float in [0, 1) for the jitter.
     random: Callable[[], float] = field(default=random.random, repr=False, compare=False)
 
@@ -157,7 +157,7 @@ class Retry:
             log.debug("retry %d/%d of %s %s in %.3fs after %s", retry, self.attempts, method, url, wait, reason)
             await self.sleep(wait)
 
-    def _next_wait(self, done: int, error: BaseException | None, response: Any) -> float | None:
+    def _next_wait(self, done: int, error: BaseException | None, response: object) -> float | None:
         """The wait before one more attempt, or None to give up now."""
         if done >= self.attempts or (error is not None and not self.is_transient(error)):
             return None

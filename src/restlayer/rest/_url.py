@@ -30,7 +30,7 @@ def _form_encode(text: str) -> str:
     return encoded.replace("~", "%7E") if "~" in encoded else encoded
 
 
-def _value_text(key: str, value: Any) -> str:
+def _value_text(key: str, value: object) -> str:
     """Text of one present search value; a mapping cannot be sent this way."""
     if value.__class__ is str:
         return str(value)
@@ -42,7 +42,7 @@ def _value_text(key: str, value: Any) -> str:
     return to_text(value)
 
 
-def search_to_string(params: Mapping[Any, Any]) -> str:
+def search_to_string(params: Mapping[Any, Any]) -> str:  # any keys: non-str ones are sent as text
     """The default search string: keys sorted, `None` left out, lists repeat the key.
 
     `{"b": 1, "a": "x y", "c": [1, 2]}` gives `a=x+y&b=1&c=1&c=2`; `{}` gives `""`.
@@ -66,8 +66,8 @@ def search_to_string(params: Mapping[Any, Any]) -> str:
 def build_url(
     prefix: str,
     template: PathTemplate,
-    params: Mapping[str, Any],
-    search_to_string: Callable[[Mapping[str, Any]], str] = search_to_string,
+    params: Mapping[str, object],
+    search_to_string: Callable[[Mapping[str, object]], str] = search_to_string,
     endpoint: str | None = None,
 ) -> str:
     """`prefix` + the filled template, then the params it does not name as a search string.

@@ -12,7 +12,7 @@ import asyncio
 import functools
 import inspect
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final, Generic, Protocol, overload
 
 import httpx
@@ -20,7 +20,7 @@ import httpx
 from restlayer._args import merge_keywords, split_call
 from restlayer._sentinel import Sentinel
 from restlayer._time import normalize_time_options
-from restlayer._typing import E, Self, T, T_co
+from restlayer._typing import Args, B, E, P, Params, Self, T, T_co
 from restlayer.errors import (
     ClientLoopError,
     DeadlineExceededError,
@@ -57,6 +57,7 @@ OPTIONS: Final = frozenset(
         "name", "client", "process", "url", "search_to_string", "key", "test_key",
         "get_request_init", "get_headers", "fetch_response", "parse_response",
         "move_path", "remove_cursor", "max_body_size", "total_timeout", "retry",
+        "params",
     }
 )  # fmt: skip
 
@@ -81,16 +82,18 @@ def _class_sets(cls: type, name: str) -> bool:
     return False
 
 
-def _header_items(headers: Any) -> Iterable[tuple[Any, Any]]:
+def _header_items(headers: object) -> Iterable[tuple[object, object]]:
     """(name, value) pairs of headers given as a mapping or as a list of pairs."""
     if headers is None:
         return ()
     if isinstance(headers, Mapping):
         return headers.items()
-    return headers  # type: ignore[no-any-return]
+    if isinstance(headers, Iterable):
+        return headers
+    raise ParamError(f"headers must be a mapping or a list of (name, value) pairs, not {type(headers).__name__}")
 
 
-def _check_header_text(endpoint: str, name: Any, part: Any, what: str) -> None:
+def _check_header_text(endpoint: str, name: object, part: object, what: str) -> None:
     """Refuse a header name or value that cannot be sent as it is (a local mistake)."""
     if isinstance(part, bytes):
         text = part.decode("latin-1")
@@ -106,7 +109,7 @@ def _check_header_text(endpoint: str, name: Any, part: Any, what: str) -> None:
         )
 
 
-def _check_headers(headers: Any, endpoint: str = "request") -> None:
+def _check_headers(headers: object, endpoint: str = "request") -> None:
     """Raise `ParamError` for header names or values holding CR, LF, NUL or non-ASCII text."""
     for name, value in _header_items(headers):
         _check_header_text(endpoint, name, name, "name")
@@ -133,11 +136,14 @@ if TYPE_CHECKING:
         def __get__(self, obj: RestEndpoint[dict[str, Any]], owner: object) -> RestEndpoint[Any]: ...
 
 
-class RestEndpoint(Generic[T_co]):
+class RestEndpoint(Generic[T_co, Params, Args]):
     """A REST call: `await ep(params, body)` sends it; `ep.key(...)` names its cache slot.
 
     `RestEndpoint[Todo]` is an endpoint the Controller answers with a `Todo`;
     the type is inferred from `schema` (or `process`) for type checkers only.
+    `params=TodoParams` (a `TypedDict`) makes it a `RestEndpoint[Todo, [TodoParams]]`
+    whose calls and URLs type checkers check against it (with `body=TodoBody`
+    too: `RestEndpoint[Todo, [TodoParams], [TodoParams, TodoBody]]`).
 
     Any option may be given to the constructor, set as a class attribute of a
     subclass, or changed by `extend(**options)`; callables given as options
@@ -149,9 +155,9 @@ class RestEndpoint(Generic[T_co]):
     path: str
     url_prefix: str = ""
     method: str = "GET"
-    schema: Any = None
-    body: Any = UNSET
-    search_params: Any = None
+    schema: object = None
+    body: object = UNSET
+    search_params: object = None
     pagination_field: str | None = None
     content: str | None = None
     request_init: Mapping[str, Any] | None = None
@@ -160,12 +166,12 @@ class RestEndpoint(Generic[T_co]):
     error_expiry_length: int | None = None
     invalid_if_stale: bool = False
     poll_frequency: int | None = None
-    get_optimistic_response: Callable[..., Any] | None = None
-    update: Callable[..., Any] | None = None
+    get_optimistic_response: Callable[..., object] | None = None
+    update: Callable[..., object] | None = None
     name: str
     client: httpx.AsyncClient | None = None
     move_path: str | None = None
-    remove_cursor: Callable[..., Any] | None = None
+    remove_cursor: Callable[..., Iterable[object]] | None = None
     #: Largest decoded reply body accepted, in bytes (`None`: no limit).
     max_body_size: int | None = DEFAULT_MAX_BODY_SIZE
     #: Seconds the whole request may take, redirects and body included (`None`: no
@@ -173,33 +179,113 @@ class RestEndpoint(Generic[T_co]):
     total_timeout: float | None = None
     #: When to send a failed request again (`Retry`, or an int: that many retries); None: never.
     retry: Retry | None = None
+    #: The `TypedDict` of the URL parameters, for type checkers (checked against the path once).
+    params: type[Mapping[str, object]] | None = None
 
+    @overload
+    def __init__(
+        self: RestEndpoint[E, [P], [P, B]], *, schema: type[E], params: type[P], body: type[B], **options: object
+    ) -> None: ...
+    @overload
+    def __init__(self: RestEndpoint[E, [P]], *, schema: type[E], params: type[P], **options: object) -> None: ...
     @overload
     def __init__(self: RestEndpoint[E], *, schema: type[E], **options: object) -> None: ...
     @overload
+    def __init__(
+        self: RestEndpoint[list[E], [P], [P, B]],
+        *,
+        schema: list[type[E]],
+        params: type[P],
+        body: type[B],
+        **options: object,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: RestEndpoint[list[E], [P]], *, schema: list[type[E]], params: type[P], **options: object
+    ) -> None: ...
+    @overload
     def __init__(self: RestEndpoint[list[E]], *, schema: list[type[E]], **options: object) -> None: ...
+    @overload
+    def __init__(
+        self: RestEndpoint[T, [P], [P, B]], *, schema: Schema[T], params: type[P], body: type[B], **options: object
+    ) -> None: ...
+    @overload
+    def __init__(self: RestEndpoint[T, [P]], *, schema: Schema[T], params: type[P], **options: object) -> None: ...
     @overload
     def __init__(self: RestEndpoint[T], *, schema: Schema[T], **options: object) -> None: ...
     @overload
+    def __init__(
+        self: RestEndpoint[dict[str, Any], [P], [P, B]],
+        *,
+        schema: Mapping[str, Any],
+        params: type[P],
+        body: type[B],
+        **options: object,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: RestEndpoint[dict[str, Any], [P]], *, schema: Mapping[str, Any], params: type[P], **options: object
+    ) -> None: ...
+    @overload
     def __init__(self: RestEndpoint[dict[str, Any]], *, schema: Mapping[str, Any], **options: object) -> None: ...
+    @overload
+    def __init__(
+        self: RestEndpoint[T, [P], [P, B]],
+        *,
+        process: Callable[..., T],
+        schema: None = None,
+        params: type[P],
+        body: type[B],
+        **options: object,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: RestEndpoint[T, [P]],
+        *,
+        process: Callable[..., T],
+        schema: None = None,
+        params: type[P],
+        **options: object,
+    ) -> None: ...
     @overload
     def __init__(
         self: RestEndpoint[T], *, process: Callable[..., T], schema: None = None, **options: object
     ) -> None: ...
     @overload
     def __init__(
+        self: RestEndpoint[Any, [P], [P, B]],
+        *,
+        schema: str | None = None,
+        process: None = None,
+        params: type[P],
+        body: type[B],
+        **options: object,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: RestEndpoint[Any, [P]],
+        *,
+        schema: str | None = None,
+        process: None = None,
+        params: type[P],
+        **options: object,
+    ) -> None: ...
+    @overload
+    def __init__(
         self: RestEndpoint[Any], *, schema: str | None = None, process: None = None, **options: object
     ) -> None: ...
-    def __init__(self, **options: Any) -> None:
+    def __init__(self, **options: object) -> None:
         cls = type(self)
         for option in options:
             if option not in OPTIONS and not _class_sets(cls, option):
                 raise ParamError(f"{cls.__name__}: unknown option {option!r}")
-        self._options: dict[str, Any] = options
+        self._options: dict[str, object] = options
         self.__dict__.update(options)
         if not isinstance(getattr(self, "path", None), str):
             raise ParamError(f"{cls.__name__} needs a `path` (str)")
         self._template = compile_path(self.path)
+        if self.params is not None:
+            _check_params_type(self.params, self._template.required, cls.__name__)
         self._derive_method(options)
         if "name" not in options and not _class_sets(cls, "name"):
             self.name = self.url_prefix + self.path
@@ -214,12 +300,12 @@ class RestEndpoint(Generic[T_co]):
         normalize_time_options(self)
         self.retry = _retry_policy(self.retry)
 
-    def _derive_method(self, options: Mapping[str, Any]) -> None:
+    def _derive_method(self, options: Mapping[str, object]) -> None:
         """side_effect from the method unless given; method from side_effect unless given."""
         cls = type(self)
         method_given = "method" in options or _class_sets(cls, "method")
         if "side_effect" in options:
-            side_effect = options["side_effect"]
+            side_effect = self.side_effect  # set from options above
         elif "method" not in options and _class_sets(cls, "side_effect"):
             side_effect = cls.side_effect
         else:
@@ -241,7 +327,7 @@ class RestEndpoint(Generic[T_co]):
 
     # -- arguments, URLs and keys -------------------------------------------------
 
-    def bind(self, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+    def bind(self, *args: object, **kwargs: object) -> tuple[object, ...]:
         """Canonical positional arguments: keyword arguments merged into the params dict."""
         if not kwargs:
             return args
@@ -254,11 +340,17 @@ class RestEndpoint(Generic[T_co]):
             return ({**kwargs}, args[0])
         return merge_keywords(args, kwargs)
 
-    def _split(self, args: tuple[Any, ...]) -> tuple[Any, Any]:
+    def _split(self, args: tuple[object, ...]) -> tuple[object, object]:
         """`(URL params, request body)` of canonical call arguments (the hook GQLEndpoint overrides)."""
         return split_call(args, self._has_body)
 
-    def url(self, params: Mapping[str, Any] | None = None) -> str:
+    if TYPE_CHECKING:
+
+        def url(self, *args: Params.args, **kwargs: Params.kwargs) -> str:
+            """url_prefix + the filled template + `?` and the params the template does not use."""
+            ...
+
+    def _url(self, params: object = None) -> str:
         """url_prefix + the filled template + `?` and the params the template does not use."""
         if not params:
             return self.url_prefix + self._template.fill({}, endpoint=self.name)
@@ -266,11 +358,14 @@ class RestEndpoint(Generic[T_co]):
             raise ParamError(f"{self.name}: URL params must be a dict, not {type(params).__name__}")
         return build_url(self.url_prefix, self._template, params, self.search_to_string, self.name)
 
-    def search_to_string(self, params: Mapping[str, Any]) -> str:
+    if not TYPE_CHECKING:  # one function: checkers see `url` typed by `Params`, callers the same object
+        url = _url
+
+    def search_to_string(self, params: Mapping[str, object]) -> str:
         """Encode search params: sorted keys, form encoding (override for nested objects)."""
         return _default_search_to_string(params)
 
-    def key(self, *args: Any) -> str:
+    def key(self: RestEndpoint[object, ...], *args: object) -> str:
         """The store key of a call: `"<method> <url>"`; the body never enters it."""
         remove_cursor = self.remove_cursor
         if remove_cursor is not None:
@@ -290,7 +385,7 @@ class RestEndpoint(Generic[T_co]):
 
     # -- the request ---------------------------------------------------------------
 
-    async def get_request_init(self, body: Any) -> dict[str, Any]:
+    async def get_request_init(self, body: object) -> dict[str, Any]:
         """The request options: request_init, the method, headers and the encoded body."""
         parts = self._parts
         if parts.source is not self.request_init:
@@ -302,7 +397,7 @@ class RestEndpoint(Generic[T_co]):
         init["headers"] = result
         return init
 
-    def get_headers(self, headers: dict[str, str]) -> Any:
+    def get_headers(self, headers: dict[str, str]) -> Mapping[str, str] | Awaitable[Mapping[str, str]]:
         """Final headers of a request (sync or async): the place to add credentials."""
         return headers
 
@@ -370,7 +465,7 @@ class RestEndpoint(Generic[T_co]):
             raise
 
     async def _send_once(self, client: httpx.AsyncClient, request: httpx.Request, auth: Any) -> httpx.Response:
-        """One hop: the reply with its headers, body not read yet."""
+        """One hop: the reply with its headers, body not read yet (`auth`: httpx's option, whose type is private)."""
         _log.debug("request %s %s", request.method, request.url)
         try:
             return await client.send(request, stream=True, follow_redirects=False, auth=auth)
@@ -413,7 +508,7 @@ class RestEndpoint(Generic[T_co]):
         """The reply's value: by `content` when set, else by Content-Type."""
         return await parse_reply(response, self.content, self.schema, schema_set=self._schema_set, raw_ok=self._raw_ok)
 
-    def process(self, value: Any, *args: Any) -> Any:
+    def process(self, value: Any, *args: object) -> Any:
         """Post-process the parsed value; `args` are the call arguments. Default: identity."""
         return value
 
@@ -422,40 +517,49 @@ class RestEndpoint(Generic[T_co]):
         status = getattr(error, "status", None)
         return "soft" if isinstance(status, int) and status >= 500 else None
 
-    async def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    async def __call__(self, *args: Args.args, **kwargs: Args.kwargs) -> Any:
         """Send the request; the value of `process(parsed, *args)`."""
-        if kwargs:
-            args = self.bind(*args, **kwargs)
-        params, body = self._split(args)
-        init: Any = self.get_request_init(body)
+        call: tuple[object, ...] = self.bind(*args, **kwargs) if kwargs else args
+        params, body = self._split(call)
+        init: Mapping[str, object] | Awaitable[Mapping[str, object]] = self.get_request_init(body)
         if inspect.isawaitable(init):
             init = await init
-        response = await self.fetch_with_retry(self.url(params), init)
-        value: Any = self.parse_response(response)
+        any_params: RestEndpoint[object, ...] = self  # `url` checks callers' params; these are checked already
+        response = await self.fetch_with_retry(any_params.url(params), init)
+        value: object = self.parse_response(response)
         if inspect.isawaitable(value):
             value = await value
-        return self.process(value, *args)
+        return self.process(value, *call)
 
     # -- derived endpoints -----------------------------------------------------------
 
     @overload
-    def extend(self, *, schema: type[E], **options: object) -> RestEndpoint[E]: ...
+    def extend(self, *, schema: type[E], params: type[P], **options: object) -> RestEndpoint[E, [P]]: ...  # type: ignore[overload-overlap]
     @overload
-    def extend(self, *, schema: list[type[E]], **options: object) -> RestEndpoint[list[E]]: ...
+    def extend(self, *, schema: list[type[E]], params: type[P], **options: object) -> RestEndpoint[list[E], [P]]: ...  # type: ignore[overload-overlap]
     @overload
-    def extend(self, *, schema: Schema[T], **options: object) -> RestEndpoint[T]: ...
+    def extend(self, *, params: type[P], body: type[B], **options: object) -> RestEndpoint[T_co, [P], [P, B]]: ...  # type: ignore[overload-overlap]
     @overload
-    def extend(self, *, schema: Mapping[str, Any], **options: object) -> RestEndpoint[dict[str, Any]]: ...
+    def extend(self, *, params: type[P], **options: object) -> RestEndpoint[T_co, [P]]: ...  # type: ignore[overload-overlap]
+    @overload
+    def extend(self, *, schema: type[E], **options: object) -> RestEndpoint[E, Params, Args]: ...
+    @overload
+    def extend(self, *, schema: list[type[E]], **options: object) -> RestEndpoint[list[E], Params, Args]: ...
+    @overload
+    def extend(self, *, schema: Schema[T], **options: object) -> RestEndpoint[T, Params, Args]: ...
+    @overload
+    def extend(self, *, schema: Mapping[str, Any], **options: object) -> RestEndpoint[dict[str, Any], Params, Args]: ...
     @overload
     def extend(self, **options: object) -> Self: ...
-    def extend(self, **options: Any) -> Any:
+    def extend(self, **options: object) -> RestEndpoint[object, ...]:
         """A new endpoint with these options overriding this one's; this one is unchanged."""
         merged = {**self._options, **options}
         if "method" in options and "side_effect" not in options:
             merged.pop("side_effect", None)
-        return type(self)(**merged)
+        build: Callable[..., RestEndpoint[object, ...]] = type(self)
+        return build(**merged)
 
-    def _collection_member(self, attr: str) -> Any:
+    def _collection_member(self, attr: str) -> object:
         """The derived schema `attr` (push, remove, ...) of the Collection in the schema."""
         from restlayer.schema import find_collection
 
@@ -485,22 +589,22 @@ class RestEndpoint(Generic[T_co]):
     else:
 
         @functools.cached_property
-        def push(self) -> RestEndpoint[Any]:
+        def push(self) -> RestEndpoint[object]:
             """POST that appends the created item to every matching list."""
             return self.extend(method="POST", schema=self._collection_member("push"), name=self.name + ".create")
 
         @functools.cached_property
-        def unshift(self) -> RestEndpoint[Any]:
+        def unshift(self) -> RestEndpoint[object]:
             """POST that prepends the created item to every matching list."""
             return self.extend(method="POST", schema=self._collection_member("unshift"), name=self.name + ".create")
 
         @functools.cached_property
-        def assign(self) -> RestEndpoint[Any]:
+        def assign(self) -> RestEndpoint[object]:
             """POST that merges keyed entries into a Values collection."""
             return self.extend(method="POST", schema=self._collection_member("assign"), name=self.name + ".create")
 
         @functools.cached_property
-        def remove(self) -> RestEndpoint[Any]:
+        def remove(self) -> RestEndpoint[object]:
             """PATCH that removes the item from every matching list."""
             return self.extend(
                 method="PATCH",
@@ -509,9 +613,9 @@ class RestEndpoint(Generic[T_co]):
             )
 
         @functools.cached_property
-        def move(self) -> RestEndpoint[Any]:
+        def move(self) -> RestEndpoint[object]:
             """PATCH that moves the item between lists (on the item path when known)."""
-            options: dict[str, Any] = {
+            options: dict[str, object] = {
                 "method": "PATCH",
                 "schema": self._collection_member("move"),
                 "search_params": None,
@@ -522,13 +626,13 @@ class RestEndpoint(Generic[T_co]):
             return self.extend(**options)
 
         @functools.cached_property
-        def get_page(self) -> RestEndpoint[Any]:
+        def get_page(self) -> RestEndpoint[object]:
             """The next page of this list, appended to it (needs `pagination_field`)."""
             if not self.pagination_field:
                 raise AttributeError(f"{self.name} has no get_page: pagination_field is not set")
             return self.paginated(self.pagination_field)
 
-    def paginated(self, cursor: str | Callable[..., Any]) -> Self:
+    def paginated(self, cursor: str | Callable[..., Iterable[object]]) -> Self:
         """A GET whose results are appended to the list named by the arguments minus
         the cursor (a field name, or a function from page args to the list's args)."""
         from restlayer.schema import find_collection, replace_collection
@@ -542,11 +646,23 @@ class RestEndpoint(Generic[T_co]):
         if outer is not None:
             inner = remove_cursor
 
-            def remove_cursor(*args: Any) -> Any:
+            def remove_cursor(*args: object) -> Iterable[object]:
                 return outer(*inner(*args))
 
         page: Self = self.extend(schema=schema, remove_cursor=remove_cursor, name=self.name + ".get_page")
         return page
+
+
+def _check_params_type(params: object, path_names: Iterable[str], endpoint: str) -> None:
+    """Refuse a `params` option that is not a TypedDict or misses a parameter of the path."""
+    keys = getattr(params, "__required_keys__", None)
+    if not isinstance(params, type) or keys is None:
+        raise ParamError(f"{endpoint}: params must be a TypedDict class, not {params!r}")
+    missing = [name for name in path_names if name not in keys]
+    if missing:
+        raise ParamError(
+            f"{endpoint}: params {params.__name__} lacks the path parameter(s) {', '.join(missing)} as required keys"
+        )
 
 
 def _loop_advice(name: str, exc: BaseException) -> str:
@@ -559,7 +675,7 @@ def _loop_advice(name: str, exc: BaseException) -> str:
     )
 
 
-def _retry_policy(value: Any) -> Retry | None:
+def _retry_policy(value: object) -> Retry | None:
     """The `retry` option as a `Retry` (an int means that many retries with the defaults)."""
     if value is None or isinstance(value, Retry):
         return value
@@ -568,10 +684,10 @@ def _retry_policy(value: Any) -> Retry | None:
     raise ParamError(f"retry must be a Retry, an int (number of retries) or None, not {value!r}")
 
 
-def _field_remover(field: str) -> Callable[..., list[Any]]:
+def _field_remover(field: str) -> Callable[..., list[object]]:
     """remove_cursor for a field name: the params without that field."""
 
-    def remove_cursor(params: Mapping[str, Any] | None = None, *_rest: Any) -> list[Any]:
+    def remove_cursor(params: Mapping[str, object] | None = None, *_rest: object) -> list[object]:
         return [{k: v for k, v in (params or {}).items() if k != field}]
 
     return remove_cursor

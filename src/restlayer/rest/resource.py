@@ -7,9 +7,9 @@ A `Resource` is a small immutable object holding named endpoints (`get`,
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Generic, overload
+from typing import TYPE_CHECKING, Any, Generic, Protocol, overload
 
-from restlayer._typing import E, T, T_co
+from restlayer._typing import Args, E, P, Params, T, T_co
 from restlayer.errors import ParamError
 from restlayer.rest._path import list_path
 from restlayer.rest.endpoint import RestEndpoint
@@ -18,27 +18,29 @@ from restlayer.schema import NonFilter, Schema
 __all__ = ["ExtendedResource", "Resource", "resource"]
 
 
-class Resource(Generic[T_co]):
+class Resource(Generic[T_co, Params, Args]):
     """Named endpoints, read as attributes (`r.get`) or by name (`r["get"]`); immutable.
 
     Iterating gives the member names; `members()` the name -> endpoint mapping.
     `Resource[Todo]` types the standard members (`get` reads a `Todo`,
     `get_list` a `list[Todo]`); members added by `extend` are read by name.
+    `resource(..., params=TodoParams)` gives a `Resource[Todo, [TodoParams], [TodoParams, object]]`:
+    the item members (`get`, `update`, `partial_update`, `delete`) take a `TodoParams`.
     """
 
     __slots__ = ("_label", "_members")
 
-    _members: dict[str, RestEndpoint[Any]]
+    _members: dict[str, RestEndpoint[object, ...]]
     _label: str
 
-    def __init__(self, members: Mapping[str, RestEndpoint[Any]], label: str = "") -> None:
+    def __init__(self, members: Mapping[str, RestEndpoint[object, ...]], label: str = "") -> None:
         object.__setattr__(self, "_members", dict(members))
         object.__setattr__(self, "_label", label)
 
     if TYPE_CHECKING:  # the standard members, typed; at run time __getattr__ serves every member
 
         @property
-        def get(self) -> RestEndpoint[T_co]:
+        def get(self) -> RestEndpoint[T_co, Params]:
             """GET one item."""
             ...
 
@@ -48,23 +50,23 @@ class Resource(Generic[T_co]):
             ...
 
         @property
-        def update(self) -> RestEndpoint[T_co]:
+        def update(self) -> RestEndpoint[T_co, Params, Args]:
             """PUT one item."""
             ...
 
         @property
-        def partial_update(self) -> RestEndpoint[T_co]:
+        def partial_update(self) -> RestEndpoint[T_co, Params, Args]:
             """PATCH one item."""
             ...
 
         @property
-        def delete(self) -> RestEndpoint[Any]:
+        def delete(self) -> RestEndpoint[Any, Params]:
             """DELETE one item; the Controller returns the reply (or params) naming what was deleted."""
             ...
 
     else:
 
-        def __getattr__(self, name: str) -> Any:
+        def __getattr__(self, name: str) -> RestEndpoint[object, ...]:
             if name.startswith("__"):
                 raise AttributeError(name)
             try:
@@ -72,7 +74,7 @@ class Resource(Generic[T_co]):
             except KeyError:
                 raise AttributeError(f"resource {self._label or '?'} has no member {name!r}") from None
 
-    def __setattr__(self, name: str, value: Any) -> None:
+    def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("Resource is immutable: use extend() to derive a new one")
 
     def __delattr__(self, name: str) -> None:
@@ -100,7 +102,7 @@ class Resource(Generic[T_co]):
         """A copy of the name -> endpoint mapping."""
         return dict(self._members)
 
-    def extend(self, *args: Any, **overrides: Any) -> ExtendedResource[T_co]:
+    def extend(self, *args: object, **overrides: object) -> ExtendedResource[T_co, Params, Args]:
         """A new resource with members added or changed; this one is unchanged.
 
         `extend(lambda base: {name: endpoint})`, `extend(get={...options})`, or
@@ -123,7 +125,7 @@ class Resource(Generic[T_co]):
             overrides = {**args[0], **overrides}
         return self._with({name: self._member_override(name, opts) for name, opts in overrides.items()})
 
-    def _member_override(self, name: str, options: Any) -> RestEndpoint[Any]:
+    def _member_override(self, name: str, options: object) -> RestEndpoint[object, ...]:
         """Form (b): an existing member with its options changed."""
         if name not in self._members:
             raise ParamError(f"resource has no member {name!r} to extend; add one with extend({name!r}, **options)")
@@ -131,7 +133,7 @@ class Resource(Generic[T_co]):
             raise ParamError(f"extend({name}=...) takes a dict of endpoint options")
         return self._members[name].extend(**options)
 
-    def _extended_member(self, name: str, options: dict[str, Any]) -> RestEndpoint[Any]:
+    def _extended_member(self, name: str, options: dict[str, object]) -> RestEndpoint[object, ...]:
         """Form (c): change member `name`, or derive a new one from `get`."""
         if name in self._members:
             return self._members[name].extend(**options)
@@ -139,13 +141,13 @@ class Resource(Generic[T_co]):
             options = {**options, "name": f"{self._label}.{name}"}
         return self._members["get"].extend(**options)
 
-    def _with(self, members: Mapping[str, RestEndpoint[Any]]) -> ExtendedResource[T_co]:
+    def _with(self, members: Mapping[str, RestEndpoint[object, ...]]) -> ExtendedResource[T_co, Params, Args]:
         return ExtendedResource({**self._members, **members}, self._label)
 
 
 if TYPE_CHECKING:
 
-    class ExtendedResource(Resource[T_co]):
+    class ExtendedResource(Resource[T_co, Params, Args]):
         """What `extend` returns: the standard members typed, any other name an endpoint of `Any`.
 
         Python cannot add attributes to a type, so a member added by `extend` reads as
@@ -164,21 +166,14 @@ def _schema_label(schema: object) -> str:
     return str(getattr(schema, "__name__", None) or getattr(schema, "name", None) or type(schema).__name__)
 
 
-def _is_entity_like(schema: object) -> bool:
-    """Whether `delete` should wrap the schema in Invalidate (an Entity class or a Union)."""
-    from restlayer.schema import Entity, Union
-
-    return (isinstance(schema, type) and issubclass(schema, Entity)) or isinstance(schema, Union)
-
-
-def _delete_process(value: Any, *args: Any) -> Any:
+def _delete_process(value: object, *args: object) -> object:
     """A delete's result: the reply when it names the entity, else the URL params."""
     if isinstance(value, (dict, str)) and value:
         return value
     return (args[0] if args else None) or {}
 
 
-def _as_dict(value: object) -> dict[str, Any]:
+def _as_dict(value: object) -> dict[object, object]:
     """A body or stored entity as a plain dict (for optimistic responses)."""
     if value is None:
         return {}
@@ -195,10 +190,20 @@ def _optimistic_update(snapshot: object, params: object = None, body: object = N
     return {**_as_dict(params), **_as_dict(body)}
 
 
-def _optimistic_partial(schema: Any) -> Callable[..., Any]:
+class _StoreView(Protocol):
+    """What an optimistic response reads (the snapshot the Controller passes)."""
+
+    abort: BaseException
+
+    def get(self, schema: object, *args: object) -> object: ...
+
+
+def _optimistic_partial(schema: object) -> Callable[..., object]:
     """Expected reply of a partial update: params, the stored entity, then the body."""
 
-    def get_optimistic_response(snapshot: Any, params: object = None, body: object = None, *rest: object) -> object:
+    def get_optimistic_response(
+        snapshot: _StoreView, params: object = None, body: object = None, *rest: object
+    ) -> object:
         stored = snapshot.get(schema, params)
         if not stored:
             raise snapshot.abort
@@ -217,7 +222,33 @@ def resource(
     *,
     path: str,
     schema: type[E],
-    endpoint_class: type[RestEndpoint[Any]] = ...,
+    params: type[P],
+    endpoint_class: type[RestEndpoint[object, ...]] = ...,
+    collection_class: type | None = ...,
+    non_filter_argument_keys: NonFilter | None = ...,
+    optimistic: bool = ...,
+    pagination_field: str | None = ...,
+    **options: object,
+) -> Resource[E, [P], [P, object]]: ...
+@overload
+def resource(
+    *,
+    path: str,
+    schema: Schema[T],
+    params: type[P],
+    endpoint_class: type[RestEndpoint[object, ...]] = ...,
+    collection_class: type | None = ...,
+    non_filter_argument_keys: NonFilter | None = ...,
+    optimistic: bool = ...,
+    pagination_field: str | None = ...,
+    **options: object,
+) -> Resource[T, [P], [P, object]]: ...
+@overload
+def resource(
+    *,
+    path: str,
+    schema: type[E],
+    endpoint_class: type[RestEndpoint[object, ...]] = ...,
     collection_class: type | None = ...,
     non_filter_argument_keys: NonFilter | None = ...,
     optimistic: bool = ...,
@@ -229,7 +260,7 @@ def resource(
     *,
     path: str,
     schema: Schema[T],
-    endpoint_class: type[RestEndpoint[Any]] = ...,
+    endpoint_class: type[RestEndpoint[object, ...]] = ...,
     collection_class: type | None = ...,
     non_filter_argument_keys: NonFilter | None = ...,
     optimistic: bool = ...,
@@ -239,15 +270,19 @@ def resource(
 def resource(
     *,
     path: str,
-    schema: Any,
-    endpoint_class: type[RestEndpoint[Any]] = RestEndpoint,
+    schema: object,
+    endpoint_class: type[RestEndpoint[object, ...]] = RestEndpoint,
     collection_class: type | None = None,
     non_filter_argument_keys: NonFilter | None = None,
     optimistic: bool = False,
     pagination_field: str | None = None,
-    **options: Any,
-) -> Resource[Any]:
-    """The CRUD endpoints of `path` and `schema`; other options go to every member."""
+    params: object = None,
+    **options: object,
+) -> Resource[object, ..., ...]:
+    """The CRUD endpoints of `path` and `schema`; other options go to every member.
+
+    `params` (a `TypedDict`) types the parameters of the item members, which share `path`.
+    """
     if collection_class is None:
         from restlayer.schema import Collection
 
@@ -264,7 +299,7 @@ def resource(
     collection_options = (
         {} if non_filter_argument_keys is None else {"non_filter_argument_keys": non_filter_argument_keys}
     )
-    list_options: dict[str, Any] = {
+    list_options: dict[str, object] = {
         **mutate,
         "move_path": path,
         "path": short_path,
@@ -273,7 +308,7 @@ def resource(
     }
     if pagination_field is not None:
         list_options["pagination_field"] = pagination_field
-    delete_options: dict[str, Any] = {
+    delete_options: dict[str, object] = {
         **mutate,
         "path": path,
         "schema": _invalidate(schema),
@@ -283,13 +318,14 @@ def resource(
     }
     if optimistic:
         delete_options["get_optimistic_response"] = _optimistic_delete
+    if params is not None:  # the item members only: get_list has the shorter path
+        options["params"] = mutate["params"] = partial["params"] = delete_options["params"] = params
+    build: Callable[..., RestEndpoint[object, ...]] = endpoint_class
     members = {
-        "get": endpoint_class(**{**options, "path": path, "schema": schema, "name": f"{label}.get"}),
-        "get_list": endpoint_class(**list_options),
-        "update": endpoint_class(
-            **{**mutate, "path": path, "schema": schema, "method": "PUT", "name": f"{label}.update"}
-        ),
-        "partial_update": endpoint_class(
+        "get": build(**{**options, "path": path, "schema": schema, "name": f"{label}.get"}),
+        "get_list": build(**list_options),
+        "update": build(**{**mutate, "path": path, "schema": schema, "method": "PUT", "name": f"{label}.update"}),
+        "partial_update": build(
             **{
                 **partial,
                 "path": path,
@@ -298,15 +334,17 @@ def resource(
                 "name": f"{label}.partial_update",
             }
         ),
-        "delete": endpoint_class(**delete_options),
+        "delete": build(**delete_options),
     }
     return Resource(members, label)
 
 
-def _invalidate(schema: Any) -> Any:
-    """`Invalidate(schema)` for an Entity or Union; other schemas unchanged."""
-    if not _is_entity_like(schema):
-        return schema
-    from restlayer.schema import Invalidate
+def _invalidate(schema: object) -> object:
+    """`Invalidate(schema)` for an Entity class or a Union (what `delete` removes); other schemas unchanged."""
+    from restlayer.schema import Entity, Invalidate, Union
 
-    return Invalidate(schema)
+    if isinstance(schema, type) and issubclass(schema, Entity):
+        return Invalidate(schema)
+    if isinstance(schema, Union):
+        return Invalidate(schema)
+    return schema

@@ -1,0 +1,110 @@
+"""A user's typed path parameters: a `TypedDict` given as `params=` is checked at every call."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Generator
+from typing import Any
+
+from typing_extensions import NotRequired, TypedDict, assert_type
+
+from restlayer import DLE, Controller, Endpoint, Entity, Resource, Response, RestEndpoint, resource, sync
+
+
+class Todo(Entity):
+    id: int = 0
+    title: str = ""
+
+
+class TodoParams(TypedDict):
+    id: int
+
+
+class TodoBody(TypedDict):
+    title: str
+
+
+class Filters(TypedDict):
+    user_id: NotRequired[int]
+
+
+URL = "https://api.example.com"
+
+# RestEndpoint: `params=` (and `body=`) type the call arguments and the URL.
+get_todo = RestEndpoint(path="/todos/:id", url_prefix=URL, schema=Todo, params=TodoParams)
+assert_type(get_todo, RestEndpoint[Todo, [TodoParams]])
+assert_type(get_todo.url({"id": 1}), str)
+update_todo = RestEndpoint(path="/todos/:id", method="PUT", schema=Todo, params=TodoParams, body=TodoBody)
+assert_type(update_todo, RestEndpoint[Todo, [TodoParams], [TodoParams, TodoBody]])
+assert_type(update_todo.url({"id": 1}), str)
+todo_list = RestEndpoint(path="/todos", schema=[Todo], params=Filters)
+assert_type(todo_list, RestEndpoint[list[Todo], [Filters]])
+assert_type(RestEndpoint(path="/count", process=len, params=Filters), RestEndpoint[int, [Filters]])
+assert_type(get_todo.extend(data_expiry_length=0), RestEndpoint[Todo, [TodoParams]])
+assert_type(get_todo.extend(schema=[Todo]), RestEndpoint[list[Todo], [TodoParams]])
+assert_type(RestEndpoint(path="/todos/:id", schema=Todo).extend(params=TodoParams), RestEndpoint[Todo, [TodoParams]])
+
+# Untyped endpoints stay as they were: any arguments, checked at run time.
+untyped = RestEndpoint(path="/todos/:id", schema=Todo)
+assert_type(untyped, RestEndpoint[Todo])
+assert_type(untyped.url({"id": "1", "extra": [1]}), str)
+
+# resource(params=...) types the item members; get_list (a shorter path) stays untyped.
+TodoResource = resource(path="/todos/:id", url_prefix=URL, schema=Todo, params=TodoParams)
+assert_type(TodoResource, Resource[Todo, [TodoParams], [TodoParams, object]])
+assert_type(TodoResource.get, RestEndpoint[Todo, [TodoParams]])
+assert_type(TodoResource.update, RestEndpoint[Todo, [TodoParams], [TodoParams, object]])
+assert_type(TodoResource.partial_update, RestEndpoint[Todo, [TodoParams], [TodoParams, object]])
+assert_type(TodoResource.delete, RestEndpoint[Any, [TodoParams]])
+assert_type(TodoResource.get_list, RestEndpoint[list[Todo]])
+assert_type(TodoResource.extend("toggle", path="/todos/:id/toggle").get, RestEndpoint[Todo, [TodoParams]])
+
+
+def generic_reader(endpoint: Endpoint[Todo]) -> None:
+    """Code written for any endpoint accepts typed ones."""
+
+
+generic_reader(get_todo)
+generic_reader(TodoResource.update)
+
+
+async def use_async(ctrl: Controller) -> None:
+    assert_type(await ctrl.fetch(get_todo, {"id": 1}), Todo)
+    assert_type(await ctrl.fetch(update_todo, {"id": 1}, {"title": "x"}), Todo)
+    assert_type(await ctrl.fetch(TodoResource.partial_update, {"id": 1}, {"title": "x"}), Todo)
+    assert_type(await ctrl.fetch(todo_list, {}), list[Todo])
+    assert_type(await ctrl.fetch(todo_list, {"user_id": 2}), list[Todo])
+    assert_type(await ctrl.fetch_if_stale(get_todo, {"id": 1}), Todo)
+    assert_type(await ctrl.suspense(get_todo, {"id": 1}), Todo)
+    assert_type(ctrl.cache(get_todo, {"id": 1}), Todo | None)
+    assert_type(ctrl.cache(get_todo, None), Todo | None)  # None: skip the read
+    assert_type(ctrl.dle(get_todo, {"id": 1}), DLE[Todo])
+    assert_type(ctrl.dle(get_todo, None), DLE[Todo])
+    assert_type(ctrl.get_response(get_todo, {"id": 1}), Response[Todo])
+    assert_type(ctrl.live(get_todo, {"id": 1}), AsyncIterator[Todo])
+    ctrl.invalidate(TodoResource.delete, {"id": 1})
+    async with ctrl.subscription(get_todo, {"id": 1}):
+        pass
+    assert_type(await get_todo({"id": 1}), Any)  # the raw reply
+
+    # Mistakes a checker must catch.
+    await ctrl.fetch(get_todo, {"idd": 1})  # type: ignore[typeddict-item, typeddict-unknown-key]  # pyright: ignore[reportArgumentType]
+    await ctrl.fetch(get_todo, {"id": "1"})  # type: ignore[typeddict-item]  # pyright: ignore[reportArgumentType]
+    await ctrl.fetch(get_todo)  # type: ignore[call-arg]  # pyright: ignore[reportCallIssue]
+    await ctrl.fetch(get_todo, id=1)  # type: ignore[call-arg]  # pyright: ignore[reportCallIssue]
+    await ctrl.fetch(update_todo, {"id": 1}, {"titel": "x"})  # type: ignore[typeddict-item, typeddict-unknown-key]  # pyright: ignore[reportArgumentType]
+    await ctrl.fetch(TodoResource.update, {"id": 1})  # type: ignore[call-arg]  # pyright: ignore[reportCallIssue]
+    ctrl.cache(TodoResource.get, {})  # type: ignore[call-overload]  # pyright: ignore[reportCallIssue, reportArgumentType]
+    ctrl.dle(get_todo, {"id": None})  # type: ignore[call-overload]  # pyright: ignore[reportCallIssue, reportArgumentType]
+    await get_todo({"id": "1"})  # type: ignore[typeddict-item]  # pyright: ignore[reportArgumentType]
+    get_todo.url({"id": "1"})  # type: ignore[typeddict-item]  # pyright: ignore[reportArgumentType]
+    get_todo.url()  # type: ignore[call-arg]  # pyright: ignore[reportCallIssue]
+    update_todo.url({"id": 1}, {"title": "x"})  # type: ignore[call-arg]  # pyright: ignore[reportCallIssue]
+
+
+def use_sync(ctrl: sync.Controller) -> None:
+    assert_type(ctrl.fetch(get_todo, {"id": 1}), Todo)
+    assert_type(ctrl.cache(get_todo, {"id": 1}), Todo | None)
+    assert_type(ctrl.dle(get_todo, None), DLE[Todo])
+    assert_type(ctrl.live(get_todo, {"id": 1}), Generator[Todo, None, None])
+    ctrl.fetch(get_todo, {"id": "1"})  # type: ignore[typeddict-item]  # pyright: ignore[reportArgumentType]
+    ctrl.suspense(get_todo, id=1)  # type: ignore[call-overload]  # pyright: ignore[reportCallIssue]
