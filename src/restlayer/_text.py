@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
 
-
-def to_text(value: Any) -> str:
+def to_text(value: object) -> str:
     """Text of a present value: bools as `true`/`false`, floats by `repr`, others by `str`."""
-    if value.__class__ is str:
-        return value  # type: ignore[no-any-return,unused-ignore]
+    if type(value) is str:  # exactly str: a str subclass (an Enum, say) goes through str()
+        return value
     if value is True:
         return "true"
     if value is False:

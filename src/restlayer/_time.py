@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 from datetime import timedelta
-from typing import Any
 
 from restlayer.errors import ParamError
 
@@ -17,7 +16,7 @@ MIN_SENSIBLE_POLL_MS = 100
 _log = logging.getLogger("restlayer")
 
 
-def to_ms(value: Any, name: str) -> float | None:
+def to_ms(value: object, name: str) -> float | None:
     """`value` in ms: a number as is, a timedelta converted, None kept; anything else is a ParamError."""
     if value is None:
         return None
@@ -28,7 +27,7 @@ def to_ms(value: Any, name: str) -> float | None:
     raise ParamError(f"{name} must be milliseconds (a number) or a datetime.timedelta, not {value!r}")
 
 
-def normalize_time_options(endpoint: Any) -> None:
+def normalize_time_options(endpoint: object) -> None:
     """Turn an endpoint's time options into ms in place; warn about a poll_frequency that looks like seconds."""
     for name in TIME_OPTIONS:
         value = getattr(endpoint, name, None)
