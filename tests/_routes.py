@@ -149,6 +149,59 @@ async def flaky(request: Request) -> Response:
     return JSONResponse({"ok": True, "method": request.method})
 
 
+class _Gate:
+    """Requests held by name until the test opens the gate (used on the server's own loop only)."""
+
+    def __init__(self) -> None:
+        self.opened = asyncio.Event()
+        self.arrivals = 0
+        self.arrived = asyncio.Condition()
+
+
+#: Gates by name (tests pick unique names).
+_GATES: dict[str, _Gate] = {}
+
+
+def _gate(request: Request) -> _Gate:
+    return _GATES.setdefault(request.path_params["name"], _Gate())
+
+
+async def gate(request: Request) -> Response:
+    """Any method: counted on arrival, then held until ``POST .../open`` (at most ``ms``, default 30000;
+    504 after that), then ``{"gate": name, "arrival": n}``. A test can so hold a client mid-request."""
+    held = _gate(request)
+    held.arrivals += 1
+    arrival = held.arrivals
+    async with held.arrived:
+        held.arrived.notify_all()
+    try:
+        await asyncio.wait_for(held.opened.wait(), _int_param(request, "ms", 30_000) / 1000)
+    except asyncio.TimeoutError:
+        return JSONResponse({"message": "the gate was never opened"}, status_code=504)
+    return JSONResponse({"gate": request.path_params["name"], "arrival": arrival})
+
+
+async def gate_open(request: Request) -> Response:
+    """``POST``: release every held request of the gate, and every later one at once."""
+    _gate(request).opened.set()
+    return JSONResponse({"opened": request.path_params["name"]})
+
+
+async def gate_arrivals(request: Request) -> Response:
+    """``GET``: wait until ``count`` requests reached the gate (at most ``ms``, default 10000), then
+    ``{"arrivals": n}``; 408 with the same body when fewer came in time."""
+    held = _gate(request)
+    count = _int_param(request, "count", 1)
+    try:
+        async with held.arrived:
+            await asyncio.wait_for(
+                held.arrived.wait_for(lambda: held.arrivals >= count), _int_param(request, "ms", 10_000) / 1000
+            )
+    except asyncio.TimeoutError:
+        return JSONResponse({"arrivals": held.arrivals}, status_code=408)
+    return JSONResponse({"arrivals": held.arrivals})
+
+
 ROUTES: list[BaseRoute] = [
     Route("/_test/flaky", flaky, methods=ALL_METHODS),
     Route("/_test/html404", html404, methods=["GET"]),
@@ -172,4 +225,7 @@ ROUTES: list[BaseRoute] = [
     Route("/_test/truncated", truncated, methods=["GET"]),
     Route("/_test/empty-object/{rest:path}", empty_object, methods=ALL_METHODS),
     Route("/_test/todo-map", todo_map, methods=["GET"]),
+    Route("/_test/gate/{name}/open", gate_open, methods=["POST"]),
+    Route("/_test/gate/{name}/arrivals", gate_arrivals, methods=["GET"]),
+    Route("/_test/gate/{name}", gate, methods=ALL_METHODS),
 ]

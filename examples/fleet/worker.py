@@ -1,11 +1,12 @@
 """One worker process of the fleet: a Controller on the shared store, driven by JSON lines on stdin.
 
-`python -m examples.fleet.worker --api URL [--redis URL --namespace NS | --sqlite PATH]`
+`python -m examples.fleet.worker --api URL [--redis URL --namespace NS | --sqlite PATH] [--lock-ms MS]`
 prints `{"ready": true, "online": ...}`, then answers each command line:
 
 - `{"op": "read", "ids": [1, 2]}`: suspense-read those todos -> `{"titles": [...]}`
 - `{"op": "watch", "id": 1, "title": "x"}`: later prints `{"seen": 1, "at": <epoch s>}` when todo 1 has that title
 - `{"op": "patch", "id": 1, "title": "x"}`: PATCH it -> `{"patched": 1, "at": <sent>, "committed": <stored>}`
+- `{"op": "get", "path": "/any/path"}`: suspense-read that path of the API -> `{"got": <its JSON>}`
 - `{"op": "memo", "n": 10000}`: time n memo-hit reads of todo 1 -> `{"per_read_us": ...}`
 - `{"op": "quit"}`
 """
@@ -21,7 +22,7 @@ import sys
 import time
 from typing import Any
 
-from restlayer import Controller, Entity, resource
+from restlayer import Controller, Entity, RestEndpoint, resource
 from restlayer.core import SharedManager, SharedStore
 from restlayer.stores import RedisStore, SQLiteStore
 
@@ -45,11 +46,16 @@ def make_store(args: argparse.Namespace) -> SharedStore | None:
     return None
 
 
+def make_manager(args: argparse.Namespace) -> SharedManager | None:
+    """The shared store's manager (`--lock-ms`: how long others wait for a fetching process that died)."""
+    store = make_store(args)
+    return None if store is None else SharedManager(store, lock_ms=args.lock_ms)
+
+
 async def serve(args: argparse.Namespace) -> None:
     todos = resource(path="/todos/:id", schema=Todo, url_prefix=args.api)
-    store = make_store(args)
-    ctrl = Controller(shared=store)
-    manager = next((m for m in ctrl.managers if isinstance(m, SharedManager)), None)
+    manager = make_manager(args)
+    ctrl = Controller(shared=manager)
     online = await asyncio.wait_for(manager.wait_started(), 10) if manager is not None else False
     emit({"ready": True, "online": online})
     keep: list[Any] = []
@@ -71,6 +77,9 @@ async def serve(args: argparse.Namespace) -> None:
             at = time.time()
             await ctrl.fetch(todos.partial_update, {"id": command["id"]}, {"title": command["title"]})
             emit({"patched": command["id"], "at": at, "committed": time.time()})
+        elif op == "get":
+            got = await ctrl.suspense(RestEndpoint(path=command["path"], url_prefix=args.api))
+            emit({"got": got})
         elif op == "memo":
             emit({"per_read_us": memo_reads(ctrl, todos, command["n"])})
     if manager is not None:
@@ -110,6 +119,7 @@ def main() -> None:
     parser.add_argument("--redis", default="")
     parser.add_argument("--namespace", default="fleet")
     parser.add_argument("--sqlite", default="")
+    parser.add_argument("--lock-ms", type=int, default=30_000)
     asyncio.run(serve(parser.parse_args()))
 
 

@@ -1,14 +1,21 @@
-"""Real worker processes on one Redis: one upstream request per key for the fleet; an edit reaches every worker."""
+"""Real worker processes on one Redis: one upstream request per key for the fleet; an edit reaches every worker;
+a killed lock holder holds its key no longer than the lock's limit."""
 
 from __future__ import annotations
 
+import secrets
+import signal
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
+import redis
 
 from examples.fleet._procs import Worker, start_workers
 from examples.redis_server import RedisServer
+from restlayer.rest import RestEndpoint
+from restlayer.stores import RedisStore
 from tests.core._models import gets
 
 
@@ -52,3 +59,50 @@ def test_without_redis_each_process_fetches_on_its_own(api: Any) -> None:
         for worker in workers:
             worker.close()
     assert len(gets(api, "/todos/1")) == 2
+
+
+def _gate_arrivals(api: Any, gate: str, count: int) -> int:
+    """Wait (server side, at most 10 s) until `count` requests reached the test route `gate`."""
+    reply = httpx.get(f"{api.url}{gate}/arrivals", params={"count": count}, timeout=20)
+    assert reply.status_code == 200, f"{reply.json()['arrivals']} of {count} requests reached {gate}"
+    arrivals: int = reply.json()["arrivals"]
+    return arrivals
+
+
+def _open(api: Any, gate: str) -> None:
+    """Release the requests the test route `gate` holds (and every later one)."""
+    httpx.post(f"{api.url}{gate}/open", timeout=10).raise_for_status()
+
+
+def test_a_killed_lock_holder_releases_the_key_when_its_lock_expires(
+    api: Any, redis_server: RedisServer, namespace: str
+) -> None:
+    """A worker SIGKILLed while it holds a key's fleet lock (its request held open by the API) blocks the
+    key only until the lock's limit: then a waiting worker takes a lock of its own and fetches once."""
+    gate = "/_test/gate/" + secrets.token_hex(6)
+    key = RestEndpoint(path=gate, url_prefix=api.url).key()
+    lock_key = RedisStore(redis_server.url, namespace=namespace).lock_key(key)
+    holder, waiter = start_workers(
+        2, api.url, "--redis", redis_server.url, "--namespace", namespace, "--lock-ms", "1500"
+    )
+    raw = redis.Redis.from_url(redis_server.url)
+    try:
+        for worker in (holder, waiter):
+            worker.ask(op="read", ids=[1])  # HTTP clients made: nothing slow runs while a lock is held
+        holder.send(op="get", path=gate)
+        _gate_arrivals(api, gate, 1)  # its request is out, so it holds the key's lock
+        dead = raw.get(lock_key)
+        assert dead is not None
+        holder.process.kill()
+        assert holder.process.wait(10) == -signal.SIGKILL
+        waiter.send(op="get", path=gate)
+        _gate_arrivals(api, gate, 2)
+        assert raw.get(lock_key) not in (None, dead)  # the waiter fetches under a lock of its own
+        _open(api, gate)
+        assert waiter.receive()["got"]["gate"] == gate.rsplit("/", 1)[1]
+        assert len(gets(api, gate)) == 2
+    finally:
+        _open(api, gate)
+        raw.close()
+        for worker in (holder, waiter):
+            worker.close()
