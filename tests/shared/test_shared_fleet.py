@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import secrets
 import signal
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -61,9 +62,11 @@ def test_without_redis_each_process_fetches_on_its_own(api: Any) -> None:
     assert len(gets(api, "/todos/1")) == 2
 
 
-def _gate_arrivals(api: Any, gate: str, count: int) -> int:
-    """Wait (server side, at most 10 s) until `count` requests reached the test route `gate`."""
-    reply = httpx.get(f"{api.url}{gate}/arrivals", params={"count": count}, timeout=20)
+def _gate_arrivals(api: Any, gate: str, count: int, wait_s: float = 10) -> int:
+    """Wait (server side, at most `wait_s`) until `count` requests reached the test route `gate`."""
+    reply = httpx.get(
+        f"{api.url}{gate}/arrivals", params={"count": count, "ms": int(wait_s * 1000)}, timeout=wait_s + 10
+    )
     assert reply.status_code == 200, f"{reply.json()['arrivals']} of {count} requests reached {gate}"
     arrivals: int = reply.json()["arrivals"]
     return arrivals
@@ -74,11 +77,21 @@ def _open(api: Any, gate: str) -> None:
     httpx.post(f"{api.url}{gate}/open", timeout=10).raise_for_status()
 
 
+def _lock_taken(events: Any) -> None:
+    """Wait (at most 10 s) for the next keyspace event telling that the watched lock key was set."""
+    deadline = time.monotonic() + 10
+    while (left := deadline - time.monotonic()) > 0:
+        message = events.get_message(ignore_subscribe_messages=True, timeout=left)
+        if message is not None and message["data"] == b"set":
+            return
+    raise AssertionError("nobody took the lock")
+
+
 def test_a_killed_lock_holder_releases_the_key_when_its_lock_expires(
     api: Any, redis_server: RedisServer, namespace: str
 ) -> None:
     """A worker SIGKILLed while it holds a key's fleet lock (its request held open by the API) blocks the
-    key only until the lock's limit: then a waiting worker takes a lock of its own and fetches once."""
+    key only until the lock's limit: then a waiting worker takes the lock itself and fetches once."""
     gate = "/_test/gate/" + secrets.token_hex(6)
     key = RestEndpoint(path=gate, url_prefix=api.url).key()
     lock_key = RedisStore(redis_server.url, namespace=namespace).lock_key(key)
@@ -86,23 +99,26 @@ def test_a_killed_lock_holder_releases_the_key_when_its_lock_expires(
         2, api.url, "--redis", redis_server.url, "--namespace", namespace, "--lock-ms", "1500"
     )
     raw = redis.Redis.from_url(redis_server.url)
+    raw.config_set("notify-keyspace-events", "K$")  # a message each time a string key is set
+    events = raw.pubsub()  # type: ignore[no-untyped-call]
+    events.subscribe(f"__keyspace@0__:{lock_key}")
     try:
         for worker in (holder, waiter):
-            worker.ask(op="read", ids=[1])  # HTTP clients made: nothing slow runs while a lock is held
+            worker.ask(op="read", ids=[1])  # HTTP clients made before any lock is held
         holder.send(op="get", path=gate)
-        _gate_arrivals(api, gate, 1)  # its request is out, so it holds the key's lock
-        dead = raw.get(lock_key)
-        assert dead is not None
+        _gate_arrivals(api, gate, 1)
+        _lock_taken(events)  # by the holder, before its request went out
         holder.process.kill()
         assert holder.process.wait(10) == -signal.SIGKILL
         waiter.send(op="get", path=gate)
-        _gate_arrivals(api, gate, 2)
-        assert raw.get(lock_key) not in (None, dead)  # the waiter fetches under a lock of its own
+        _gate_arrivals(api, gate, 2, wait_s=30)  # longer than a waiter's rounds before it fetches without the lock
+        _lock_taken(events)  # by the waiter: the dead holder's lock expired (SET NX succeeds only then)
         _open(api, gate)
         assert waiter.receive()["got"]["gate"] == gate.rsplit("/", 1)[1]
         assert len(gets(api, gate)) == 2
     finally:
         _open(api, gate)
+        events.close()
         raw.close()
         for worker in (holder, waiter):
             worker.close()
