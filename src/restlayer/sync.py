@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import logging
 import threading
 import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, suppress
+from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
 
 from restlayer._typing import A, E
@@ -37,6 +39,8 @@ if TYPE_CHECKING:
     from restlayer.core.controller import Clock, Refetch
 
 T = TypeVar("T")
+_log = logging.getLogger("restlayer")
+_CANCEL_WAIT_S = 10.0
 
 
 class _Cancellable(Protocol):
@@ -108,8 +112,8 @@ class _LoopThread:
 
         return self.run(invoke())
 
-    def stop(self, before: Callable[[], None] | None = None) -> None:
-        """Run `before` on the loop, cancel every task, close the shared HTTP client, stop and join.
+    def stop(self, before: Callable[[], Awaitable[object]] | None = None) -> None:
+        """Await `before` on the loop, cancel every task, close the shared HTTP client, stop and join.
 
         New calls are refused from the start; calls still waiting afterwards get `ClosedError`.
         """
@@ -130,16 +134,20 @@ class _LoopThread:
         self.loop.close()
 
 
-async def _shutdown(before: Callable[[], None] | None) -> None:
+async def _shutdown(before: Callable[[], Awaitable[object]] | None) -> None:
+    """Await `before`, then cancel what still runs; a task that ignores its cancellation is left after 10 s."""
     from restlayer.rest import aclose
 
     if before is not None:
-        before()
+        await before()
     current = asyncio.current_task()
     tasks = [t for t in asyncio.all_tasks() if t is not current]
     for task in tasks:
         task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
+    if tasks:
+        _, stuck = await asyncio.wait(tasks, timeout=_CANCEL_WAIT_S)
+        if stuck:
+            _log.warning("restlayer.sync: %d tasks ignored their cancellation at close", len(stuck))
     await aclose()
 
 
@@ -169,11 +177,12 @@ class Controller:
         except BaseException:
             self._thread.stop()
             raise
-        self._finalizer = weakref.finalize(self, self._thread.stop, self._async.close)
+        # Closing goes through the async controller's `async with` exit: shared-store writes are handed over first.
+        self._finalizer = weakref.finalize(self, self._thread.stop, partial(self._async.__aexit__, None, None, None))
 
     # ----- lifecycle ----------------------------------------------------------------------
     def close(self) -> None:
-        """Stop polling and in-flight work, close the HTTP client, join the loop thread."""
+        """Hand queued shared-store writes over, stop polling and in-flight work, close the clients, join the thread."""
         self._finalizer()
 
     def __enter__(self) -> Controller:

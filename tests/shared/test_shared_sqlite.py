@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import sqlite3
 from pathlib import Path
@@ -102,3 +103,50 @@ async def test_an_unopenable_file_leaves_the_controller_working_locally(
     finally:
         ctrl.close()
         await manager.wait_closed()
+
+
+async def test_leaving_async_with_hands_every_queued_write_to_the_file(tmp_path: Path, res: Any) -> None:
+    path = tmp_path / "cache.sqlite3"
+    async with Controller(shared=SQLiteStore(path)) as ctrl:
+        for todo_id in range(100, 140):  # queued without a pause: none is written before the exit
+            ctrl.set_response(res.Todo.get, {"id": todo_id}, {"id": todo_id, "title": f"t{todo_id}"})
+    with sqlite3.connect(path) as db:
+        (count,) = db.execute("SELECT count(*) FROM endpoints").fetchone()
+    assert count == 40
+
+
+class OpensLate(SQLiteStore):
+    """A store whose `open` waits for `release` and swallows a cancellation meanwhile, as some clients do."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.entered = asyncio.Event()
+        self.release = asyncio.Event()
+        self.is_open = False
+        self.closed_after_open = asyncio.Event()
+
+    async def open(self, on_patch: Any) -> None:
+        self.entered.set()
+        while not self.release.is_set():
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.release.wait()
+        await super().open(on_patch)
+        self.is_open = True
+
+    async def close(self) -> None:
+        await super().close()
+        if self.is_open:
+            self.is_open = False
+            self.closed_after_open.set()
+
+
+async def test_a_store_that_opens_after_close_despite_the_cancellation_is_closed_again(tmp_path: Path) -> None:
+    store = OpensLate(tmp_path / "cache.sqlite3")
+    ctrl = Controller(shared=store)
+    manager = next(m for m in ctrl.managers if isinstance(m, SharedManager))
+    await asyncio.wait_for(store.entered.wait(), 10)
+    ctrl.close()
+    await manager.wait_closed()
+    store.release.set()
+    await asyncio.wait_for(store.closed_after_open.wait(), 10)
+    assert not store.is_open

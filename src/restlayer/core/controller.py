@@ -192,10 +192,18 @@ class Controller:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
-        """Leaving `async with Controller() as ctrl:` closes it and this loop's shared HTTP client."""
+        """Leaving `async with Controller() as ctrl:` closes it and this loop's shared HTTP client.
+
+        A shared store first gets every queued write (bounded), then its connections are closed.
+        """
         from restlayer.rest import aclose
 
+        shared = [m for m in self.managers if isinstance(m, SharedManager)]
+        for manager in shared:
+            await manager.settle()
         self.close()
+        for manager in shared:
+            await manager.wait_closed()
         await aclose()
 
     # ----- arguments ------------------------------------------------------------------------

@@ -178,6 +178,15 @@ class SharedManager(Manager):
         """Wait until every queued write has been handed to the backend."""
         await self._queue.join()
 
+    async def settle(self, timeout: float = 10.0) -> None:
+        """Before the controller closes: `flush`, waiting at most `timeout` s (what is left then is dropped, logged)."""
+        if self._closed:
+            return
+        try:
+            await asyncio.wait_for(self.flush(), timeout)
+        except asyncio.TimeoutError:
+            log.warning("closing with %d shared-store writes not handed over", self._queue.qsize())
+
     def cleanup(self) -> None:
         """Stop connecting and writing; the backend is closed in the background."""
         self._closed = True
@@ -189,7 +198,10 @@ class SharedManager(Manager):
     async def wait_closed(self) -> None:
         """After `Controller.close()`: wait until the backend's connections are closed."""
         if self._closing is not None:
-            await asyncio.wait_for(asyncio.shield(self._closing), 10)
+            try:
+                await asyncio.wait_for(asyncio.shield(self._closing), 10)
+            except asyncio.TimeoutError:
+                log.warning("the shared store's connections did not close within 10 s")
 
     async def _close_store(self) -> None:
         with contextlib.suppress(SharedStoreError):
@@ -207,6 +219,9 @@ class SharedManager(Manager):
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 2.0)
                 continue
+            if self._closed:  # closed while opening (some clients swallow the cancellation)
+                await self._close_store()
+                return
             delay = 0.05
             self._came_online()
             if not await self._run_until_dropped():
@@ -370,7 +385,7 @@ class SharedManager(Manager):
     async def _write_loop(self) -> None:
         """Hand queued writes to the backend in order; while offline they are dropped."""
         await self._first.wait()
-        while True:
+        while not self._closed:
             item = await self._queue.get()
             try:
                 if self.online:
@@ -431,7 +446,7 @@ class SharedManager(Manager):
         """Extend the lock until the write releasing it is done (a dead process stops extending)."""
         while True:
             await asyncio.sleep(self.lock_ms / 3000)
-            if (key, token) not in self._held or not self.online:
+            if (key, token) not in self._held or not self.online or self._closed:
                 return
             try:
                 extended = await self.store.extend(key, token, self.lock_ms)
