@@ -23,7 +23,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from restlayer.core import _actions as act
 from restlayer.core._patch import EntityRow, IndexRow, Meta, Patch, merge_patch
@@ -42,7 +42,7 @@ Ref = tuple[str, str]
 class Snapshot(NamedTuple):
     """What a backend holds for one endpoint key: the response as fetched, its meta, its entities now."""
 
-    response: Any
+    response: object
     meta: Meta
     entities: tuple[EntityRow, ...] = ()
     expired: bool = False
@@ -57,7 +57,7 @@ class Write:
     """
 
     patch: Patch
-    responses: Mapping[str, tuple[Any, tuple[Ref, ...]]] = field(default_factory=dict)
+    responses: Mapping[str, tuple[object, tuple[Ref, ...]]] = field(default_factory=dict)
     unlock: tuple[tuple[str, str], ...] = ()
     now: float = 0
     clear: bool = False
@@ -127,7 +127,7 @@ class SharedManager(Manager):
         self._waiters: dict[str, list[asyncio.Future[str]]] = {}
         self._tokens: dict[act.Fetch, tuple[str, str]] = {}
         self._held: set[tuple[str, str]] = set()  # locks this process holds until their write is done
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._tasks: set[asyncio.Future[None]] = set()
         self._closing: asyncio.Task[None] | None = None
         self.received = 0
         self._arrivals = asyncio.Condition()
@@ -149,7 +149,7 @@ class SharedManager(Manager):
         self._spawn(self._keep_connected())
         self._spawn(self._write_loop())
 
-    def _spawn(self, coro: Awaitable[Any]) -> None:
+    def _spawn(self, coro: Awaitable[None]) -> None:
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -541,7 +541,7 @@ def _usable(snapshot: Snapshot | None, now: float) -> bool:
 
 
 def _touched(
-    state: State, schema: Any, value: Any, args: tuple[Any, ...], meta: Meta
+    state: State, schema: object, value: object, args: tuple[object, ...], meta: Meta
 ) -> tuple[tuple[EntityRow, ...], tuple[IndexRow, ...], tuple[Ref, ...]]:
     """The committed rows of every entity `value` writes, its index entries, and their refs."""
     alone = normalize(schema, value, args, None, meta)
@@ -565,7 +565,7 @@ def _touched(
     return tuple(rows), tuple(indexes), tuple(refs)
 
 
-def _meta3(meta: Mapping[str, Any]) -> Meta:
+def _meta3(meta: Mapping[str, float]) -> Meta:
     return {"fetched_at": meta["fetched_at"], "date": meta["date"], "expires_at": meta["expires_at"]}
 
 

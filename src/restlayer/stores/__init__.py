@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from restlayer.stores.sqlite import SQLiteStore
 
@@ -14,7 +14,8 @@ if TYPE_CHECKING:
     from restlayer.stores.redis import RedisStore
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
+    """`RedisStore`, imported on first use (redis-py is an optional extra)."""
     if name == "RedisStore":
         from restlayer.stores.redis import RedisStore
 

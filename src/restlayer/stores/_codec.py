@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import logging
 import math
-from typing import Any
+from collections.abc import Iterable
+from typing import NamedTuple
 
 from restlayer.core import Snapshot
 from restlayer.core._patch import EntityRow, Meta, entity_row, meta_of
@@ -14,7 +15,15 @@ log = logging.getLogger("restlayer.shared")
 MAX_TTL_MS = 7 * 24 * 3600 * 1000
 
 
-def dumps(value: Any) -> str:
+class EndpointRecord(NamedTuple):
+    """A parsed endpoint record: the response as fetched, its meta, the entities it references."""
+
+    response: object
+    meta: Meta
+    deps: list[tuple[str, str]]
+
+
+def dumps(value: object) -> str:
     """Compact JSON; TypeError/ValueError for values JSON cannot hold."""
     return json.dumps(value, separators=(",", ":"), allow_nan=True)
 
@@ -27,12 +36,12 @@ def lifetime_ms(meta: Meta, now: float, keep_ms: float) -> int:
     return int(max(1.0, min(expires - now + keep_ms, MAX_TTL_MS)))
 
 
-def endpoint_record(response: Any, result: Any, meta: Meta, deps: Any) -> str:
+def endpoint_record(response: object, result: object, meta: Meta, deps: Iterable[tuple[str, str]]) -> str:
     """The stored form of one endpoint's response (what read-through serves) and normalized result."""
     return dumps({"response": response, "result": result, "meta": meta, "deps": [list(ref) for ref in deps]})
 
 
-def parse_endpoint(text: str | bytes, key: str) -> tuple[Any, Meta, list[tuple[str, str]]] | None:
+def parse_endpoint(text: str | bytes, key: str) -> EndpointRecord | None:
     """(response, meta, deps) of a stored endpoint record, or None (logged) when malformed."""
     try:
         data = json.loads(text)
@@ -43,7 +52,7 @@ def parse_endpoint(text: str | bytes, key: str) -> tuple[Any, Meta, list[tuple[s
             isinstance(d, list) and len(d) == 2 and all(isinstance(p, str) for p in d) for d in deps
         ):
             raise ValueError("deps must be [key, pk] pairs")
-        return data["response"], meta_of(data.get("meta")), [(d[0], d[1]) for d in deps]
+        return EndpointRecord(data["response"], meta_of(data.get("meta")), [(d[0], d[1]) for d in deps])
     except ValueError as exc:
         log.warning("ignored a malformed stored value for %s: %s", key, exc)
         return None
@@ -58,6 +67,6 @@ def parse_entity(text: str | bytes) -> EntityRow | None:
         return None
 
 
-def snapshot(parsed: tuple[Any, Meta, list[tuple[str, str]]], rows: list[EntityRow], expired: bool) -> Snapshot:
-    response, meta, _ = parsed
-    return Snapshot(response, meta, tuple(rows), expired)
+def snapshot(parsed: EndpointRecord, rows: list[EntityRow], expired: bool) -> Snapshot:
+    """What a backend read returns: the record's response and meta with the current `rows` of its entities."""
+    return Snapshot(parsed.response, parsed.meta, tuple(rows), expired)

@@ -19,12 +19,13 @@ import json
 import logging
 import secrets
 from collections.abc import AsyncIterator, Callable
-from typing import Any
 
 try:
     import redis.asyncio as aioredis
+    from redis.asyncio.client import PubSub
     from redis.asyncio.retry import Retry
     from redis.backoff import NoBackoff
+    from redis.commands.core import AsyncScript
     from redis.exceptions import RedisError
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("RedisStore needs redis-py: pip install 'restlayer[redis]'") from exc
@@ -96,11 +97,11 @@ class RedisStore:
         self.prefix = f"rl:{{{namespace}}}:"
         self.channel = self.prefix + "announce"
         self.source = secrets.token_hex(8)
-        self._client: Any = None
-        self._listener: Any = None
-        self._pubsub: Any = None
-        self._script: Any = None
-        self._extend: Any = None
+        self._client: aioredis.Redis | None = None
+        self._listener: aioredis.Redis | None = None
+        self._pubsub: PubSub | None = None
+        self._script: AsyncScript | None = None
+        self._extend: AsyncScript | None = None
         self._on_patch: Callable[[Patch], None] | None = None
 
     def __repr__(self) -> str:
@@ -121,7 +122,7 @@ class RedisStore:
 
     # ----- connection ---------------------------------------------------------------------------
     @contextlib.asynccontextmanager
-    async def _calls(self) -> AsyncIterator[Any]:
+    async def _calls(self) -> AsyncIterator[aioredis.Redis]:
         """The client, with every Redis or socket failure turned into SharedStoreError."""
         if self._client is None:
             raise SharedStoreError("RedisStore is not open")
@@ -146,7 +147,13 @@ class RedisStore:
             self._pubsub = self._listener.pubsub(ignore_subscribe_messages=True)
             await self._pubsub.subscribe(self.channel)
 
-    def _connect(self, read_timeout: float | None) -> Any:
+    def _opened(self, script: AsyncScript | None) -> AsyncScript:
+        """A script registered by `open` (SharedStoreError before that)."""
+        if script is None:
+            raise SharedStoreError("RedisStore is not open")
+        return script
+
+    def _connect(self, read_timeout: float | None) -> aioredis.Redis:
         """A client whose calls wait (up to `timeout`) for one of `max_connections` connections."""
         pool = aioredis.BlockingConnectionPool.from_url(
             self.url,
@@ -189,7 +196,7 @@ class RedisStore:
         self._pubsub = self._client = self._listener = None
         with contextlib.suppress(*_FAILURES):
             if pubsub is not None:
-                await pubsub.aclose()
+                await pubsub.aclose()  # type: ignore[no-untyped-call]  # redis-py leaves it unannotated
             for client in clients:
                 if client is not None:
                     await client.aclose()
@@ -215,12 +222,12 @@ class RedisStore:
             )[1:]
         )
         async with self._calls():
-            await self._script(keys=keys, args=[self.channel, head, tail, *args])
+            await self._opened(self._script)(keys=keys, args=[self.channel, head, tail, *args])
 
-    def _operations(self, write: Write) -> tuple[list[str], list[Any]]:
+    def _operations(self, write: Write) -> tuple[list[str], list[str | int]]:
         """Script KEYS and the five ARGV of each (kind, fetched_at, stored, ttl, announced)."""
         keys: list[str] = []
-        args: list[Any] = []
+        args: list[str | int] = []
         for key, pk, record, meta in write.patch.entities:
             row = dumps([key, pk, record, meta])
             keys.append(self.entity_key(key, pk))
@@ -270,7 +277,7 @@ class RedisStore:
             parsed = parse_endpoint(stored[b"d"], key)
             if parsed is None:
                 return None
-            deps = parsed[2]
+            deps = parsed.deps
             rows = []
             if deps:
                 pipe = client.pipeline(transaction=False)
@@ -298,4 +305,4 @@ class RedisStore:
     async def extend(self, key: str, token: str, ttl_ms: int) -> bool:
         """Push the lock's expiry `ttl_ms` further while `token` still holds it."""
         async with self._calls():
-            return bool(await self._extend(keys=[self.lock_key(key)], args=[token, int(ttl_ms)]))
+            return bool(await self._opened(self._extend)(keys=[self.lock_key(key)], args=[token, int(ttl_ms)]))

@@ -90,7 +90,7 @@ class SQLiteStore:
         for key, text, state in db.execute("SELECT key, data, expired FROM endpoints"):
             parsed = parse_endpoint(text, key)
             if parsed is not None:
-                endpoints.append((key, json.loads(text).get("result"), parsed[1]))
+                endpoints.append((key, json.loads(text).get("result"), parsed.meta))
                 if state == _EXPIRED:
                     expired.append(key)
                 elif state == _INVALIDATED:
@@ -159,7 +159,7 @@ class SQLiteStore:
             if parsed is None:
                 return None
             rows = []
-            for ref in parsed[2]:
+            for ref in parsed.deps:
                 text = db.execute("SELECT data FROM entities WHERE key = ? AND pk = ?", ref).fetchone()
                 row = None if text is None else parse_entity(text[0])
                 if row is not None:
