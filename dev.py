@@ -40,6 +40,41 @@ def setup() -> None:
     if not (STAMP.exists() and STAMP.read_text() == _lock_hash()):
         _install()
     _system_packages()
+    _compile()
+
+
+COMPILED_STAMP = VENV / ".restlayer-compiled-hash"
+
+
+def _compile() -> None:
+    """Build the optional compiled engine (build_compiled.py) when its sources changed; skip without a compiler.
+
+    A stale compiled module would shadow its edited source, so it is removed before any rebuild.
+    RESTLAYER_PURE=1 at setup leaves the package pure Python (no build).
+    """
+    probe = "import build_compiled as b; print(b.source_hash()); print(b.toolchain_missing() or '')"
+    out = subprocess.run([str(BIN / "python"), "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True)
+    digest, missing = [*out.stdout.splitlines(), ""][:2]
+    if os.environ.get("RESTLAYER_PURE", "") not in ("", "0") or missing:
+        if compiled_built():
+            _run(BIN / "python", "build_compiled.py", "--clean")
+        COMPILED_STAMP.unlink(missing_ok=True)
+        if missing:
+            print(f"+ not compiling the engine ({missing}): the pure-Python modules run", flush=True)
+        return
+    if COMPILED_STAMP.exists() and COMPILED_STAMP.read_text() == digest and compiled_built():
+        return
+    COMPILED_STAMP.unlink(missing_ok=True)
+    if _run(BIN / "python", "build_compiled.py") == 0:
+        COMPILED_STAMP.write_text(digest)
+    else:
+        _run(BIN / "python", "build_compiled.py", "--clean")
+        print("  compiling the engine failed: the pure-Python modules run", flush=True)
+
+
+def compiled_built() -> bool:
+    """Whether the compiled engine sits next to its sources (built by `_compile`)."""
+    return COMPILED_STAMP.exists() and any((ROOT / "src/restlayer/schema").glob("_exec.*.so"))
 
 
 #: Programs some tests drive -> their Debian package (redis-server: shared-store tests; chromium: browser tests).
@@ -89,8 +124,11 @@ def _install() -> None:
 #: Branch coverage (percent) the suite must keep; raise it as tests are added, never lower it.
 COVERAGE_FLOOR = "94.0"
 
+#: The tests run a second time on the compiled engine (the main run, with coverage, on the pure-Python one).
+COMPILED_TESTS = ("tests/schema", "tests/core", "tests/test_engine_choice.py")
+
 #: What `ruff check` and `ruff format --check` guard: every Python file of the project.
-LINTED = ("src", "tests", "bench", "examples", "dev.py")
+LINTED = ("src", "tests", "bench", "examples", "dev.py", "build_compiled.py")
 
 
 def check_commands(pytest_args: list[str]) -> list[tuple[str | Path, ...]]:
@@ -107,9 +145,12 @@ def check_commands(pytest_args: list[str]) -> list[tuple[str | Path, ...]]:
             "--cov",
             "--cov-report=term",
             f"--cov-fail-under={COVERAGE_FLOOR}",
+            "--engine=pure",
             *pytest_args,
         ),
     ]
+    if compiled_built():  # the engine's tests once more, on the compiled modules
+        checks.append((BIN / "python", "-m", "pytest", "--engine=compiled", *COMPILED_TESTS))
     if (ROOT / "mkdocs.yml").exists():
         checks.append((BIN / "mkdocs", "build", "--strict", "--quiet", "--site-dir", VENV / "site"))
     # builds a fresh .venv from the registry in a copy of the tree: slow, so once and last

@@ -45,3 +45,22 @@ def api(api_server: LocalServer) -> Iterator[LocalServer]:
     """The session server, reset: seed data restored, recorded requests cleared."""
     api_server.reset()
     yield api_server
+
+
+# ---------------------------------------------------------------------------
+# 6. Schema engine: `--engine=pure|compiled` runs the suite on that engine
+#    (dev.py test runs both); without it, whatever the package runs (compiled
+#    when built). `--engine=compiled` fails at once when it is not built.
+# ---------------------------------------------------------------------------
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--engine", choices=("pure", "compiled"), default=None, help="schema engine to test")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    from restlayer.schema import _fast
+
+    engine = config.getoption("--engine")
+    if engine is not None:
+        _fast.use_engine(engine)

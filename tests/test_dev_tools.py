@@ -46,7 +46,19 @@ def test_dev_test_checks_coverage_and_format_and_runs_the_readme_check_last() ->
     assert float(dev.COVERAGE_FLOOR) >= 93.7
     assert any(c[1:3] == ["format", "--check"] for c in commands)
     assert commands[-1][1:] == ["-m", "pytest", "-m", "readme"]
-    assert sum("pytest" in c for c in commands) == 2
+    assert sum("pytest" in c for c in commands) == (3 if dev.compiled_built() else 2)
+
+
+def test_dev_test_runs_the_engine_tests_again_on_the_compiled_engine_when_built() -> None:
+    commands = [[str(part) for part in command] for command in dev.check_commands([])]
+    main = next(c for c in commands if c[1:3] == ["-m", "pytest"])
+    assert "--engine=pure" in main
+    compiled = [c for c in commands if "--engine=compiled" in c]
+    assert compiled == (
+        [[str(dev.BIN / "python"), "-m", "pytest", "--engine=compiled", *dev.COMPILED_TESTS]]
+        if dev.compiled_built()
+        else []
+    )
 
 
 def test_project_metadata_has_classifiers_and_urls() -> None:

@@ -19,6 +19,7 @@ redo the whole call with the general engine.
 from __future__ import annotations
 
 import copy
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from operator import is_
@@ -26,6 +27,7 @@ from typing import Any
 
 from restlayer._text import to_text
 from restlayer.errors import SchemaError
+from restlayer.schema import _exec
 from restlayer.schema._base import INVALID, MAX_DEPTH
 from restlayer.schema._containers import Array, Object
 from restlayer.schema._denormalize import Dep, deps_valid
@@ -39,6 +41,28 @@ _enabled = True
 _norm_plans: dict[Any, tuple[tuple[Any, ...], list[Any], NormFn | None]] = {}
 _denorm_plans: dict[str, dict[Any, tuple[tuple[Any, ...], list[Any], DenormFn | None]]] = {"d": {}, "u": {}}
 _MAX_PLANS = 1024
+
+#: Whether plans run on the compiled executor (`_exec` built by mypyc) instead of generated
+#: functions; RESTLAYER_PURE=1 keeps the pure-Python engine even when the compiled one is built.
+COMPILED = _exec.compiled() and os.environ.get("RESTLAYER_PURE", "") in ("", "0")
+
+
+def engine() -> str:
+    """Which engine runs plans: "compiled" (the mypyc-built executor) or "pure" (generated Python)."""
+    return "compiled" if COMPILED else "pure"
+
+
+def use_engine(name: str) -> None:
+    """Run plans on the "compiled" or the "pure" engine from now on (the test suite runs both)."""
+    global COMPILED
+    if name not in ("compiled", "pure"):
+        raise ValueError(f"unknown engine {name!r}: 'compiled' or 'pure'")
+    if name == "compiled" and not _exec.compiled():
+        raise RuntimeError("the compiled engine is not built here (python3 dev.py setup builds it)")
+    COMPILED = name == "compiled"
+    _norm_plans.clear()
+    for plans in _denorm_plans.values():
+        plans.clear()
 
 
 @contextmanager
@@ -112,7 +136,8 @@ def normalizer(node: Any) -> NormFn | None:
     """The generated normalize function for compiled `node`, or None when the general engine should run."""
     if not _enabled:
         return None
-    fn: NormFn | None = _plan(_norm_plans, node, lambda n: _Gen("n").function(n))
+    build = _executor_n if COMPILED else lambda n: _Gen("n").function(n)
+    fn: NormFn | None = _plan(_norm_plans, node, build)
     return fn
 
 
@@ -124,8 +149,57 @@ def denormalizer(node: Any, tracked: bool = True) -> DenormFn | None:
     if not _enabled:
         return None
     mode = "d" if tracked else "u"
-    fn: DenormFn | None = _plan(_denorm_plans[mode], node, lambda n: _Gen(mode).function(n))
+    build = (lambda n: _executor_d(n, tracked)) if COMPILED else (lambda n: _Gen(mode).function(n))
+    fn: DenormFn | None = _plan(_denorm_plans[mode], node, build)
     return fn
+
+
+def _executor_n(node: Any) -> NormFn:
+    """The compiled executor's normalize plan for `node` (one plan object per schema node)."""
+    plans: dict[int, _exec.NPlan] = {}
+
+    def plan(n: Any) -> _exec.NPlan:
+        known = plans.get(id(n))
+        if known is not None:
+            return known
+        made: _exec.NPlan
+        if _plain_entity(n):
+            made = plans[id(n)] = _exec.NEntity(n)  # before its members: a member may lead back here
+            made.fields = [(f, plan(c)) for f, c in n.nested().items() if c is not None]
+        elif isinstance(n, Array) and n.node is not None:
+            made = plans[id(n)] = _exec.NArray(n.normalize_value, plan(n.node))
+        elif isinstance(n, Object):
+            made = plans[id(n)] = _exec.NObject(n.normalize_value)
+            made.fields = [(f, plan(c)) for f, c in n.nodes.items() if c is not None]
+        else:
+            made = plans[id(n)] = _exec.NPlan(n.normalize_value)
+        return made
+
+    return plan(node).norm
+
+
+def _executor_d(node: Any, tracked: bool) -> DenormFn:
+    """The compiled executor's denormalize plan for `node` (see `denormalizer` for `tracked`)."""
+    plans: dict[int, _exec.DPlan] = {}
+
+    def plan(n: Any) -> _exec.DPlan:
+        known = plans.get(id(n))
+        if known is not None:
+            return known
+        made: _exec.DPlan
+        if _plain_entity(n):
+            made = plans[id(n)] = _exec.DEntity(n, tracked)
+            made.fields = [(f, plan(c), f in n._truthy_defaults) for f, c in n.nested().items() if c is not None]
+        elif isinstance(n, Array) and n.node is not None:
+            made = plans[id(n)] = _exec.DArray(n.denormalize_value, plan(n.node))
+        elif isinstance(n, Object):
+            made = plans[id(n)] = _exec.DObject(n.denormalize_value)
+            made.fields = [(f, plan(c)) for f, c in n.nodes.items() if c is not None]
+        else:
+            made = plans[id(n)] = _exec.DPlan(n.denormalize_value)
+        return made
+
+    return plan(node).denorm
 
 
 def dep_groups(deps: list[Dep]) -> list[tuple[str, Any, tuple[str, ...], tuple[Any, ...]]]:
@@ -143,6 +217,8 @@ def dep_groups(deps: list[Dep]) -> list[tuple[str, Any, tuple[str, ...], tuple[A
 def groups_valid(entities: Any, groups: list[tuple[str, Any, tuple[str, ...], tuple[Any, ...]]]) -> bool:
     """Same answer as `deps_valid` on the grouped deps: one identity test per unchanged table,
     and a C-level scan of the pks read from a changed one."""
+    if COMPILED:
+        return _exec.groups_valid(entities, groups)
     get = entities.get
     for key, table, pks, records in groups:
         current = get(key)
