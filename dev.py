@@ -128,7 +128,7 @@ COVERAGE_FLOOR = "94.0"
 COMPILED_TESTS = ("tests/schema", "tests/core", "tests/test_engine_choice.py")
 
 #: What `ruff check` and `ruff format --check` guard: every Python file of the project.
-LINTED = ("src", "tests", "bench", "examples", "dev.py", "build_compiled.py")
+LINTED = ("src", "tests", "bench", "examples", "dev.py", "build_compiled.py", "hatch_build.py")
 
 
 def check_commands(pytest_args: list[str]) -> list[tuple[str | Path, ...]]:

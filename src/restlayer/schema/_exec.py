@@ -21,11 +21,15 @@ from typing import Any, Final
 
 from restlayer.errors import SchemaError
 from restlayer.schema._base import INVALID, MAX_DEPTH
-from restlayer.schema._frozen import CONTAINERS, FrozenDict, FrozenList, freeze_members
+from restlayer.schema._frozen import FrozenDict, FrozenList, freeze_members
 
 _NO_META: Final = {"fetched_at": 0, "date": 0, "expires_at": 0}
-_new = object.__new__
-_setattr = object.__setattr__
+# Module constants bound once (compiled code reads a Final name without a module lookup).
+_INVALID: Final = INVALID
+_DEPTH: Final = MAX_DEPTH
+_new: Final = object.__new__
+_setattr: Final = object.__setattr__
+_deepcopy: Final = copy.deepcopy
 
 
 def compiled() -> bool:
@@ -33,7 +37,36 @@ def compiled() -> bool:
     return not __file__.endswith((".py", ".pyc"))
 
 
+def _has_containers(record: dict[str, Any]) -> bool:
+    """Whether a member of `record` is a plain list, dict or tuple (to be frozen before it is stored)."""
+    for value in record.values():
+        cls = type(value)
+        if cls is list or cls is dict or cls is tuple:
+            return True
+    return False
+
+
 # ----- normalize -------------------------------------------------------------------------------
+class Walk:
+    """One normalize call's tables, read once from its `Normalizer` (`ctx`)."""
+
+    def __init__(self, ctx: Any) -> None:
+        self.ctx = ctx
+        self.pending: dict[str, dict[str, Any]] = ctx.pending
+        self.pending_meta: dict[str, dict[str, Any]] = ctx.pending_meta
+        self.meta: Any = ctx.meta
+        self.stored: dict[str, Any] = {}  # entity key -> its stored table's `get` (None: no table)
+
+    def stored_get(self, key: str) -> Any:
+        """The stored table's lookup for `key`, or None when the store has no such table."""
+        if key in self.stored:
+            return self.stored[key]
+        table = self.ctx.entities.get(key)
+        get = None if table is None else table.get
+        self.stored[key] = get
+        return get
+
+
 class NPlan:
     """Normalizes one schema node; this base hands every value to the node's general method."""
 
@@ -41,7 +74,11 @@ class NPlan:
         self.general = general
 
     def norm(self, value: Any, parent: Any, key: Any, ctx: Any) -> Any:
-        return self.general(value, parent, key, ctx)
+        """The entry point (the signature of a generated function): one `Walk` per call."""
+        return self.walk(value, parent, key, Walk(ctx))
+
+    def walk(self, value: Any, parent: Any, key: Any, w: Walk) -> Any:
+        return self.general(value, parent, key, w.ctx)
 
 
 class NEntity(NPlan):
@@ -54,61 +91,61 @@ class NEntity(NPlan):
         self.nested = bool(cls.nested())  # members normalized one level deeper (the depth guard)
         self.fields: list[tuple[str, NPlan]] = []  # filled by the builder (schemas can be cyclic)
 
-    def norm(self, value: Any, parent: Any, key: Any, ctx: Any) -> Any:
-        if value.__class__ is not dict:
-            return self.general(value, parent, key, ctx)
-        pk = value.get("id")
-        if pk.__class__ is int:
+    def walk(self, value: Any, parent: Any, key: Any, w: Walk) -> Any:
+        if type(value) is not dict:
+            return self.general(value, parent, key, w.ctx)
+        src: dict[str, Any] = value
+        pk = src.get("id")
+        if type(pk) is int:
             pk = str(pk)
-        if pk.__class__ is not str or pk == "" or pk == "undefined":
-            return self.general(value, parent, key, ctx)  # anything unusual: the general engine
+        if type(pk) is not str or pk == "" or pk == "undefined":
+            return self.general(value, parent, key, w.ctx)  # anything unusual: the general engine
+        record = src.copy()
         if self.nested:
+            ctx = w.ctx
             depth: int = ctx.depth
-            if depth >= MAX_DEPTH:  # deep data: the general engine defers it
+            if depth >= _DEPTH:  # deep data: the general engine defers it
                 return self.general(value, parent, key, ctx)
-            record = dict(value)
             ctx.depth = depth + 1
             for name, plan in self.fields:
                 child = record.get(name)
                 if child is not None:
                     try:
-                        record[name] = plan.norm(child, record, name, ctx)
+                        record[name] = plan.walk(child, record, name, w)
                     except SchemaError as exc:
                         exc.path = (name, *exc.path)
                         raise
             ctx.depth = depth
-        else:
-            record = dict(value)
-        if not CONTAINERS.isdisjoint(map(type, record.values())):
+        if _has_containers(record):
             freeze_members(record)  # stored data is read-only
-        self.store(pk, record, ctx)
+        self.store(pk, record, w)
         return pk
 
-    def store(self, pk: str, record: dict[str, Any], ctx: Any) -> None:
+    def store(self, pk: str, record: dict[str, Any], w: Walk) -> None:
         """Write a new record, or merge with a stored dict by the default rule; the rest via `ctx.store`."""
         key = self.key
-        pending: dict[str, dict[str, Any]] = ctx.pending
-        table = pending.get(key)
+        table = w.pending.get(key)
         if table is not None and pk in table:
-            ctx.store(self.cls, pk, record)  # written earlier in this call: the general merge
+            w.ctx.store(self.cls, pk, record)  # written earlier in this call: the general merge
             return
-        stored = ctx.entities.get(key)
-        existing = None if stored is None else stored.get(pk)
-        if existing is not None and existing.__class__ is not dict:
-            ctx.store(self.cls, pk, record)
+        get = w.stored_get(key)
+        existing = None if get is None else get(pk)
+        if existing is not None and type(existing) is not dict:
+            w.ctx.store(self.cls, pk, record)
             return
         if table is None:
-            table = pending[key] = {}
+            table = {}
+            w.pending[key] = table
             metas: dict[str, Any] = {}
-            ctx.pending_meta[key] = metas
+            w.pending_meta[key] = metas
         else:
-            metas = ctx.pending_meta[key]
-        meta = ctx.meta
+            metas = w.pending_meta[key]
+        meta = w.meta
         if existing is None:
             table[pk] = record
             metas[pk] = meta
             return
-        stored_metas = ctx.entities_meta.get(key)
+        stored_metas = w.ctx.entities_meta.get(key)
         stored_meta = None if stored_metas is None else stored_metas.get(pk)
         if stored_meta is None:
             stored_meta = _NO_META
@@ -127,19 +164,20 @@ class NArray(NPlan):
         super().__init__(general)
         self.item = item
 
-    def norm(self, value: Any, parent: Any, key: Any, ctx: Any) -> Any:
-        if value.__class__ is not list:
-            return self.general(value, parent, key, ctx)
+    def walk(self, value: Any, parent: Any, key: Any, w: Walk) -> Any:
+        if type(value) is not list:
+            return self.general(value, parent, key, w.ctx)
+        items: list[Any] = value
         item_plan = self.item
         out: list[Any] = []
         index = -1
         try:
-            for item in value:
+            for item in items:
                 index += 1
                 if item is None:
                     out.append(None)
                     continue
-                result = item_plan.norm(item, parent, key, ctx)
+                result = item_plan.walk(item, parent, key, w)
                 if result is not None:
                     out.append(result)
         except SchemaError as exc:
@@ -155,19 +193,20 @@ class NObject(NPlan):
         super().__init__(general)
         self.fields: list[tuple[str, NPlan]] = []
 
-    def norm(self, value: Any, parent: Any, key: Any, ctx: Any) -> Any:
-        if value.__class__ is not dict:
-            return self.general(value, parent, key, ctx)
-        out = dict(value)
+    def walk(self, value: Any, parent: Any, key: Any, w: Walk) -> Any:
+        if type(value) is not dict:
+            return self.general(value, parent, key, w.ctx)
+        src: dict[str, Any] = value
+        out = src.copy()
         for name, plan in self.fields:
             child = out.get(name)
             if child is not None:
                 try:
-                    out[name] = plan.norm(child, value, name, ctx)
+                    out[name] = plan.walk(child, value, name, w)
                 except SchemaError as exc:
                     exc.path = (name, *exc.path)
                     raise
-        if not CONTAINERS.isdisjoint(map(type, out.values())):
+        if _has_containers(out):
             freeze_members(out)
         return FrozenDict(out)
 
@@ -200,38 +239,51 @@ class DEntity(DPlan):
         self.fields: list[tuple[str, DPlan, bool]] = []  # name, plan, an invalid member invalidates
 
     def denorm(self, value: Any, unvisit: Any) -> Any:
-        if value.__class__ is not str:
-            if value.__class__ is dict:  # an entity given inline, never normalized: built uncached
-                return self.build(value, unvisit)
+        if type(value) is not str:
+            if type(value) is dict:  # an entity given inline, never normalized: built uncached
+                return self.fill(_new(self.cls), value, unvisit)
             return self.general(value, unvisit)
-        if self.deep and unvisit.depth >= MAX_DEPTH:
-            return self.general(value, unvisit)
-        key = self.key
-        table = unvisit.entities.get(key)
-        record = None if table is None else table.get(value)
-        if record is None or record is INVALID:
+        return self.read(value, unvisit.entities.get(self.key), unvisit)
+
+    def read(self, pk: str, table: Any, unvisit: Any) -> Any:
+        """The instance for stored `pk` (`table`: this key's stored table, or None)."""
+        if self.deep and unvisit.depth >= _DEPTH:
+            return self.general(pk, unvisit)
+        record = None if table is None else table.get(pk)
+        if record is None or record is _INVALID:
             if self.tracked:
-                unvisit.deps.append((key, value, table, record))
+                unvisit.deps.append((self.key, pk, table, record))
             return record
+        if not isinstance(record, dict):  # not a record normalize wrote: the general engine
+            return self.general(pk, unvisit)
         cache: dict[Any, Any] = unvisit.cache
-        ck = (self.cls, value)
+        ck = (self.cls, pk)
         hit = cache.get(ck)
-        if hit is not None and hit[0] is record:
-            deps = hit[2]
-            if not self.tracked:
-                return self.general(value, unvisit) if deps is None else hit[1]
-            if deps.__class__ is not list:  # a cycle back to an instance being built, or deep data
-                return self.general(value, unvisit)
-            if not unvisit.checking or len(deps) == 1 or deps_valid(unvisit.entities, deps, 1):
-                unvisit.deps.extend(deps)
-                return hit[1]
+        if hit is not None:
+            entry: tuple[Any, ...] = hit
+            if entry[0] is record:
+                deps = entry[2]
+                if not self.tracked:
+                    return self.general(pk, unvisit) if deps is None else entry[1]
+                if type(deps) is not list:  # a cycle back to an instance being built, or deep data
+                    return self.general(pk, unvisit)
+                mine_before: list[Any] = deps
+                if not unvisit.checking or len(mine_before) == 1 or deps_valid(unvisit.entities, mine_before, 1):
+                    unvisit.deps.extend(mine_before)
+                    return entry[1]
         if not self.tracked:
             obj = self.build_stored(ck, record, unvisit)
             cache[ck] = (record, obj, ())
             return obj
         outer: list[Any] = unvisit.deps
-        mine = [(key, value, table, record)]
+        mine = [(self.key, pk, table, record)]
         unvisit.deps = mine
+        if not self.deep:
+            obj = self.build_stored(ck, record, unvisit)
+            unvisit.deps = outer
+            outer.extend(mine)
+            cache[ck] = (record, obj, mine)
+            return obj
         queued = len(unvisit.deferred)
         obj = self.build_stored(ck, record, unvisit)
         unvisit.deps = outer
@@ -241,33 +293,32 @@ class DEntity(DPlan):
 
     def build_stored(self, ck: Any, record: Any, unvisit: Any) -> Any:
         """A stored entity's instance, its members read one level deeper (a cycle back finds it in the cache)."""
-        if not self.deep:
-            return self.build(record, unvisit)
         obj = _new(self.cls)
+        if not self.fields:
+            return self.fill(obj, record, unvisit)
         unvisit.cache[ck] = (record, obj, None)
+        if not self.deep:  # members from annotations only: read at this depth, as the general engine does
+            return self.fill(obj, record, unvisit)
         depth: int = unvisit.depth
         unvisit.depth = depth + 1
         obj = self.fill(obj, record, unvisit)
         unvisit.depth = depth
         return obj
 
-    def build(self, record: Any, unvisit: Any) -> Any:
-        return self.fill(_new(self.cls), record, unvisit)
-
-    def fill(self, obj: Any, record: Any, unvisit: Any) -> Any:
+    def fill(self, obj: Any, record: dict[str, Any], unvisit: Any) -> Any:
         """`obj` with its fields: defaults, then `record`, nested members denormalized (or INVALID)."""
-        values = dict(self.defaults)
+        values = self.defaults.copy()
         values.update(record)
         for name in self.mutable:
             if name not in record:
-                values[name] = copy.deepcopy(values[name])
+                values[name] = _deepcopy(values[name])
         for name, plan, truthy in self.fields:
             child = record.get(name)
             if child is not None:
                 result = plan.denorm(child, unvisit)
-                if result is INVALID:
+                if result is _INVALID:
                     if truthy:
-                        return INVALID
+                        return _INVALID
                     result = None
                 values[name] = result
         _setattr(obj, "__dict__", values)
@@ -280,8 +331,12 @@ class DArray(DPlan):
     def __init__(self, general: Any, item: DPlan) -> None:
         super().__init__(general)
         self.item = item
+        self.entity: DEntity | None = item if isinstance(item, DEntity) else None
 
     def denorm(self, value: Any, unvisit: Any) -> Any:
+        entity = self.entity
+        if entity is not None:
+            return self.entities(value, entity, unvisit)
         item_plan = self.item
         out: list[Any] = []
         for item in value:
@@ -289,7 +344,23 @@ class DArray(DPlan):
                 out.append(None)
                 continue
             result = item_plan.denorm(item, unvisit)
-            if result is not None and result is not INVALID:
+            if result is not None and result is not _INVALID:
+                out.append(result)
+        return out
+
+    def entities(self, value: Any, entity: DEntity, unvisit: Any) -> list[Any]:
+        """Items of one plain entity class: the table looked up once for the whole list."""
+        table = unvisit.entities.get(entity.key)
+        out: list[Any] = []
+        for item in value:
+            if item is None:
+                out.append(None)
+                continue
+            if type(item) is str:
+                result = entity.read(item, table, unvisit)
+            else:
+                result = entity.denorm(item, unvisit)
+            if result is not None and result is not _INVALID:
                 out.append(result)
         return out
 
@@ -302,15 +373,16 @@ class DObject(DPlan):
         self.fields: list[tuple[str, DPlan]] = []
 
     def denorm(self, value: Any, unvisit: Any) -> Any:
-        if value.__class__ is not FrozenDict and value.__class__ is not dict:
+        if type(value) is not FrozenDict and type(value) is not dict:
             return self.general(value, unvisit)
-        out = dict(value)
+        src: dict[str, Any] = value
+        out = src.copy()
         for name, plan in self.fields:
             child = out.get(name)
             if child is not None:
                 result = plan.denorm(child, unvisit)
-                if result is INVALID:
-                    return INVALID
+                if result is _INVALID:
+                    return _INVALID
                 out[name] = result
         return out
 
