@@ -26,7 +26,8 @@ class CompiledEngineHook(BuildHookInterface):  # type: ignore[type-arg]
     PLUGIN_NAME = "custom"
 
     def dependencies(self) -> list[str]:
-        return ["mypy[mypyc]>=1.11"] if _wanted() else []
+        # the runtime dependencies too: mypyc reads their types where the compiled modules use them
+        return ["mypy[mypyc]>=1.11", "httpx>=0.27", "immutables>=0.20"] if _wanted() else []
 
     def initialize(self, version: str, build_data: dict[str, Any]) -> None:
         if self.target_name != "wheel" or version == "editable" or not _wanted():

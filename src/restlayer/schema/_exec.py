@@ -237,6 +237,14 @@ class DEntity(DPlan):
         self.defaults: dict[str, Any] = dict(cls._defaults)
         self.mutable: list[str] = list(cls._mutable_defaults)
         self.fields: list[tuple[str, DPlan, bool]] = []  # name, plan, an invalid member invalidates
+        self.names: list[str] = list(self.defaults)
+
+    def same_fields(self, record: dict[str, Any]) -> bool:
+        """Whether `record` has exactly the fields, in their order (then it is the instance's `__dict__` as is)."""
+        names = self.names
+        if self.fields or len(record) != len(names):
+            return False
+        return all(name == names[i] for i, name in enumerate(record))  # a plain loop, compiled
 
     def denorm(self, value: Any, unvisit: Any) -> Any:
         if type(value) is not str:
@@ -295,6 +303,10 @@ class DEntity(DPlan):
         """A stored entity's instance, its members read one level deeper (a cycle back finds it in the cache)."""
         obj = _new(self.cls)
         if not self.fields:
+            if self.same_fields(record):
+                # A stored record is never changed and neither is an instance: they share one dict.
+                _setattr(obj, "__dict__", record)
+                return obj
             return self.fill(obj, record, unvisit)
         unvisit.cache[ck] = (record, obj, None)
         if not self.deep:  # members from annotations only: read at this depth, as the general engine does
