@@ -70,7 +70,7 @@ def build(out_dir: Path) -> list[Path]:
         os.chdir(SRC)  # mypyc names the modules by their path from here: restlayer.schema._exec
         try:
             # Errors in the modules they import are not theirs to report (mypy --strict checks those).
-            options = ["--follow-imports=silent", "--ignore-missing-imports"]
+            options = ["--follow-imports=silent", "--ignore-missing-imports", f"--cache-dir={Path(temp) / 'cache'}"]
             extensions = mypycify([*options, *COMPILED], opt_level="3", target_dir=str(Path(temp) / "c"))
             dist = Distribution({"name": "restlayer-compiled", "ext_modules": extensions})
             command = dist.get_command_obj("build_ext")

@@ -10,6 +10,7 @@ so tests and users can compare store tables with plain dicts.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Iterator, Mapping
 from typing import Any, Generic, TypeVar
 
@@ -95,21 +96,25 @@ class OrderedPMap(PMap[K, V]):
     unless it adds a key; the ordered list is computed once per version, on demand.
     """
 
-    __slots__ = ("_length", "_log", "_ordered")
+    __slots__ = ("__weakref__", "_length", "_lineage", "_log", "_ordered")
 
     def __init__(self, items: Mapping[K, V] | immutables.Map[K, V] | None = None) -> None:
         super().__init__(items)
         self._log: list[K] = list(self._map.keys()) if isinstance(items, immutables.Map) else list(items or ())
         self._length = len(self._log)
         self._ordered: list[K] | None = None
+        self._lineage: Lineage = ()
 
     @classmethod
     def of(cls, table: Mapping[K, V]) -> OrderedPMap[K, V]:
         """`table` as an OrderedPMap (itself when it already is one; else in its iteration order)."""
         return table if table.__class__ is OrderedPMap else cls(table)
 
-    def _derive(self, m: immutables.Map[K, V], new_keys: list[K] | tuple[()]) -> OrderedPMap[K, V]:
+    def _derive(
+        self, m: immutables.Map[K, V], new_keys: list[K] | tuple[()], changed: tuple[K, ...]
+    ) -> OrderedPMap[K, V]:
         out: OrderedPMap[K, V] = object.__new__(OrderedPMap)
+        out._lineage = self._lineage_after(changed)
         out._map = m
         out.get = m.get  # type: ignore[method-assign]
         out._ordered = None
@@ -125,12 +130,12 @@ class OrderedPMap(PMap[K, V]):
         return out
 
     def set(self, key: K, value: V) -> OrderedPMap[K, V]:
-        return self._derive(self._map.set(key, value), () if key in self._map else [key])
+        return self._derive(self._map.set(key, value), () if key in self._map else [key], (key,))
 
     def delete(self, key: K) -> OrderedPMap[K, V]:
         if key not in self._map:
             return self
-        return self._derive(self._map.delete(key), ())
+        return self._derive(self._map.delete(key), (), (key,))
 
     def update(self, changes: Mapping[K, V]) -> OrderedPMap[K, V]:
         if not changes:
@@ -139,14 +144,27 @@ class OrderedPMap(PMap[K, V]):
         m = present.update(changes)
         for key in changes:
             if key not in present:  # some keys are new: record them (the rare, slower path)
-                return self._derive(m, [k for k in changes if k not in present])
+                return self._derive(m, [k for k in changes if k not in present], tuple(changes))
         out: OrderedPMap[K, V] = object.__new__(OrderedPMap)
+        out._lineage = self._lineage_after(tuple(changes))
         out._map = m
         out.get = m.get  # type: ignore[method-assign]
         out._ordered = None
         out._log = self._log
         out._length = self._length
         return out
+
+    def _lineage_after(self, changed: tuple[K, ...]) -> Lineage:
+        """A derived version's lineage: this version and its recent ancestors, with the keys changed since each."""
+        if len(changed) > _MAX_CHANGED:
+            return ()
+        out = [(weakref.ref(self), changed)]
+        for ancestor, since in self._lineage[: _MAX_LINEAGE - 1]:
+            since = since + changed
+            if len(since) > _MAX_CHANGED:
+                break
+            out.append((ancestor, since))
+        return tuple(out)
 
     def in_order(self) -> list[K]:
         """The live keys in the order they were first set; a deleted and re-added key counts from its return."""
@@ -164,6 +182,32 @@ class OrderedPMap(PMap[K, V]):
 
 
 _LOG_LOCK = threading.Lock()
+
+#: An entity table's recent ancestors (weakly held) with the keys set or deleted since each: MemoCache
+#: re-checks only those keys of a table derived from the one it read (see `changed_between`).
+Lineage = tuple[tuple["weakref.ref[OrderedPMap[Any, Any]]", tuple[Any, ...]], ...]
+_MAX_LINEAGE = 4
+_MAX_CHANGED = 64
+
+
+def changed_between(old: Any, new: Any) -> tuple[Any, ...] | None:
+    """The keys whose values may differ between two versions of one entity table, or None when unknown.
+
+    Known when one is a recent ancestor of the other, or both derive from a recent common ancestor
+    (two updates of one store); every other key maps to the very same value in both.
+    """
+    if old.__class__ is not OrderedPMap or new.__class__ is not OrderedPMap:
+        return None
+    for ancestor, since in new._lineage:
+        if ancestor() is old:
+            return since
+    for ancestor, since in old._lineage:
+        if ancestor() is new:
+            return since
+        for other, since_new in new._lineage:
+            if other is ancestor:  # one weakref object per table version: same ref, same ancestor
+                return since + since_new
+    return None
 
 
 def merge_tables(

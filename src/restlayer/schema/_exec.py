@@ -16,7 +16,6 @@ give the same result, store and errors; the engine tests run against both.
 from __future__ import annotations
 
 import copy
-from operator import is_
 from typing import Any, Final
 
 from restlayer.errors import SchemaError
@@ -399,7 +398,7 @@ class DObject(DPlan):
         return out
 
 
-# ----- dependency checks (MemoCache) -----------------------------------------------------------
+# ----- re-checking a cached instance ---------------------------------------------------------
 def deps_valid(entities: Any, deps: list[Any], start: int) -> bool:
     """True when every recorded read (key, pk, table, record) would read the same record now."""
     get = entities.get
@@ -409,21 +408,5 @@ def deps_valid(entities: Any, deps: list[Any], start: int) -> bool:
         if current is dep[2]:
             continue
         if (None if current is None else current.get(dep[1])) is not dep[3]:
-            return False
-    return True
-
-
-def groups_valid(entities: Any, groups: list[tuple[str, Any, tuple[str, ...], tuple[Any, ...]]]) -> bool:
-    """Deps grouped by table: one identity test per unchanged table, the pks of a changed one re-read."""
-    get = entities.get
-    for key, table, pks, records in groups:
-        current = get(key)
-        if current is table:
-            continue
-        if current is None:
-            for record in records:
-                if record is not None:
-                    return False
-        elif not all(map(is_, map(current.get, pks), records)):
             return False
     return True

@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from operator import is_
 from typing import Any
 
+from restlayer._pmap import changed_between
 from restlayer._text import to_text
 from restlayer.errors import SchemaError
 from restlayer.schema import _exec
@@ -202,33 +203,40 @@ def _executor_d(node: Any, tracked: bool) -> DenormFn:
     return plan(node).denorm
 
 
-def dep_groups(deps: list[Dep]) -> list[tuple[str, Any, tuple[str, ...], tuple[Any, ...]]]:
-    """`deps` grouped by the table they were read from: (key, table, pks, records)."""
-    groups: dict[tuple[str, int], tuple[str, Any, list[str], list[Any]]] = {}
+Group = tuple[str, Any, dict[str, Any]]
+
+
+def dep_groups(deps: list[Dep]) -> list[Group]:
+    """`deps` grouped by the table they were read from: (key, table, {pk: record read})."""
+    groups: dict[tuple[str, int], Group] = {}
     for key, pk, table, record in deps:
         group = groups.get((key, id(table)))
         if group is None:
-            group = groups[(key, id(table))] = (key, table, [], [])
-        group[2].append(pk)
-        group[3].append(record)
-    return [(key, table, tuple(pks), tuple(records)) for key, table, pks, records in groups.values()]
+            group = groups[(key, id(table))] = (key, table, {})
+        group[2][pk] = record  # a pk read twice from one table read the same record
+    return list(groups.values())
 
 
-def groups_valid(entities: Any, groups: list[tuple[str, Any, tuple[str, ...], tuple[Any, ...]]]) -> bool:
-    """Same answer as `deps_valid` on the grouped deps: one identity test per unchanged table,
-    and a C-level scan of the pks read from a changed one."""
-    if COMPILED:
-        return _exec.groups_valid(entities, groups)
+def groups_valid(entities: Any, groups: list[Group]) -> bool:
+    """Same answer as `deps_valid` on the grouped deps: one identity test per unchanged table; for a
+    table derived from the one read, only the keys changed since; else a C-level scan of the pks read."""
     get = entities.get
-    for key, table, pks, records in groups:
+    for key, table, read in groups:
         current = get(key)
         if current is table:
             continue
         if current is None:
-            if any(r is not None for r in records):
+            if any(r is not None for r in read.values()):
                 return False
-        elif not all(map(is_, map(current.get, pks), records)):
-            return False
+            continue
+        changed = changed_between(table, current)
+        if changed is None:
+            if not all(map(is_, map(current.get, read), read.values())):
+                return False
+            continue
+        for pk in changed:
+            if pk in read and current.get(pk) is not read[pk]:
+                return False
     return True
 
 
