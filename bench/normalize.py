@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from bench._timing import median_ops
-from restlayer.schema import Entity, MemoCache, denormalize, normalize
+from restlayer.schema import Entity, MemoCache, _fast, denormalize, normalize
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "bench" / "data.json"
 NOW = time.time() * 1000
@@ -241,6 +241,7 @@ def main() -> None:
     parser.add_argument("--min-time", type=float, default=0.5, help="seconds of timed batches per case")
     opts = parser.parse_args()
     data = load()
+    print(f"schema engine: {_fast.engine()} (RESTLAYER_PURE=1 for the pure-Python one)")
     print(f"data.json: {len(data['project'])} projects (median ops/s of >= 5 batches, min..max in parentheses)")
     for name, fn in js_cases(data).items():
         report(name, fn, opts.min_time)

@@ -203,39 +203,51 @@ def _executor_d(node: Any, tracked: bool) -> DenormFn:
     return plan(node).denorm
 
 
-Group = tuple[str, Any, dict[str, Any]]
+#: Deps read from one table: (key, table, pks, records, {pk: record} or None when a pk has two records).
+Group = tuple[str, Any, tuple[str, ...], tuple[Any, ...], "dict[str, Any] | None"]
 
 
 def dep_groups(deps: list[Dep]) -> list[Group]:
-    """`deps` grouped by the table they were read from: (key, table, {pk: record read})."""
-    groups: dict[tuple[str, int], Group] = {}
+    """`deps` grouped by the table they were read from."""
+    groups: dict[tuple[str, int], tuple[str, Any, list[str], list[Any]]] = {}
     for key, pk, table, record in deps:
         group = groups.get((key, id(table)))
         if group is None:
-            group = groups[(key, id(table))] = (key, table, {})
-        group[2][pk] = record  # a pk read twice from one table read the same record
-    return list(groups.values())
+            group = groups[(key, id(table))] = (key, table, [], [])
+        group[2].append(pk)
+        group[3].append(record)
+    return [
+        (key, table, tuple(pks), tuple(records), _index(pks, records)) for key, table, pks, records in groups.values()
+    ]
+
+
+def _index(pks: list[str], records: list[Any]) -> dict[str, Any] | None:
+    """pk -> the record read (None when one pk was read as two records: a table changed in place)."""
+    index = dict(zip(pks, records, strict=True))
+    if len(index) != len(pks) and any(index[pk] is not record for pk, record in zip(pks, records, strict=True)):
+        return None
+    return index
 
 
 def groups_valid(entities: Any, groups: list[Group]) -> bool:
     """Same answer as `deps_valid` on the grouped deps: one identity test per unchanged table; for a
     table derived from the one read, only the keys changed since; else a C-level scan of the pks read."""
     get = entities.get
-    for key, table, read in groups:
+    for key, table, pks, records, index in groups:
         current = get(key)
         if current is table:
             continue
         if current is None:
-            if any(r is not None for r in read.values()):
+            if any(r is not None for r in records):
                 return False
             continue
-        changed = changed_between(table, current)
-        if changed is None:
-            if not all(map(is_, map(current.get, read), read.values())):
+        changed = None if index is None else changed_between(table, current)
+        if changed is None or index is None:
+            if not all(map(is_, map(current.get, pks), records)):
                 return False
             continue
         for pk in changed:
-            if pk in read and current.get(pk) is not read[pk]:
+            if pk in index and current.get(pk) is not index[pk]:
                 return False
     return True
 
