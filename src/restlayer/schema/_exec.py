@@ -282,8 +282,14 @@ class DEntity(DPlan):
             obj = self.build_stored(ck, record, unvisit)
             cache[ck] = (record, obj, ())
             return obj
+        dep = (self.key, pk, table, record)
+        if not self.fields:  # building it reads nothing else: its deps are this read alone
+            obj = self.build_stored(ck, record, unvisit)
+            unvisit.deps.append(dep)
+            cache[ck] = (record, obj, [dep])
+            return obj
         outer: list[Any] = unvisit.deps
-        mine = [(self.key, pk, table, record)]
+        mine = [dep]
         unvisit.deps = mine
         if not self.deep:
             obj = self.build_stored(ck, record, unvisit)
