@@ -77,8 +77,9 @@ def compiled_built() -> bool:
     return COMPILED_STAMP.exists() and any((ROOT / "src/restlayer/schema").glob("_exec.*.so"))
 
 
-#: Programs some tests drive -> their Debian package (redis-server: shared-store tests; chromium: browser tests).
-SYSTEM_PACKAGES = {"redis-server": "redis-server", "chromium": "chromium"}
+#: Programs some tests drive -> their Debian package (redis-server: shared-store tests; chromium: browser
+#: tests; cc: the C compiler that builds the optional compiled engine).
+SYSTEM_PACKAGES = {"redis-server": "redis-server", "chromium": "chromium", "cc": "build-essential"}
 
 
 def _system_packages() -> None:
@@ -92,7 +93,7 @@ def _system_packages() -> None:
         return
     if not Path("/etc/debian_version").exists() or not shutil.which("apt-get"):
         return
-    print(f"+ apt-get install -y {marker}  (for the Redis and browser tests)", flush=True)
+    print(f"+ apt-get install -y {marker}  (Redis and browser tests, compiled engine)", flush=True)
     code = _quiet("apt-get", "install", "-y", "-qq", *missing)
     if code != 0:  # a fresh machine may have no package lists yet
         _quiet("apt-get", "update", "-qq")
