@@ -7,6 +7,7 @@ silently test pure Python only when the compiled engine was expected.
 
 from __future__ import annotations
 
+import inspect
 import os
 import subprocess
 import sys
@@ -15,7 +16,7 @@ import pytest
 
 import build_compiled
 import dev
-from restlayer.schema import Entity, _exec, _fast
+from restlayer.schema import Entity, _exec, _fast, normalize
 
 
 class Item(Entity):
@@ -63,3 +64,17 @@ def test_asking_for_an_engine_that_is_not_there_is_refused() -> None:
     if not _exec.compiled():
         with pytest.raises(RuntimeError, match="not built"):
             _fast.use_engine("compiled")
+
+
+def test_the_executor_also_runs_from_its_python_source() -> None:
+    """What the engine tests' "executor" pass runs: the same plan classes, interpreted."""
+    before = _fast.engine()
+    _fast.use_engine("executor")
+    try:
+        plan = _fast.normalizer(Item).__self__  # type: ignore[union-attr]
+        assert _fast.engine() == "executor"
+        assert inspect.isfunction(type(plan).norm)  # a Python function, not compiled code
+        assert normalize([Item], [{"id": "1"}]).result == ["1"]
+    finally:
+        _fast.use_engine(before)
+    assert _fast.engine() == before

@@ -7,7 +7,7 @@ errors (message and path) and the dependencies a read recorded.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from functools import partial
 from typing import Any
 
@@ -20,6 +20,18 @@ from restlayer.schema import INVALID, Entity, MemoCache, Values, _fast, normaliz
 from restlayer.schema._base import compile_schema
 from restlayer.schema._denormalize import Unvisit, deps_valid
 from restlayer.schema._fast import denormalize_with, dep_groups, groups_valid
+
+
+@pytest.fixture(autouse=True, scope="module", params=["as run", "executor"])
+def engine(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Every test here on the engine this run uses, then on the plan executor run from its Python
+    source (so the compiled engine's logic is checked, and covered, without a compiler too)."""
+    before = _fast.engine()
+    if request.param == "executor":
+        _fast.use_engine("executor")
+    yield _fast.engine()
+    _fast.use_engine(before)
+
 
 META = {"fetched_at": 5, "date": 5, "expires_at": 100}
 LATER = {"fetched_at": 9, "date": 9, "expires_at": 100}

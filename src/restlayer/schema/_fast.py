@@ -19,10 +19,12 @@ redo the whole call with the general engine.
 from __future__ import annotations
 
 import copy
+import importlib.util
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from operator import is_
+from pathlib import Path
 from typing import Any
 
 from restlayer._pmap import changed_between
@@ -46,24 +48,41 @@ _MAX_PLANS = 1024
 #: Whether plans run on the compiled executor (`_exec` built by mypyc) instead of generated
 #: functions; RESTLAYER_PURE=1 keeps the pure-Python engine even when the compiled one is built.
 COMPILED = _exec.compiled() and os.environ.get("RESTLAYER_PURE", "") in ("", "0")
+_executor: Any = _exec  # the executor module plans are built from (see `use_engine`)
 
 
 def engine() -> str:
-    """Which engine runs plans: "compiled" (the mypyc-built executor) or "pure" (generated Python)."""
-    return "compiled" if COMPILED else "pure"
+    """Which engine runs plans: "compiled" (the mypyc-built executor), "pure" (generated Python), or
+    "executor" (the executor's Python source, interpreted: tests check and cover it without a compiler)."""
+    if not COMPILED:
+        return "pure"
+    return "compiled" if _executor is _exec and _exec.compiled() else "executor"
 
 
 def use_engine(name: str) -> None:
-    """Run plans on the "compiled" or the "pure" engine from now on (the test suite runs both)."""
-    global COMPILED
-    if name not in ("compiled", "pure"):
-        raise ValueError(f"unknown engine {name!r}: 'compiled' or 'pure'")
+    """Run plans on the "compiled", "pure" or "executor" engine from now on (the test suite runs each)."""
+    global COMPILED, _executor
+    if name not in ("compiled", "pure", "executor"):
+        raise ValueError(f"unknown engine {name!r}: 'compiled', 'pure' or 'executor'")
     if name == "compiled" and not _exec.compiled():
         raise RuntimeError("the compiled engine is not built here (python3 dev.py setup builds it)")
-    COMPILED = name == "compiled"
+    COMPILED = name != "pure"
+    _executor = _exec_source() if name == "executor" else _exec
     _norm_plans.clear()
     for plans in _denorm_plans.values():
         plans.clear()
+
+
+def _exec_source() -> Any:
+    """The executor module run from its Python source (a separate module object when `_exec` is compiled)."""
+    if not _exec.compiled():
+        return _exec
+    path = Path(__file__).with_name("_exec.py")
+    spec = importlib.util.spec_from_file_location("restlayer.schema._exec_source", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 @contextmanager
@@ -157,50 +176,52 @@ def denormalizer(node: Any, tracked: bool = True) -> DenormFn | None:
 
 def _executor_n(node: Any) -> NormFn:
     """The compiled executor's normalize plan for `node` (one plan object per schema node)."""
-    plans: dict[int, _exec.NPlan] = {}
+    plans: dict[int, Any] = {}
 
-    def plan(n: Any) -> _exec.NPlan:
+    def plan(n: Any) -> Any:
         known = plans.get(id(n))
         if known is not None:
             return known
-        made: _exec.NPlan
+        made: Any  # an NPlan of `_executor`
         if _plain_entity(n):
-            made = plans[id(n)] = _exec.NEntity(n)  # before its members: a member may lead back here
+            made = plans[id(n)] = _executor.NEntity(n)  # before its members: a member may lead back here
             made.fields = [(f, plan(c)) for f, c in n.nested().items() if c is not None]
         elif isinstance(n, Array) and n.node is not None:
-            made = plans[id(n)] = _exec.NArray(n.normalize_value, plan(n.node))
+            made = plans[id(n)] = _executor.NArray(n.normalize_value, plan(n.node))
         elif isinstance(n, Object):
-            made = plans[id(n)] = _exec.NObject(n.normalize_value)
+            made = plans[id(n)] = _executor.NObject(n.normalize_value)
             made.fields = [(f, plan(c)) for f, c in n.nodes.items() if c is not None]
         else:
-            made = plans[id(n)] = _exec.NPlan(n.normalize_value)
+            made = plans[id(n)] = _executor.NPlan(n.normalize_value)
         return made
 
-    return plan(node).norm
+    fn: NormFn = plan(node).norm
+    return fn
 
 
 def _executor_d(node: Any, tracked: bool) -> DenormFn:
     """The compiled executor's denormalize plan for `node` (see `denormalizer` for `tracked`)."""
-    plans: dict[int, _exec.DPlan] = {}
+    plans: dict[int, Any] = {}
 
-    def plan(n: Any) -> _exec.DPlan:
+    def plan(n: Any) -> Any:
         known = plans.get(id(n))
         if known is not None:
             return known
-        made: _exec.DPlan
+        made: Any  # a DPlan of `_executor`
         if _plain_entity(n):
-            made = plans[id(n)] = _exec.DEntity(n, tracked)
+            made = plans[id(n)] = _executor.DEntity(n, tracked)
             made.fields = [(f, plan(c), f in n._truthy_defaults) for f, c in n.nested().items() if c is not None]
         elif isinstance(n, Array) and n.node is not None:
-            made = plans[id(n)] = _exec.DArray(n.denormalize_value, plan(n.node))
+            made = plans[id(n)] = _executor.DArray(n.denormalize_value, plan(n.node))
         elif isinstance(n, Object):
-            made = plans[id(n)] = _exec.DObject(n.denormalize_value)
+            made = plans[id(n)] = _executor.DObject(n.denormalize_value)
             made.fields = [(f, plan(c)) for f, c in n.nodes.items() if c is not None]
         else:
-            made = plans[id(n)] = _exec.DPlan(n.denormalize_value)
+            made = plans[id(n)] = _executor.DPlan(n.denormalize_value)
         return made
 
-    return plan(node).denorm
+    fn: DenormFn = plan(node).denorm
+    return fn
 
 
 #: Deps read from one table: (key, table, pks, records, {pk: record} or None when a pk has two records).
