@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from restlayer._pmap import OrderedPMap, changed_between
 from restlayer.schema import Entity, MemoCache, normalize
-from restlayer.schema._denormalize import deps_valid
+from restlayer.schema._denormalize import Dep, deps_valid
 from restlayer.schema._fast import dep_groups, groups_valid
 
 RECORDS = [{"v": i} for i in range(4)]
@@ -50,7 +50,7 @@ def test_re_check_through_table_lineage_agrees_with_checking_every_read(
 ) -> None:
     versions = versions_from(ops)
     table = versions[read_from % len(versions)]
-    recorded = [("T", pk, table, table.get(pk)) for pk in pks]
+    recorded: list[Dep] = [("T", pk, table, table.get(pk)) for pk in pks]
     entities = {"T": versions[now % len(versions)]}
     assert groups_valid(entities, dep_groups(recorded)) == deps_valid(entities, recorded)
 
@@ -67,7 +67,7 @@ def test_lineage_holds_no_ancestor_alive_and_a_lost_one_falls_back_to_the_full_c
     first = OrderedPMap({"1": RECORDS[0], "2": RECORDS[1]})
     middle = first.set("1", RECORDS[2])
     last = middle.set("2", RECORDS[3])
-    recorded = [("T", "1", middle, RECORDS[2]), ("T", "2", middle, RECORDS[1])]
+    recorded: list[Dep] = [("T", "1", middle, RECORDS[2]), ("T", "2", middle, RECORDS[1])]
     assert groups_valid({"T": last}, dep_groups(recorded)) is False  # "2" changed since
     del first
     gc.collect()

@@ -21,7 +21,7 @@ from __future__ import annotations
 import copy
 import importlib.util
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from operator import is_
 from pathlib import Path
@@ -225,12 +225,12 @@ def _executor_d(node: Any, tracked: bool) -> DenormFn:
 
 
 #: Deps read from one table: (key, table, pks, records, {pk: record} or None when a pk has two records).
-Group = tuple[str, Any, tuple[str, ...], tuple[Any, ...], "dict[str, Any] | None"]
+Group = tuple[str, "Mapping[str, object] | None", tuple[str, ...], tuple[object, ...], "dict[str, object] | None"]
 
 
-def dep_groups(deps: list[Dep]) -> list[Group]:
+def dep_groups(deps: Sequence[Dep]) -> list[Group]:
     """`deps` grouped by the table they were read from."""
-    groups: dict[tuple[str, int], tuple[str, Any, list[str], list[Any]]] = {}
+    groups: dict[tuple[str, int], tuple[str, Mapping[str, object] | None, list[str], list[object]]] = {}
     for key, pk, table, record in deps:
         group = groups.get((key, id(table)))
         if group is None:
@@ -242,7 +242,7 @@ def dep_groups(deps: list[Dep]) -> list[Group]:
     ]
 
 
-def _index(pks: list[str], records: list[Any]) -> dict[str, Any] | None:
+def _index(pks: list[str], records: list[object]) -> dict[str, object] | None:
     """pk -> the record read (None when one pk was read as two records: a table changed in place)."""
     index = dict(zip(pks, records, strict=True))
     if len(index) != len(pks) and any(index[pk] is not record for pk, record in zip(pks, records, strict=True)):

@@ -16,14 +16,14 @@ from restlayer._gc import resume as gc_resume
 from restlayer.schema._base import INVALID, Node, compile_schema
 from restlayer.schema._containers import Object
 from restlayer.schema._denormalize import Dep, InstanceCache, Unvisit
-from restlayer.schema._fast import denormalize_with, dep_groups, groups_valid
+from restlayer.schema._fast import Group, denormalize_with, dep_groups, groups_valid
 from restlayer.schema._normalize import _tables_of
 
 _MAX_RESULTS = 4096
 # Stored tables as a reader sees them: entity key -> pk -> record.
 Tables: TypeAlias = Mapping[str, Mapping[str, object]]
 # A read's deps grouped by table: (key, table read, pks, records read).
-Groups: TypeAlias = "list[tuple[str, Mapping[str, object] | None, tuple[str, ...], tuple[object, ...]]]"
+Groups: TypeAlias = "list[Group]"
 
 
 class Denormalized:
