@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 __all__ = ["GQLEndpoint", "QueryText"]
 
 #: What `.query()` / `.mutation()` accept: the query text, or variables -> text.
-QueryText = str | Callable[[Any], str]
+QueryText = str | Callable[..., str]
 
 _WHITESPACE: Final = re.compile(r"\s+")
 _OPERATION: Final = re.compile(r"^\s*(?:query|mutation|subscription)\s+([_A-Za-z][_0-9A-Za-z]*)")
@@ -39,7 +39,7 @@ def clean_query(text: str) -> str:
     return _WHITESPACE.sub(" ", text).strip()
 
 
-def _query_getter(query: QueryText) -> Callable[[Any], str]:
+def _query_getter(query: QueryText) -> Callable[..., str]:
     """`get_query` for `.query()`: a function as given, a string cleaned once."""
     if callable(query):
         return query
@@ -53,7 +53,7 @@ def _query_getter(query: QueryText) -> Callable[[Any], str]:
     return get_query
 
 
-def _operation_label(get_query: Callable[[Any], str]) -> str | None:
+def _operation_label(get_query: Callable[..., str]) -> str | None:
     """A readable name for an operation: its operation name, else its (shortened) text."""
     try:
         text = get_query({})
@@ -110,7 +110,9 @@ class GQLEndpoint(RestEndpoint[T_co]):
     @overload
     def query(self, query: QueryText, schema: Schema[T], **options: object) -> GQLEndpoint[T]: ...
     @overload
-    def query(self, query: QueryText, schema: Mapping[str, Any], **options: object) -> GQLEndpoint[dict[str, Any]]: ...
+    def query(
+        self, query: QueryText, schema: Mapping[str, object], **options: object
+    ) -> GQLEndpoint[dict[str, Any]]: ...
     @overload
     def query(self, query: QueryText, schema: None = None, **options: object) -> GQLEndpoint[Any]: ...
     def query(self, query: QueryText, schema: object = None, **options: object) -> GQLEndpoint[object]:
@@ -125,7 +127,7 @@ class GQLEndpoint(RestEndpoint[T_co]):
     def mutation(self, query: QueryText, schema: Schema[T], **options: object) -> GQLEndpoint[T]: ...
     @overload
     def mutation(
-        self, query: QueryText, schema: Mapping[str, Any], **options: object
+        self, query: QueryText, schema: Mapping[str, object], **options: object
     ) -> GQLEndpoint[dict[str, Any]]: ...
     @overload
     def mutation(self, query: QueryText, schema: None = None, **options: object) -> GQLEndpoint[Any]: ...
@@ -159,7 +161,7 @@ class GQLEndpoint(RestEndpoint[T_co]):
     def subscription(
         self,
         query: QueryText,
-        schema: Mapping[str, Any],
+        schema: Mapping[str, object],
         *,
         ws_url: str | None = ...,
         backoff: ReconnectBackoff | None = ...,
@@ -186,7 +188,7 @@ class GQLEndpoint(RestEndpoint[T_co]):
         backoff: ReconnectBackoff | None = None,
         retries: int | None = 5,
         **options: object,
-    ) -> GQLSubscription[Any]:
+    ) -> GQLSubscription[object]:
         """A subscription over WebSocket (graphql-transport-ws) whose events are stored like `query` results.
 
         `ws_url` defaults to this endpoint's url with `ws://` (`wss://`) for `http://` (`https://`).
@@ -235,12 +237,12 @@ class GQLEndpoint(RestEndpoint[T_co]):
 
     # -- the request -------------------------------------------------------------------
 
-    async def get_request_init(self, variables: object) -> dict[str, Any]:
+    async def get_request_init(self, variables: object) -> dict[str, object]:
         """POST init: JSON body `{"query", "variables"}`, headers through `get_headers`."""
         payload = {"query": self.get_query(variables), "variables": variables}
         return await super().get_request_init(payload)
 
-    async def fetch_response(self, url: str, init: Mapping[str, Any]) -> httpx.Response:
+    async def fetch_response(self, url: str, init: Mapping[str, object]) -> httpx.Response:
         """Send; any reply is returned (its body decides), a transport failure is status 500."""
         try:
             return await super().fetch_response(url, init)
@@ -249,7 +251,7 @@ class GQLEndpoint(RestEndpoint[T_co]):
                 raise
             return error.response
 
-    async def parse_response(self, response: httpx.Response) -> Any:
+    async def parse_response(self, response: httpx.Response) -> object:
         """`data` of the reply; `errors` or a non-2xx status raise GQLNetworkError."""
         try:
             body = json.loads(response.content)

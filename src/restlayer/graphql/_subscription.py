@@ -17,7 +17,7 @@ import json
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Final, Generic, Protocol, overload
+from typing import TYPE_CHECKING, Final, Generic, Protocol, cast, overload
 
 from restlayer._typing import T_co
 from restlayer.errors import NetworkError, ParamError, RestLayerError, TransportError
@@ -289,8 +289,7 @@ def _deliver(
         raise GQLNetworkError([{"message": "a subscription event has no data"}])
     data = endpoint.process(payload.get("data"), *args)
     if controller is None:
-        processed: T_co = data
-        return processed
+        return cast("T_co", data)  # no store: the processed reply stands for the result
     controller.set_response(endpoint, *args, data)
     error = controller.get_error(endpoint, *args)
     if error is not None:

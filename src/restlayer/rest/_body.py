@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from typing import Any, Final
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from typing import Final
 
 from restlayer.errors import ParamError
 
@@ -53,6 +53,17 @@ def encode_content(body: object) -> Content:
     )
 
 
+def _header_dict(given: object) -> dict[str, str]:
+    """`request_init`'s headers (a mapping or (name, value) pairs) as a new dict."""
+    if not given:
+        return {}
+    if isinstance(given, Mapping):
+        return dict(given)
+    if isinstance(given, Iterable) and not isinstance(given, (str, bytes)):
+        return dict(given)
+    raise ParamError(f"request_init headers must be a mapping or (name, value) pairs, not {type(given).__name__}")
+
+
 class RequestParts:
     """What a request derives from `request_init`, computed once per dict.
 
@@ -63,19 +74,19 @@ class RequestParts:
 
     __slots__ = ("extra", "json_headers", "plain_headers", "source")
 
-    def __init__(self, request_init: Mapping[str, Any] | None) -> None:
+    def __init__(self, request_init: Mapping[str, object] | None) -> None:
         self.source = request_init
         init = dict(request_init or {})
         given = init.pop("headers", None)
         init.pop("method", None)
-        headers: dict[str, str] = dict(given) if given else {}
+        headers = _header_dict(given)
         self.extra = init
         self.plain_headers = headers
         sets_type = any(k.lower() == "content-type" for k in headers)
         is_form = "data" in init or "files" in init
         self.json_headers = headers if sets_type or is_form else {**_JSON_CONTENT_TYPE, **headers}
 
-    def encode(self, method: str, body: object) -> tuple[dict[str, Any], dict[str, str]]:
+    def encode(self, method: str, body: object) -> tuple[dict[str, object], dict[str, str]]:
         """The request options for `body` (method and encoded `content` set) and the headers it needs."""
         init = dict(self.extra)
         init["method"] = method

@@ -19,7 +19,6 @@ import weakref
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from http.cookiejar import CookieJar, DefaultCookiePolicy
-from typing import Any
 
 import httpx
 
@@ -27,17 +26,17 @@ from restlayer.errors import ParamError
 
 #: Defaults of the shared client: follow redirects like `fetch` does.
 DEFAULT_TIMEOUT = httpx.Timeout(30.0)
-DEFAULTS: dict[str, Any] = {"follow_redirects": True, "timeout": DEFAULT_TIMEOUT}
+DEFAULTS: dict[str, object] = {"follow_redirects": True, "timeout": DEFAULT_TIMEOUT}
 
 _CLIENT_OPTIONS = frozenset(inspect.signature(httpx.AsyncClient.__init__).parameters) - {"self"}
 
 _clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = weakref.WeakKeyDictionary()
 _last: tuple[asyncio.AbstractEventLoop, httpx.AsyncClient] | None = None
-_options: dict[str, Any] = dict(DEFAULTS)
+_options: dict[str, object] = dict(DEFAULTS)
 _factory: Callable[[], httpx.AsyncClient] | None = None
 
 
-def configure_client(factory: Callable[[], httpx.AsyncClient] | None = None, **options: Any) -> None:
+def configure_client(factory: Callable[[], httpx.AsyncClient] | None = None, **options: object) -> None:
     """Set how the shared clients are built: `httpx.AsyncClient` keywords, or a `factory` returning a client.
 
     Keywords (`timeout`, `limits`, `proxy`, `transport`, `auth`, `headers`,
@@ -69,7 +68,8 @@ def _new_client() -> httpx.AsyncClient:
         if not isinstance(client, httpx.AsyncClient):
             raise ParamError(f"configure_client: the factory returned {client!r}, not an httpx.AsyncClient")
         return client
-    return httpx.AsyncClient(**{"cookies": _cookieless_jar(), **_options})
+    build: Callable[..., httpx.AsyncClient] = httpx.AsyncClient  # the options were checked by name
+    return build(**{"cookies": _cookieless_jar(), **_options})
 
 
 def get_client() -> httpx.AsyncClient:

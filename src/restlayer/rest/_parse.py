@@ -10,7 +10,7 @@ import contextlib
 import json
 import re
 from collections.abc import AsyncIterator
-from typing import Any, Final
+from typing import Final
 
 import httpx
 
@@ -117,7 +117,7 @@ async def read_body(response: httpx.Response, cap: int | None) -> httpx.Response
 
 async def parse_reply(
     response: httpx.Response, content: str | None, schema: object, *, schema_set: bool, raw_ok: bool
-) -> Any:
+) -> object:
     """The reply's value: by `content` when set, else by Content-Type.
 
     `schema_set`: the result is normalized, so it must be JSON data; `raw_ok`:
@@ -157,7 +157,7 @@ async def parse_reply(
     raise DecodeError(_text_error(schema, content_type, response.text), status=404, response=response)
 
 
-async def _parse_content(response: httpx.Response, content: str, schema_set: bool) -> Any:
+async def _parse_content(response: httpx.Response, content: str, schema_set: bool) -> object:
     """Parse by an explicit `content` mode."""
     if content == "json":
         return parse_json(response)
@@ -177,7 +177,7 @@ async def _parse_content(response: httpx.Response, content: str, schema_set: boo
     return response.content
 
 
-def parse_json(response: httpx.Response) -> Any:
+def parse_json(response: httpx.Response) -> object:
     """Parsed JSON body; a body that is not JSON (or nests too deeply) is a status-400 DecodeError."""
     try:
         return json.loads(response.content)

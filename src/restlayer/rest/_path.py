@@ -13,7 +13,7 @@ import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
-from typing import Any, TypeAlias
+from typing import TypeAlias
 from urllib.parse import quote, unquote
 
 from restlayer._text import to_text
@@ -186,11 +186,11 @@ def _encode(text: str) -> str:
     return quote(joined, safe=_SAFE)
 
 
-def _param_text(name: str, value: Any) -> str:
+def _param_text(name: str, value: object) -> str:
     """Encoded text of a present `:name` value."""
-    cls = value.__class__
-    if cls is str:
+    if type(value) is str:
         return _encode(value)
+    cls = type(value)
     if cls is int:
         return str(value)
     if isinstance(value, (list, tuple)):

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TypeVar
 from urllib.parse import quote_plus
 
 from restlayer._text import to_text
@@ -14,6 +14,8 @@ from restlayer.errors import ParamError
 from restlayer.rest._path import PathTemplate
 
 __all__ = ["build_url", "search_to_string"]
+
+K = TypeVar("K")
 
 
 def _form_encode(text: str) -> str:
@@ -42,12 +44,17 @@ def _value_text(key: str, value: object) -> str:
     return to_text(value)
 
 
-def search_to_string(params: Mapping[Any, Any]) -> str:  # any keys: non-str ones are sent as text
+def _key_text(key: object) -> str:
+    """A search key as text: a str as given, any other key by `to_text`."""
+    return key if type(key) is str else to_text(key)
+
+
+def search_to_string(params: Mapping[K, object]) -> str:  # any keys: non-str ones are sent as text
     """The default search string: keys sorted, `None` left out, lists repeat the key.
 
     `{"b": 1, "a": "x y", "c": [1, 2]}` gives `a=x+y&b=1&c=1&c=2`; `{}` gives `""`.
     """
-    items = [(k if k.__class__ is str else to_text(k), v) for k, v in params.items()]
+    items = [(_key_text(k), v) for k, v in params.items()]
     items.sort(key=lambda item: item[0])  # stable: equal keys keep their order
     pairs: list[str] = []
     for key, value in items:

@@ -133,7 +133,7 @@ if TYPE_CHECKING:
         @overload
         def __get__(self, obj: RestEndpoint[list[T]], owner: object) -> RestEndpoint[T]: ...
         @overload
-        def __get__(self, obj: RestEndpoint[dict[str, Any]], owner: object) -> RestEndpoint[Any]: ...
+        def __get__(self, obj: RestEndpoint[dict[str, object]], owner: object) -> RestEndpoint[Any]: ...
 
 
 class RestEndpoint(Generic[T_co, Params, Args]):
@@ -160,7 +160,7 @@ class RestEndpoint(Generic[T_co, Params, Args]):
     search_params: object = None
     pagination_field: str | None = None
     content: str | None = None
-    request_init: Mapping[str, Any] | None = None
+    request_init: Mapping[str, object] | None = None
     side_effect: bool | None = None
     data_expiry_length: int | None = None
     error_expiry_length: int | None = None
@@ -217,17 +217,17 @@ class RestEndpoint(Generic[T_co, Params, Args]):
     def __init__(
         self: RestEndpoint[dict[str, Any], [P], [P, B]],
         *,
-        schema: Mapping[str, Any],
+        schema: Mapping[str, object],
         params: type[P],
         body: type[B],
         **options: object,
     ) -> None: ...
     @overload
     def __init__(
-        self: RestEndpoint[dict[str, Any], [P]], *, schema: Mapping[str, Any], params: type[P], **options: object
+        self: RestEndpoint[dict[str, Any], [P]], *, schema: Mapping[str, object], params: type[P], **options: object
     ) -> None: ...
     @overload
-    def __init__(self: RestEndpoint[dict[str, Any]], *, schema: Mapping[str, Any], **options: object) -> None: ...
+    def __init__(self: RestEndpoint[dict[str, Any]], *, schema: Mapping[str, object], **options: object) -> None: ...
     @overload
     def __init__(
         self: RestEndpoint[T, [P], [P, B]],
@@ -385,7 +385,7 @@ class RestEndpoint(Generic[T_co, Params, Args]):
 
     # -- the request ---------------------------------------------------------------
 
-    async def get_request_init(self, body: object) -> dict[str, Any]:
+    async def get_request_init(self, body: object) -> dict[str, object]:
         """The request options: request_init, the method, headers and the encoded body."""
         parts = self._parts
         if parts.source is not self.request_init:
@@ -401,7 +401,7 @@ class RestEndpoint(Generic[T_co, Params, Args]):
         """Final headers of a request (sync or async): the place to add credentials."""
         return headers
 
-    async def fetch_response(self, url: str, init: Mapping[str, Any]) -> httpx.Response:
+    async def fetch_response(self, url: str, init: Mapping[str, object]) -> httpx.Response:
         """Send the request; a non-2xx reply or a transport failure raises NetworkError.
 
         Redirects are followed by hand: a 301/302/303 answer to a mutation raises
@@ -410,13 +410,14 @@ class RestEndpoint(Generic[T_co, Params, Args]):
         """
         client = self.client or get_client()
         kwargs = dict(init)
-        method = kwargs.pop("method", self.method)
-        follow = kwargs.pop("follow_redirects", client.follow_redirects)
+        method = str(kwargs.pop("method", self.method))
+        follow = bool(kwargs.pop("follow_redirects", client.follow_redirects))
         auth = kwargs.pop("auth", httpx.USE_CLIENT_DEFAULT)
         own = kwargs.get("headers")
         _check_headers(own, self.name)
+        build: Callable[..., httpx.Request] = client.build_request  # `init` holds httpx's keyword options
         try:
-            request = client.build_request(method, url, **kwargs)
+            request = build(method, url, **kwargs)
         except httpx.InvalidURL as exc:
             raise transport_error(url, exc, method=method) from exc
         own_names = {str(name).lower() for name, _ in _header_items(own)} - _BODY_HEADERS
@@ -432,7 +433,7 @@ class RestEndpoint(Generic[T_co, Params, Args]):
             ) from exc
 
     async def _send(
-        self, client: httpx.AsyncClient, request: httpx.Request, follow: bool, auth: Any, own_names: set[str]
+        self, client: httpx.AsyncClient, request: httpx.Request, follow: bool, auth: object, own_names: set[str]
     ) -> httpx.Response:
         """Send `request`, following redirects when `follow`; the checked, read reply."""
         response = await self._send_once(client, request, auth)
@@ -464,11 +465,12 @@ class RestEndpoint(Generic[T_co, Params, Args]):
             await response.aclose()
             raise
 
-    async def _send_once(self, client: httpx.AsyncClient, request: httpx.Request, auth: Any) -> httpx.Response:
+    async def _send_once(self, client: httpx.AsyncClient, request: httpx.Request, auth: object) -> httpx.Response:
         """One hop: the reply with its headers, body not read yet (`auth`: httpx's option, whose type is private)."""
         _log.debug("request %s %s", request.method, request.url)
+        send: Callable[..., Awaitable[httpx.Response]] = client.send  # `auth`'s union type is httpx-private
         try:
-            return await client.send(request, stream=True, follow_redirects=False, auth=auth)
+            return await send(request, stream=True, follow_redirects=False, auth=auth)
         except httpx.RequestError as exc:
             raise transport_error(request.url, exc, method=request.method) from exc
         except RuntimeError as exc:  # e.g. "Event loop is closed": a client used on a second loop
@@ -481,7 +483,7 @@ class RestEndpoint(Generic[T_co, Params, Args]):
                 "and cannot be sent again after a redirect; send bytes or call the final URL"
             ) from exc
 
-    async def fetch_with_retry(self, url: str, init: Mapping[str, Any]) -> httpx.Response:
+    async def fetch_with_retry(self, url: str, init: Mapping[str, object]) -> httpx.Response:
         """`fetch_response`, sent again after transient failures as the `retry` policy allows."""
         retry = self.retry
         if retry is None:
@@ -504,11 +506,11 @@ class RestEndpoint(Generic[T_co, Params, Args]):
                 response=response,
             )
 
-    async def parse_response(self, response: httpx.Response) -> Any:
+    async def parse_response(self, response: httpx.Response) -> object:
         """The reply's value: by `content` when set, else by Content-Type."""
         return await parse_reply(response, self.content, self.schema, schema_set=self._schema_set, raw_ok=self._raw_ok)
 
-    def process(self, value: Any, *args: object) -> Any:
+    def process(self, value: object, *args: object) -> object:
         """Post-process the parsed value; `args` are the call arguments. Default: identity."""
         return value
 
@@ -548,7 +550,9 @@ class RestEndpoint(Generic[T_co, Params, Args]):
     @overload
     def extend(self, *, schema: Schema[T], **options: object) -> RestEndpoint[T, Params, Args]: ...
     @overload
-    def extend(self, *, schema: Mapping[str, Any], **options: object) -> RestEndpoint[dict[str, Any], Params, Args]: ...
+    def extend(
+        self, *, schema: Mapping[str, object], **options: object
+    ) -> RestEndpoint[dict[str, Any], Params, Args]: ...
     @overload
     def extend(self, **options: object) -> Self: ...
     def extend(self, **options: object) -> RestEndpoint[object, ...]:
