@@ -98,7 +98,7 @@ class Resource(Generic[T_co, Params, Args]):
     def __repr__(self) -> str:
         return f"Resource({self._label}: {', '.join(self._members)})"
 
-    def members(self) -> dict[str, RestEndpoint[Any]]:
+    def members(self) -> dict[str, RestEndpoint[object, ...]]:
         """A copy of the name -> endpoint mapping."""
         return dict(self._members)
 

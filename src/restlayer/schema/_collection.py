@@ -27,11 +27,11 @@ if TYPE_CHECKING:
 KeyFilter = Callable[[Mapping[str, object]], bool]
 FilterFactory = Callable[..., KeyFilter]
 #: Combines a stored list (or dict) of refs with incoming refs; both are stored JSON of the list's shape.
-Merge = Callable[[Any, Any], object]
+Merge = Callable[..., object]
 #: Builds a stored list's key values from the call arguments.
 ArgsKey = Callable[..., Mapping[str, object]]
 #: Builds a nested list's key values from its parent record (stored JSON) and member name.
-NestKey = Callable[[Mapping[str, Any], str], Mapping[str, object]]
+NestKey = Callable[[Mapping[str, object], str], Mapping[str, object]]
 #: Argument names that do not decide membership: names, a pattern, or a predicate.
 NonFilter = Sequence[str] | str | re.Pattern[str] | Callable[[str], bool]
 
@@ -177,25 +177,25 @@ class Collection(Schema[T_co]):
         add = push_merge if self.is_array else values_merge
         removal = remove_merge if self.is_array else values_remove_merge
         # What a create/remove/move reads: one item for a call that sent one, else the list.
-        self.push: Schema[Any] = _Adder(self, push_merge, creating=True)
-        self.unshift: Schema[Any] = _Adder(self, unshift_merge, creating=True)
-        self.assign: Schema[Any] = _Adder(self, values_merge, creating=True)
-        self.remove: Schema[Any] = _Adder(self, removal, creating=False)
-        self.move: Schema[Any] = _Mover(self, add, removal)
+        self.push: Schema[object] = _Adder(self, push_merge, creating=True)
+        self.unshift: Schema[object] = _Adder(self, unshift_merge, creating=True)
+        self.assign: Schema[object] = _Adder(self, values_merge, creating=True)
+        self.remove: Schema[object] = _Adder(self, removal, creating=False)
+        self.move: Schema[object] = _Mover(self, add, removal)
 
     def __repr__(self) -> str:
         return f"Collection({self.key})"
 
     # ----- derived schemas ------------------------------------------------------------
-    def add_with(self, merge: Merge, create_collection_filter: FilterFactory | None = None) -> Schema[Any]:
+    def add_with(self, merge: Merge, create_collection_filter: FilterFactory | None = None) -> Schema[object]:
         """A create schema that merges new items into matching lists with `merge`."""
         return _Adder(self, merge, create_collection_filter, creating=True)
 
-    def move_with(self, merge: Merge) -> Schema[Any]:
+    def move_with(self, merge: Merge) -> Schema[object]:
         """A move schema that adds to the destination lists with `merge`."""
         return _Mover(self, merge, remove_merge if self.is_array else values_remove_merge)
 
-    def paginated(self, remove_cursor: Callable[..., Iterable[object]]) -> Schema[Any]:
+    def paginated(self, remove_cursor: Callable[..., Iterable[object]]) -> Schema[object]:
         """Next-page schema: this same list (keyed by `remove_cursor(*args)`), unique items appended."""
         return _Paginator(self, remove_cursor)
 
@@ -259,7 +259,9 @@ class Collection(Schema[T_co]):
         ctx.store(self, pk, self.node.normalize_value(value, parent, key, ctx))
         return pk
 
-    def denormalize_value(self, value: Any, unvisit: Unvisit) -> object:  # a stored list's pk, or the list
+    def denormalize_value(
+        self, value: Any, unvisit: Unvisit
+    ) -> object:  # a stored list's pk, or the list (as Array/Values take it)
         if not isinstance(value, str):
             return self.node.denormalize_value(value, unvisit)
         return unvisit.collection(self, value)
@@ -322,7 +324,9 @@ def _one_item_call(args: tuple[object, ...]) -> bool:
     return bool(args) and not isinstance(args[-1], (list, tuple))
 
 
-def _denormalize_items(collection: Collection[object], value: Any, unvisit: Unvisit) -> object:  # stored refs
+def _denormalize_items(
+    collection: Collection[object], value: Any, unvisit: Unvisit
+) -> object:  # stored refs (as Array/Values take them)
     """A create/remove/move result: the stored refs are always a list; a call that sent one object reads one item."""
     node = collection.node
     if not isinstance(node, Array):
@@ -402,8 +406,8 @@ class _Mover(Schema[object]):
         return normalized
 
     def _before(
-        self, item: Mapping[str, Any], parent: object, key: str | None, ctx: Normalizer
-    ) -> tuple[Mapping[str, Any], Mapping[str, Any] | None, str | None]:
+        self, item: Mapping[str, object], parent: object, key: str | None, ctx: Normalizer
+    ) -> tuple[Mapping[str, object], Mapping[str, object] | None, str | None]:
         """An item's processed reply, its stored record (if any) and its pk, read before it is stored."""
         entity = self.collection.node.node
         if not isinstance(entity, type):
@@ -416,7 +420,7 @@ class _Mover(Schema[object]):
         return processed, stored if isinstance(stored, Mapping) else None, pk
 
     def _move(
-        self, ref: object, processed: Mapping[str, Any], stored: Mapping[str, Any] | None, ctx: Normalizer
+        self, ref: object, processed: Mapping[str, object], stored: Mapping[str, object] | None, ctx: Normalizer
     ) -> None:
         """Take `ref` out of the stored collections it leaves and into those it joins."""
         coll = self.collection

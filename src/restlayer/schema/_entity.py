@@ -152,33 +152,33 @@ class Entity:
     # ----- class-level hooks --------------------------------------------------------------
     @classmethod
     def process(
-        cls, input: Mapping[str, Any], parent: object, key: str | None, args: tuple[object, ...]
-    ) -> Mapping[str, Any] | None:
+        cls, input: Mapping[str, object], parent: object, key: str | None, args: tuple[object, ...]
+    ) -> Mapping[str, object] | None:
         """Shape raw input before storage; default: a shallow copy. `None` deletes the entity."""
         return dict(input)
 
     @classmethod
-    def merge(cls, existing: Mapping[str, Any], incoming: Mapping[str, Any]) -> Mapping[str, Any]:
+    def merge(cls, existing: Mapping[str, object], incoming: Mapping[str, object]) -> Mapping[str, object]:
         """Combine two versions of a record; default: incoming fields win."""
         return {**existing, **incoming}
 
     @classmethod
     def should_update(
-        cls, existing_meta: Meta, incoming_meta: Meta, existing: object, incoming: Mapping[str, Any]
+        cls, existing_meta: Meta, incoming_meta: Meta, existing: object, incoming: Mapping[str, object]
     ) -> bool:
         """Whether incoming data may change the stored record at all."""
         return True
 
     @classmethod
     def should_reorder(
-        cls, existing_meta: Meta, incoming_meta: Meta, existing: object, incoming: Mapping[str, Any]
+        cls, existing_meta: Meta, incoming_meta: Meta, existing: object, incoming: Mapping[str, object]
     ) -> bool:
         """True when incoming data is older than the stored record, so stored fields win."""
         return bool(incoming_meta["fetched_at"] < existing_meta["fetched_at"])
 
     @classmethod
     def merge_with_store(
-        cls, existing_meta: Meta, incoming_meta: Meta, existing: object, incoming: Mapping[str, Any]
+        cls, existing_meta: Meta, incoming_meta: Meta, existing: object, incoming: Mapping[str, object]
     ) -> object:
         """The record to store when `existing` is already in the store."""
         if not cls.should_update(existing_meta, incoming_meta, existing, incoming):
@@ -193,7 +193,7 @@ class Entity:
 
     @classmethod
     def merge_meta_with_store(
-        cls, existing_meta: Meta, incoming_meta: Meta, existing: object, incoming: Mapping[str, Any]
+        cls, existing_meta: Meta, incoming_meta: Meta, existing: object, incoming: Mapping[str, object]
     ) -> Meta:
         """The meta to store alongside `merge_with_store`'s record."""
         if cls.should_reorder(existing_meta, incoming_meta, existing, incoming):
@@ -201,7 +201,7 @@ class Entity:
         return incoming_meta
 
     @classmethod
-    def validate(cls, processed: Mapping[str, Any]) -> str | None:
+    def validate(cls, processed: Mapping[str, object]) -> str | None:
         """A message when `processed` is not a valid record of this class; default: always valid."""
         return None
 
@@ -354,9 +354,9 @@ class Entity:
         return pk
 
     @classmethod
-    def denormalize_value(cls, value: Any, unvisit: Unvisit) -> object:  # a pk, or an unnormalized record
+    def denormalize_value(cls, value: object, unvisit: Unvisit) -> object:  # a pk, or an unnormalized record
         """The instance for pk `value` (None when missing, INVALID when deleted or invalid)."""
-        if value.__class__ is str:  # the usual case: a pk (checked first, no ABC check)
+        if type(value) is str:  # the usual case: a pk (checked first, no ABC check)
             return unvisit.entity(cls, value)
         if isinstance(value, Mapping):  # an entity that was never normalized
             return unvisit.build(cls, value)
