@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Iterator, Mapping
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeAlias, TypeVar
 
 import immutables
 
@@ -78,7 +78,7 @@ class PMap(Mapping[K, V], Generic[K, V]):
             return self
         return PMap(self._map.update(changes))
 
-    def to_dict(self) -> dict[K, Any]:
+    def to_dict(self) -> dict[K, object]:
         """A deep copy as plain dicts (nested PMaps converted too)."""
         return {k: v.to_dict() if isinstance(v, PMap) else v for k, v in self._map.items()}
 
@@ -103,7 +103,7 @@ class OrderedPMap(PMap[K, V]):
         self._log: list[K] = list(self._map.keys()) if isinstance(items, immutables.Map) else list(items or ())
         self._length = len(self._log)
         self._ordered: list[K] | None = None
-        self._lineage: Lineage = ()
+        self._lineage: Lineage[K, V] = ()
 
     @classmethod
     def of(cls, table: Mapping[K, V]) -> OrderedPMap[K, V]:
@@ -154,7 +154,7 @@ class OrderedPMap(PMap[K, V]):
         out._length = self._length
         return out
 
-    def _lineage_after(self, changed: tuple[K, ...]) -> Lineage:
+    def _lineage_after(self, changed: tuple[K, ...]) -> Lineage[K, V]:
         """A derived version's lineage: this version and its recent ancestors, with the keys changed since each."""
         if len(changed) > _MAX_CHANGED:
             return ()
@@ -185,18 +185,18 @@ _LOG_LOCK = threading.Lock()
 
 #: An entity table's recent ancestors (weakly held) with the keys set or deleted since each: MemoCache
 #: re-checks only those keys of a table derived from the one it read (see `changed_between`).
-Lineage = tuple[tuple["weakref.ref[OrderedPMap[Any, Any]]", tuple[Any, ...]], ...]
+Lineage: TypeAlias = "tuple[tuple[weakref.ref[OrderedPMap[K, V]], tuple[K, ...]], ...]"
 _MAX_LINEAGE = 4
 _MAX_CHANGED = 64
 
 
-def changed_between(old: Any, new: Any) -> tuple[Any, ...] | None:
+def changed_between(old: Mapping[K, V] | None, new: Mapping[K, V] | None) -> tuple[K, ...] | None:
     """The keys whose values may differ between two versions of one entity table, or None when unknown.
 
     Known when one is a recent ancestor of the other, or both derive from a recent common ancestor
     (two updates of one store); every other key maps to the very same value in both.
     """
-    if old.__class__ is not OrderedPMap or new.__class__ is not OrderedPMap:
+    if type(old) is not OrderedPMap or type(new) is not OrderedPMap:
         return None
     for ancestor, since in new._lineage:
         if ancestor() is old:
@@ -211,12 +211,12 @@ def changed_between(old: Any, new: Any) -> tuple[Any, ...] | None:
 
 
 def merge_tables(
-    tables: PMap[str, PMap[str, Any]], pending: Mapping[str, Mapping[str, Any]], ordered: bool = False
-) -> PMap[str, PMap[str, Any]]:
+    tables: PMap[str, PMap[str, V]], pending: Mapping[str, Mapping[str, V]], ordered: bool = False
+) -> PMap[str, PMap[str, V]]:
     """`tables` with each table's `pending` rows set; entity tables (`ordered`) keep their insertion order."""
     if not pending:
         return tables
-    changes: dict[str, PMap[str, Any]] = {}
+    changes: dict[str, PMap[str, V]] = {}
     for key, rows in pending.items():
         current = tables.get(key)
         if current is None:

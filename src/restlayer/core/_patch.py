@@ -12,11 +12,14 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from restlayer._pmap import EMPTY, PMap, merge_tables
 from restlayer.core._state import State, Table
 from restlayer.schema import INVALID
+
+if TYPE_CHECKING:
+    from restlayer.schema._base import InvalidType
 
 Meta = dict[str, float]
 EntityRow = tuple[str, str, "Mapping[str, object] | list[object] | None", Meta]
@@ -43,7 +46,7 @@ class Patch:
     def __bool__(self) -> bool:
         return any((self.entities, self.endpoints, self.indexes, self.invalidated, self.expired, self.released))
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, list[object]]:
         """A dict of lists (for `json.dumps`)."""
         return {
             "e": [list(row) for row in self.entities],
@@ -160,9 +163,9 @@ def _merge_entities(state: State, rows: Iterable[EntityRow]) -> tuple[Table, Tab
 
 
 def _merge_indexes(
-    indexes: PMap[str, PMap[str, PMap[str, Any]]], rows: Iterable[IndexRow]
-) -> PMap[str, PMap[str, PMap[str, Any]]]:
-    changes: dict[str, dict[str, dict[str, object]]] = {}
+    indexes: PMap[str, PMap[str, PMap[str, str | InvalidType]]], rows: Iterable[IndexRow]
+) -> PMap[str, PMap[str, PMap[str, str | InvalidType]]]:
+    changes: dict[str, dict[str, dict[str, str | InvalidType]]] = {}
     for key, field, value, pk in rows:
         target = INVALID if pk is None else pk
         current = (indexes.get(key) or EMPTY).get(field) or EMPTY
@@ -177,7 +180,9 @@ def _merge_indexes(
     return indexes.update(updated)
 
 
-def _merge_endpoints(state: State, rows: Iterable[EndpointRow]) -> tuple[PMap[str, Any], PMap[str, Mapping[str, Any]]]:
+def _merge_endpoints(
+    state: State, rows: Iterable[EndpointRow]
+) -> tuple[PMap[str, object], PMap[str, Mapping[str, object]]]:
     endpoints, meta = state.endpoints, state.meta
     results: dict[str, object] = {}
     metas: dict[str, Mapping[str, object]] = {}
@@ -194,8 +199,8 @@ def _merge_endpoints(state: State, rows: Iterable[EndpointRow]) -> tuple[PMap[st
 
 
 def _drop_endpoints(
-    endpoints: PMap[str, Any], meta: PMap[str, Mapping[str, Any]], keys: Iterable[str]
-) -> tuple[PMap[str, Any], PMap[str, Mapping[str, Any]]]:
+    endpoints: PMap[str, object], meta: PMap[str, Mapping[str, object]], keys: Iterable[str]
+) -> tuple[PMap[str, object], PMap[str, Mapping[str, object]]]:
     """Invalidate `keys` as `Controller.invalidate` does (known keys only)."""
     changes: dict[str, Mapping[str, object]] = {}
     for key in keys:
@@ -209,6 +214,6 @@ def _drop_endpoints(
     return endpoints, meta.update(changes)
 
 
-def _expire(meta: PMap[str, Mapping[str, Any]], keys: Iterable[str]) -> PMap[str, Mapping[str, Any]]:
+def _expire(meta: PMap[str, Mapping[str, object]], keys: Iterable[str]) -> PMap[str, Mapping[str, object]]:
     changes = {key: {**meta[key], "expires_at": 1} for key in keys if key in meta and meta[key].get("expires_at") != 1}
     return meta.update(changes)

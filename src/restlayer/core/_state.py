@@ -19,8 +19,9 @@ if TYPE_CHECKING:
     from typing_extensions import TypedDict, Unpack
 
     from restlayer.core._actions import Fetch
+    from restlayer.schema._base import InvalidType
 
-Table = PMap[str, PMap[str, Any]]
+Table = PMap[str, PMap[str, Any]]  # stored records: JSON the caller reads into
 K = TypeVar("K")
 V = TypeVar("V")
 
@@ -35,7 +36,7 @@ class State(Mapping[str, Any]):
     """One version of the store; `replace(state, endpoints=...)` derives the next."""
 
     entities: Table = field(default_factory=_empty)
-    indexes: PMap[str, PMap[str, PMap[str, Any]]] = field(default_factory=_empty)
+    indexes: PMap[str, PMap[str, PMap[str, str | InvalidType]]] = field(default_factory=_empty)
     entities_meta: Table = field(default_factory=_empty)
     endpoints: PMap[str, Any] = field(default_factory=_empty)
     meta: PMap[str, Mapping[str, Any]] = field(default_factory=_empty)
@@ -81,7 +82,7 @@ if TYPE_CHECKING:
         """What `State.evolve` may replace: any of the fields, with their own types."""
 
         entities: Table
-        indexes: PMap[str, PMap[str, PMap[str, Any]]]
+        indexes: PMap[str, PMap[str, PMap[str, str | InvalidType]]]
         entities_meta: Table
         endpoints: PMap[str, Any]
         meta: PMap[str, Mapping[str, Any]]
