@@ -21,9 +21,9 @@ import gc
 import threading
 from collections.abc import Callable
 from functools import wraps
-from typing import Any, TypeVar
+from typing import TypeVar
 
-F = TypeVar("F", bound=Callable[..., Any])
+F = TypeVar("F", bound=Callable[..., object])
 
 _lock = threading.Lock()
 _depth = 0
@@ -54,7 +54,7 @@ def no_gc(func: F) -> F:
     """Decorate a bulk call so automatic collection cannot run in the middle of it."""
 
     @wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapper(*args: object, **kwargs: object) -> object:
         pause()
         try:
             return func(*args, **kwargs)

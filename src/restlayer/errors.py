@@ -121,14 +121,14 @@ class GQLNetworkError(NetworkError):
 
     def __init__(
         self,
-        errors: Sequence[Any],
+        errors: Sequence[object],
         *,
-        data: Any = None,
+        data: object = None,
         status: int = 400,
         response: httpx.Response | None = None,
     ) -> None:
         super().__init__(_first_message(errors), status=status, response=response)
-        self.errors: list[Any] = list(errors)
+        self.errors: list[Any] = list(errors)  # the GraphQL error objects: JSON the caller reads into
         self.data: Any = data
 
 

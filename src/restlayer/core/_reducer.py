@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from restlayer._pmap import EMPTY, PMap
 from restlayer.core import _actions as act
@@ -103,7 +103,7 @@ def normalize_response(state: State, action: act.SetResponse, *, guess: bool = F
     )
 
 
-def _run_updates(endpoints: PMap[str, Any], action: act.SetResponse, result: object) -> PMap[str, Any]:
+def _run_updates(endpoints: PMap[str, object], action: act.SetResponse, result: object) -> PMap[str, object]:
     """Apply the endpoint's `update` option; an exception there is logged and ignored."""
     update = getattr(action.endpoint, "update", None)
     if update is None:

@@ -140,7 +140,9 @@ class Normalizer:
         self.creating = False
 
     # ----- writes --------------------------------------------------------------------
-    def store(self, schema: type[Entity] | Collection[object], pk: str, record: Any) -> None:  # record: stored JSON
+    def store(
+        self, schema: type[Entity] | Collection[object], pk: str, record: Any
+    ) -> None:  # record: stored JSON (a record, or a list of refs)
         """Write `record` under `schema.key`/`pk`, merging with this call's or the store's version."""
         key = schema.key
         table = self.pending.get(key)
