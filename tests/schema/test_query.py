@@ -7,6 +7,9 @@ import subprocess
 import sys
 from typing import Any
 
+import pytest
+
+from restlayer.errors import SchemaError
 from restlayer.schema import INVALID, All, Collection, Invalidate, MemoCache, Query, denormalize, normalize
 
 from ._models import Group, Todo, User, plain
@@ -144,6 +147,13 @@ def test_all_normalizes_a_dict_by_its_values() -> None:
     r = normalize(All(User), {"a": {"id": 1, "name": "a"}, "b": {"id": 2, "name": "b"}})
     assert r.result == ["1", "2"]
     assert plain(r.entities)["User"] == {"1": {"id": 1, "name": "a"}, "2": {"id": 2, "name": "b"}}
+
+
+def test_all_refuses_a_reply_that_is_no_list_with_a_schema_error() -> None:
+    """A number or a string given to All is a SchemaError naming it, not a bare TypeError (or one entity per char)."""
+    for bad in (7, "abc"):
+        with pytest.raises(SchemaError, match=f"Expected a list, found {type(bad).__name__}"):
+            normalize({"users": All(User)}, {"users": bad})
 
 
 def test_polymorphic_all_with_no_tables_reads_as_missing() -> None:

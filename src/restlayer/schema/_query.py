@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, overload
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, overload
 
 from restlayer._pmap import OrderedPMap
 from restlayer._typing import E, T
+from restlayer.errors import SchemaError
 from restlayer.schema._base import INVALID, InvalidType, Node, Schema, required_node, schema_name
 from restlayer.schema._union import Attribute, Union
 
@@ -84,12 +85,18 @@ class All(Schema[list[T]]):
     def __repr__(self) -> str:
         return f"All({schema_name(self.schema)})"
 
-    def normalize_value(self, value: Any, parent: object, key: str | None, ctx: Normalizer) -> object:
+    def normalize_value(self, value: object, parent: object, key: str | None, ctx: Normalizer) -> object:
         node = self.node
-        items = value.values() if isinstance(value, Mapping) else value  # a dict: its values, like a list
+        items: Iterable[object]
+        if isinstance(value, Mapping):
+            items = value.values()  # a dict: its values, like a list
+        elif isinstance(value, (list, tuple)):
+            items = value
+        else:
+            raise SchemaError(f"Expected a list, found {type(value).__name__}", schema=schema_name(self))
         return [node.normalize_value(v, parent, key, ctx) for v in items if v is not None]
 
-    def denormalize_value(self, value: Any, unvisit: Unvisit) -> object:  # stored pks, or INVALID
+    def denormalize_value(self, value: list[object] | InvalidType, unvisit: Unvisit) -> object:
         if value is INVALID:  # no table yet (read through a dict schema)
             return INVALID
         node = self.node
