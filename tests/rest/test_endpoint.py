@@ -340,6 +340,13 @@ class TestRequestInit:
         lower = RestEndpoint(path="/a", request_init={"headers": {"content-type": "text/csv"}})
         assert init_of(lower, None)["headers"] == {"content-type": "text/csv"}
 
+    def test_request_init_headers_as_pairs_or_a_bad_type(self) -> None:
+        """Headers given as (name, value) pairs work; a number is a ParamError naming the option, not a TypeError."""
+        pairs = RestEndpoint(path="/a", request_init={"headers": [("X-A", "1")]})
+        assert init_of(pairs, None)["headers"] == {"Content-Type": "application/json", "X-A": "1"}
+        with pytest.raises(ParamError, match="request_init headers must be a mapping or"):
+            init_of(RestEndpoint(path="/a", request_init={"headers": 5}), None)
+
     def test_request_init_items_kept_method_wins(self) -> None:
         ep = RestEndpoint(path="/a", method="PUT", request_init={"method": "GET", "timeout": 2})
         init = init_of(ep, {"a": 1})
