@@ -64,7 +64,7 @@ class State(Mapping[str, Any]):
         """A new state with some tables replaced (the others shared)."""
         return replace(self, **changes)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:  # plain JSON the caller reads into
         """The store as plain JSON-able data, e.g. `json.dumps(ctrl.get_state().to_dict())` to inspect it.
 
         Tables become dicts, a deleted entity the string `"INVALID"`, a stored error

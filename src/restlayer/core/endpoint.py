@@ -1,6 +1,6 @@
 """`Endpoint`: what the Controller needs from an endpoint (RestEndpoint and GQLEndpoint offer it).
 
-Any object with these members can be fetched, cached and watched. `Endpoint[Todo]`
+Every object with these members can be fetched, cached and watched. `Endpoint[Todo]`
 is one the Controller answers with a `Todo`; `Endpoint[Todo, [TodoParams]]` one
 whose calls take a `TodoParams` dict (`...`, the default: any arguments). The
 type parameters exist for type checkers only.

@@ -145,7 +145,7 @@ class RestEndpoint(Generic[T_co, Params, Args]):
     whose calls and URLs type checkers check against it (with `body=TodoBody`
     too: `RestEndpoint[Todo, [TodoParams], [TodoParams, TodoBody]]`).
 
-    Any option may be given to the constructor, set as a class attribute of a
+    Every option may be given to the constructor, set as a class attribute of a
     subclass, or changed by `extend(**options)`; callables given as options
     (`process`, `key`, `error_policy`, ...) replace the method of that name and
     are called without `self`. A subclass may accept extra options: any attribute
