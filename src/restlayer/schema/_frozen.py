@@ -10,11 +10,13 @@ JSON-serializable), but every in-place change raises `TypeError`. `copy.copy`,
 from __future__ import annotations
 
 from collections.abc import Hashable
-from typing import Any, NoReturn, TypeVar
+from typing import NoReturn, TypeAlias, TypeVar
 
 from restlayer.errors import SchemaError
 
 _K = TypeVar("_K", bound=Hashable)
+#: What `freeze` copies: a plain list, tuple or dict.
+_Container: TypeAlias = "list[object] | tuple[object, ...] | dict[Hashable, object]"
 _V = TypeVar("_V")
 
 _HINT = "stored data is read-only; make a copy first (list(x), dict(x) or copy.deepcopy(x))"
@@ -74,13 +76,12 @@ def freeze(value: object) -> object:
         return _freeze_iteratively(value)
 
 
-def _freeze(value: Any) -> object:  # any data; its exact class (not a subclass) picks the copy
-    cls = value.__class__
-    if cls is list:
+def _freeze(value: object) -> object:  # any data; its exact class (not a subclass) picks the copy
+    if type(value) is list:
         return FrozenList([_freeze(v) if v.__class__ in _CONTAINERS else v for v in value])
-    if cls is tuple:
+    if type(value) is tuple:
         return tuple(_freeze(v) if v.__class__ in _CONTAINERS else v for v in value)
-    if cls is dict:
+    if type(value) is dict:
         return FrozenDict({k: _freeze(v) if v.__class__ in _CONTAINERS else v for k, v in value.items()})
     return value
 
@@ -89,7 +90,9 @@ def _freeze_iteratively(root: object) -> object:
     """`freeze` with an explicit stack: children first, then their parent."""
     done: dict[int, object] = {}
     entered: set[int] = set()  # on the path from the root to the current value
-    stack: list[tuple[Any, bool]] = [(root, False)]  # lists, tuples and dicts (checked by class)
+    if not isinstance(root, (list, tuple, dict)):
+        return root
+    stack: list[tuple[_Container, bool]] = [(root, False)]  # lists, tuples and dicts (checked by class)
     while stack:
         value, children_done = stack.pop()
         key = id(value)
@@ -103,12 +106,12 @@ def _freeze_iteratively(root: object) -> object:
             raise SchemaError("The input contains itself (a list or dict nested in itself)")
         entered.add(key)
         stack.append((value, True))
-        members = value.values() if value.__class__ is dict else value
-        stack.extend((v, False) for v in members if v.__class__ in _CONTAINERS)
+        members = value.values() if type(value) is dict else value
+        stack.extend((v, False) for v in members if type(v) is list or type(v) is tuple or type(v) is dict)
     return done.get(id(root), root)
 
 
-def _rebuild(value: list[object] | tuple[object, ...] | dict[Hashable, object], done: dict[int, object]) -> object:
+def _rebuild(value: _Container, done: dict[int, object]) -> object:
     """The frozen copy of `value` whose container members are already frozen in `done`."""
 
     def sub(v: object) -> object:
