@@ -13,6 +13,8 @@
     ├── SchemaError                data does not fit its schema (normalize, set)
     │   └── ProcessingError        a fetched reply does not fit the endpoint's schema; nothing stored (400)
     ├── ParamError                 call arguments or options do not fit (also a TypeError/ValueError)
+    ├── DefinitionError            a schema or entity class is declared wrongly (also a TypeError)
+    ├── ReadOnlyError              stored data was changed in place (also a TypeError)
     ├── ClientLoopError            the httpx client belongs to another or a closed event loop
     ├── ResetError                 a fetch was dropped by `reset_entire_store()`
     ├── ClosedError                the controller was closed while a call waited, or before it
@@ -172,6 +174,17 @@ class ParamError(RestLayerError, TypeError, ValueError):
     """Call arguments do not fit an endpoint: a missing or malformed parameter."""
 
     status = 400
+
+
+class DefinitionError(RestLayerError, TypeError):
+    """A schema or Entity class is declared wrongly (bad field, key, member or nesting).
+
+    Raised where the schema is defined or first compiled, before any data is touched.
+    """
+
+
+class ReadOnlyError(RestLayerError, TypeError):
+    """Stored data (a list or dict read from the store) was changed in place; copy it first."""
 
 
 class ResetError(RestLayerError):

@@ -441,7 +441,7 @@ class Controller:
     def set_response(self, endpoint: Endpoint[object], *args: object, **kwargs: object) -> None:
         """Store `response` (the last positional argument) as the result of `endpoint(*args)`."""
         if not args:
-            raise TypeError("set_response(endpoint, *args, response): the response is missing")
+            raise ParamError("set_response(endpoint, *args, response): the response is missing")
         *rest, response = args
         bound = endpoint.bind(*rest, **kwargs)
         now = self.now()
@@ -451,7 +451,7 @@ class Controller:
     def set_error(self, endpoint: Endpoint[object], *args: object, **kwargs: object) -> None:
         """Store `error` (the last positional argument) for `endpoint(*args)`; data stays."""
         if not args:
-            raise TypeError("set_error(endpoint, *args, error): the error is missing")
+            raise ParamError("set_error(endpoint, *args, error): the error is missing")
         *rest, error = args
         if not isinstance(error, BaseException):
             raise ParamError(f"set_error(endpoint, *args, error): the error must be an exception, not {error!r}")
@@ -471,7 +471,7 @@ class Controller:
         new one; when nothing is stored for these arguments it is not called.
         """
         if not args:
-            raise TypeError("set(schema, *args, value): the value is missing")
+            raise ParamError("set(schema, *args, value): the value is missing")
         *rest, value = args
         bound = merge_keywords(tuple(rest), kwargs)
         if callable(value) and not isinstance(value, type):

@@ -12,7 +12,7 @@ from collections.abc import Callable, Hashable, Mapping
 from typing import TYPE_CHECKING, Any, Final, Generic, Literal, TypeAlias, cast
 
 from restlayer._typing import T_co
-from restlayer.errors import SchemaError
+from restlayer.errors import DefinitionError, SchemaError
 
 if TYPE_CHECKING:
     from restlayer.schema._denormalize import Unvisit
@@ -135,7 +135,7 @@ def compile_schema(schema: object) -> Node | None:
     if isinstance(schema, type):
         if hasattr(schema, "normalize_value"):
             return cast("type[Entity]", schema)  # an Entity class (or one built to the same protocol)
-        raise TypeError(f"{schema.__name__} is not a schema (expected an Entity subclass)")
+        raise DefinitionError(f"{schema.__name__} is not a schema (expected an Entity subclass)")
     if isinstance(schema, (dict, list)):
         signature = _signature(schema)
         node = _compiled.get(signature)
@@ -152,7 +152,7 @@ def required_node(schema: object, owner: str) -> Node:
     """`compile_schema` for a schema that must be there (`Query(...)`, `Invalidate(...)`): None is a TypeError."""
     node = compile_schema(schema)
     if node is None:
-        raise TypeError(f"{owner} needs a schema (an Entity class or a schema node), got {schema!r}")
+        raise DefinitionError(f"{owner} needs a schema (an Entity class or a schema node), got {schema!r}")
     return node
 
 
@@ -161,7 +161,7 @@ def _compile_shorthand(schema: Mapping[str, object] | list[object]) -> Node:
 
     if isinstance(schema, list):
         if len(schema) != 1:
-            raise TypeError(f"A list schema holds exactly one schema, got {len(schema)}")
+            raise DefinitionError(f"A list schema holds exactly one schema, got {len(schema)}")
         node: Node = Array(schema[0])  # type: ignore[call-overload]  # any member: compiled in turn
         return node
     return Object(schema)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 from restlayer._text import to_text
 from restlayer._typing import E, T_co
-from restlayer.errors import SchemaError
+from restlayer.errors import DefinitionError, SchemaError
 from restlayer.schema._base import INVALID, Schema, compile_schema, schema_name
 from restlayer.schema._containers import Array, Object, Values
 from restlayer.schema._entity import Meta
@@ -160,7 +160,7 @@ class Collection(Schema[T_co]):
         self.schema = schema
         node = compile_schema(schema)
         if not isinstance(node, (Array, Values)):
-            raise TypeError(f"Collection holds a list or Values schema, got {schema_name(node)}")
+            raise DefinitionError(f"Collection holds a list or Values schema, got {schema_name(node)}")
         self.node = node
         self.is_array = isinstance(node, Array)
         item = node.node

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from restlayer._text import to_text
 from restlayer._typing import Self, dataclass_transform
-from restlayer.errors import SchemaError
+from restlayer.errors import DefinitionError, ParamError, SchemaError
 from restlayer.schema._annotated import annotated_schemas
 from restlayer.schema._base import INVALID, MAX_DEPTH, InvalidType, Node, compile_schema, normalize_members
 from restlayer.schema._frozen import CONTAINERS as _CONTAINERS
@@ -104,7 +104,7 @@ class Entity:
         """A keyword that is not a field (a typo such as `titel=`) is a TypeError, as for a dataclass."""
         for name in fields:
             if name not in cls._defaults and (known is None or name not in known):
-                raise TypeError(f"{cls.__name__}() got an unexpected keyword argument {name!r}")
+                raise ParamError(f"{cls.__name__}() got an unexpected keyword argument {name!r}")
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"{type(self).__name__} is immutable: cannot set {name!r}")
@@ -393,12 +393,12 @@ def _check_definition(cls: type[Entity]) -> None:
                 if name in _SETTINGS
                 else "rename the field (and map it in process())"
             )
-            raise TypeError(f"{cls.__name__}: field {name!r} collides with Entity.{name}; {hint}")
+            raise DefinitionError(f"{cls.__name__}: field {name!r} collides with Entity.{name}; {hint}")
     for name in _MACHINERY.difference(_SETTINGS):
         if name in cls.__dict__ and not callable(getattr(cls, name)):
-            raise TypeError(f"{cls.__name__}: {name!r} is an Entity method and cannot be set to a value")
+            raise DefinitionError(f"{cls.__name__}: {name!r} is an Entity method and cannot be set to a value")
     if not isinstance(cls.key, str) or not cls.key:
-        raise TypeError(f"{cls.__name__}: key must be a non-empty string, got {cls.key!r}")
+        raise DefinitionError(f"{cls.__name__}: key must be a non-empty string, got {cls.key!r}")
     if "schema" in cls.__dict__:
         _check_nested(cls)
 
@@ -406,10 +406,10 @@ def _check_definition(cls: type[Entity]) -> None:
 def _check_nested(cls: type[Entity]) -> None:
     """`schema` is a dict of field name -> schema; a `None` member (a shadowed class name?) is refused."""
     if not isinstance(cls.schema, Mapping):
-        raise TypeError(f"{cls.__name__}.schema must be a dict of field name -> schema")
+        raise DefinitionError(f"{cls.__name__}.schema must be a dict of field name -> schema")
     for name, member in cls.schema.items():
         if member is None:
-            raise TypeError(
+            raise DefinitionError(
                 f"{cls.__name__}.schema[{name!r}] is None: expected a schema "
                 "(is a field or variable shadowing the class name?)"
             )

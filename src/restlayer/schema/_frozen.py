@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import NoReturn, TypeAlias, TypeVar
 
-from restlayer.errors import SchemaError
+from restlayer.errors import ReadOnlyError, SchemaError
 
 _K = TypeVar("_K", bound=Hashable)
 #: What `freeze` copies: a plain list, tuple or dict.
@@ -23,7 +23,7 @@ _HINT = "stored data is read-only; make a copy first (list(x), dict(x) or copy.d
 
 
 def _refuse(self: object, *args: object, **kwargs: object) -> NoReturn:
-    raise TypeError(f"{type(self).__name__}: {_HINT}")
+    raise ReadOnlyError(f"{type(self).__name__}: {_HINT}")
 
 
 class FrozenList(list[_V]):

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, overload
 
 from restlayer._text import to_text
 from restlayer._typing import E, T
-from restlayer.errors import SchemaError
+from restlayer.errors import DefinitionError, SchemaError
 from restlayer.schema._base import Schema, required_node, schema_name
 from restlayer.schema._union import Union
 
@@ -32,7 +32,7 @@ class Invalidate(Schema[T]):
         self.schema = schema
         node = required_node(schema, "Invalidate")
         if not isinstance(node, (type, Union)):
-            raise TypeError(f"Invalidate holds an Entity class or a Union, got {schema_name(node)}")
+            raise DefinitionError(f"Invalidate holds an Entity class or a Union, got {schema_name(node)}")
         self.node = node
 
     def __repr__(self) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
-from restlayer.errors import SchemaError
+from restlayer.errors import DefinitionError, SchemaError
 from restlayer.schema._base import Schema, compile_schema, schema_name
 
 if TYPE_CHECKING:
@@ -28,7 +28,7 @@ class Union(Schema["Entity"]):
 
     def __init__(self, schemas: Mapping[str, type[Entity]], schema_attribute: Attribute | None = None) -> None:
         if schema_attribute is None:
-            raise TypeError("Union requires a schema_attribute (a member name or a function)")
+            raise DefinitionError("Union requires a schema_attribute (a member name or a function)")
         self.schemas = dict(schemas)
         self.nodes = {name: _member(name, s) for name, s in schemas.items()}
         self.schema_attribute = schema_attribute
@@ -100,5 +100,5 @@ def _member(name: str, schema: object) -> type[Entity]:
     """A Union member: an Entity class (its pk and key name the stored record)."""
     node = compile_schema(schema)
     if not isinstance(node, type):
-        raise TypeError(f"Union member {name!r} must be an Entity class, got {schema_name(node)}")
+        raise DefinitionError(f"Union member {name!r} must be an Entity class, got {schema_name(node)}")
     return node
