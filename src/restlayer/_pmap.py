@@ -21,10 +21,16 @@ V = TypeVar("V")
 
 
 class PMap(Mapping[K, V], Generic[K, V]):
-    """An immutable mapping; `set`, `delete` and `update` return new maps."""
+    """An immutable mapping; `set`, `delete` and `update` return new maps.
 
-    __slots__ = ("_map", "get")
-    _map: immutables.Map[K, V]
+    A table built in one piece (`adopt`) keeps the plain dict it was built from and
+    makes its trie only when first derived from: a bulk write costs no trie, and its
+    reads are plain dict lookups.
+    """
+
+    __slots__ = ("_dict", "_hamt", "get")
+    _hamt: immutables.Map[K, V] | None
+    _dict: dict[K, V] | None
 
     def __init__(self, items: Mapping[K, V] | immutables.Map[K, V] | None = None) -> None:
         m: immutables.Map[K, V]
@@ -34,33 +40,61 @@ class PMap(Mapping[K, V], Generic[K, V]):
             m = items._map
         else:
             m = immutables.Map(items or {})
-        self._map = m
+        self._hamt = m
+        self._dict = None
         # Bind the C-level lookup on the instance: hot read paths call `.get`.
         self.get = m.get  # type: ignore[method-assign]
 
+    @classmethod
+    def adopt(cls, rows: dict[K, V]) -> PMap[K, V]:
+        """A map of `rows` that keeps that very dict (the caller hands it over and never changes it again)."""
+        out: PMap[K, V] = object.__new__(cls)
+        out._adopt(rows)
+        return out
+
+    def _adopt(self, rows: dict[K, V]) -> None:
+        self._hamt = None
+        self._dict = rows
+        self.get = rows.get  # type: ignore[method-assign]
+
+    @property
+    def _map(self) -> immutables.Map[K, V]:
+        """The trie (made once from the adopted dict on first need; equal either way, so a race is harmless)."""
+        m = self._hamt
+        if m is None:
+            m = self._hamt = immutables.Map(self._dict or {})
+        return m
+
+    def _items(self) -> Mapping[K, V]:
+        """The cheapest readable form: the adopted dict, else the trie."""
+        d = self._dict
+        return self._map if d is None else d
+
     def __getitem__(self, key: K) -> V:
-        return self._map[key]
+        return self._items()[key]
 
     def __iter__(self) -> Iterator[K]:
-        return iter(self._map)
+        return iter(self._items())
 
     def __len__(self) -> int:
-        return len(self._map)
+        return len(self._items())
 
     def __contains__(self, key: object) -> bool:
-        return key in self._map
+        return key in self._items()
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, PMap):
+            if self._dict is not None or other._dict is not None:
+                return len(self) == len(other) and dict(self._items().items()) == dict(other._items().items())
             return self._map == other._map
         if isinstance(other, Mapping):
-            return len(self) == len(other) and dict(self._map.items()) == dict(other.items())
+            return len(self) == len(other) and dict(self._items().items()) == dict(other.items())
         return NotImplemented
 
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        return f"PMap({dict(self._map.items())!r})"
+        return f"PMap({dict(self._items().items())!r})"
 
     def set(self, key: K, value: V) -> PMap[K, V]:
         """A new map with `key` set to `value`."""
@@ -68,7 +102,7 @@ class PMap(Mapping[K, V], Generic[K, V]):
 
     def delete(self, key: K) -> PMap[K, V]:
         """A new map without `key` (the same map when absent)."""
-        if key not in self._map:
+        if key not in self:
             return self
         return PMap(self._map.delete(key))
 
@@ -80,7 +114,7 @@ class PMap(Mapping[K, V], Generic[K, V]):
 
     def to_dict(self) -> dict[K, object]:
         """A deep copy as plain dicts (nested PMaps converted too)."""
-        return {k: v.to_dict() if isinstance(v, PMap) else v for k, v in self._map.items()}
+        return {k: v.to_dict() if isinstance(v, PMap) else v for k, v in self._items().items()}
 
 
 EMPTY: PMap[Any, Any] = PMap()
@@ -105,6 +139,13 @@ class OrderedPMap(PMap[K, V]):
         self._ordered: list[K] | None = None
         self._lineage: Lineage[K, V] = ()
 
+    def _adopt(self, rows: dict[K, V]) -> None:
+        super()._adopt(rows)
+        self._log = list(rows)
+        self._length = len(self._log)
+        self._ordered = None
+        self._lineage = ()
+
     @classmethod
     def of(cls, table: Mapping[K, V]) -> OrderedPMap[K, V]:
         """`table` as an OrderedPMap (itself when it already is one; else in its iteration order)."""
@@ -115,7 +156,8 @@ class OrderedPMap(PMap[K, V]):
     ) -> OrderedPMap[K, V]:
         out: OrderedPMap[K, V] = object.__new__(OrderedPMap)
         out._lineage = self._lineage_after(changed)
-        out._map = m
+        out._hamt = m
+        out._dict = None
         out.get = m.get  # type: ignore[method-assign]
         out._ordered = None
         log, length = self._log, self._length
@@ -147,7 +189,8 @@ class OrderedPMap(PMap[K, V]):
                 return self._derive(m, [k for k in changes if k not in present], tuple(changes))
         out: OrderedPMap[K, V] = object.__new__(OrderedPMap)
         out._lineage = self._lineage_after(tuple(changes))
-        out._map = m
+        out._hamt = m
+        out._dict = None
         out.get = m.get  # type: ignore[method-assign]
         out._ordered = None
         out._log = self._log
@@ -169,7 +212,7 @@ class OrderedPMap(PMap[K, V]):
     def in_order(self) -> list[K]:
         """The live keys in the order they were first set; a deleted and re-added key counts from its return."""
         if self._ordered is None:
-            present = self._map
+            present = self._items()
             seen: set[K] = set()
             out: list[K] = []
             for key in reversed(self._log[: self._length]):
@@ -213,14 +256,20 @@ def changed_between(old: Mapping[K, V] | None, new: Mapping[K, V] | None) -> tup
 def merge_tables(
     tables: PMap[str, PMap[str, V]], pending: Mapping[str, Mapping[str, V]], ordered: bool = False
 ) -> PMap[str, PMap[str, V]]:
-    """`tables` with each table's `pending` rows set; entity tables (`ordered`) keep their insertion order."""
+    """`tables` with each table's `pending` rows set; entity tables (`ordered`) keep their insertion order.
+
+    The rows dicts are handed over: a new table keeps its dict, so callers never change them afterwards.
+    """
     if not pending:
         return tables
     changes: dict[str, PMap[str, V]] = {}
     for key, rows in pending.items():
         current = tables.get(key)
         if current is None:
-            changes[key] = OrderedPMap(rows) if ordered else PMap(rows)
+            if type(rows) is dict:  # a fresh table: it keeps the dict the caller handed over
+                changes[key] = OrderedPMap.adopt(rows) if ordered else PMap.adopt(rows)
+            else:
+                changes[key] = OrderedPMap(rows) if ordered else PMap(rows)
         else:
             changes[key] = (OrderedPMap.of(current) if ordered else current).update(rows)
     return tables.update(changes)

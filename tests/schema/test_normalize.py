@@ -102,6 +102,23 @@ def test_untouched_tables_are_shared() -> None:
     assert second.entities_meta["User"] is first.entities_meta["User"]
 
 
+def test_table_built_in_one_call_stays_immutable_when_derived_from() -> None:
+    """A fresh table keeps the normalizer's dict; later versions derive from it without changing it."""
+    first = normalize([Todo], [{"id": i, "title": str(i)} for i in (3, 1, 2)])
+    table = first.entities["Todo"]
+    assert sorted(table) == ["1", "2", "3"]
+    assert table.in_order() == ["3", "1", "2"]  # type: ignore[attr-defined]
+    assert len(table) == 3 and "1" in table and table["2"]["title"] == "2"
+    second = normalize(Todo, {"id": 4, "title": "4"}, state=first)
+    third = normalize(Todo, {"id": 1, "title": "one"}, state=first)
+    assert table == {"3": {"id": 3, "title": "3"}, "1": {"id": 1, "title": "1"}, "2": {"id": 2, "title": "2"}}
+    assert second.entities["Todo"].in_order() == ["3", "1", "2", "4"]  # type: ignore[attr-defined]
+    assert third.entities["Todo"]["1"]["title"] == "one" and table["1"]["title"] == "1"
+    assert first.entities["Todo"].delete("1") == {"3": table["3"], "2": table["2"]}
+    assert PMap(table) == table and table.set("9", 9)["9"] == 9 and "9" not in table
+    assert table.to_dict()["3"] == {"id": 3, "title": "3"}
+
+
 @pytest.mark.parametrize("form", ["result", "object", "mapping", "plain"])
 def test_state_forms(form: str) -> None:
     first = normalize(Todo, {"id": 1, "title": "a"}, meta=meta(1000))

@@ -16,11 +16,21 @@ give the same result, store and errors; the engine tests run against both.
 from __future__ import annotations
 
 import copy
-from typing import Any, Final
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from restlayer.errors import SchemaError
 from restlayer.schema._base import INVALID, MAX_DEPTH
 from restlayer.schema._frozen import FrozenDict, FrozenList, freeze_members
+
+if TYPE_CHECKING:
+    from restlayer.schema._entity import Entity, Meta
+    from restlayer.schema._normalize import Normalizer
+
+#: A schema node's general normalize method: (value, parent, key, normalizer) -> normalized value.
+NormGeneral = Callable[[object, object, "str | None", "Normalizer"], object]
+#: A table's lookup (pk -> stored record), or None when the store has no such table.
+Lookup = Callable[[str], object] | None
 
 _NO_META: Final = {"fetched_at": 0, "date": 0, "expires_at": 0}
 # Module constants bound once (compiled code reads a Final name without a module lookup).
@@ -36,7 +46,7 @@ def compiled() -> bool:
     return not __file__.endswith((".py", ".pyc"))
 
 
-def _has_containers(record: dict[str, Any]) -> bool:
+def _has_containers(record: dict[str, object]) -> bool:
     """Whether a member of `record` is a plain list, dict or tuple (to be frozen before it is stored)."""
     for value in record.values():
         cls = type(value)
@@ -49,19 +59,19 @@ def _has_containers(record: dict[str, Any]) -> bool:
 class Walk:
     """One normalize call's tables, read once from its `Normalizer` (`ctx`)."""
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Normalizer) -> None:
         self.ctx = ctx
-        self.pending: dict[str, dict[str, Any]] = ctx.pending
-        self.pending_meta: dict[str, dict[str, Any]] = ctx.pending_meta
-        self.meta: Any = ctx.meta
-        self.stored: dict[str, Any] = {}  # entity key -> its stored table's `get` (None: no table)
+        self.pending: dict[str, dict[str, object]] = ctx.pending
+        self.pending_meta: dict[str, dict[str, Meta]] = ctx.pending_meta
+        self.meta: Meta = ctx.meta
+        self.stored: dict[str, Lookup] = {}  # entity key -> its stored table's `get` (None: no table)
 
-    def stored_get(self, key: str) -> Any:
+    def stored_get(self, key: str) -> Lookup:
         """The stored table's lookup for `key`, or None when the store has no such table."""
         if key in self.stored:
             return self.stored[key]
         table = self.ctx.entities.get(key)
-        get = None if table is None else table.get
+        get: Lookup = None if table is None else table.get
         self.stored[key] = get
         return get
 
@@ -69,36 +79,37 @@ class Walk:
 class NPlan:
     """Normalizes one schema node; this base hands every value to the node's general method."""
 
-    def __init__(self, general: Any) -> None:
+    def __init__(self, general: NormGeneral) -> None:
         self.general = general
 
-    def norm(self, value: Any, parent: Any, key: Any, ctx: Any) -> Any:
+    def norm(self, value: object, parent: object, key: str | None, ctx: Normalizer) -> object:
         """The entry point (the signature of a generated function): one `Walk` per call."""
         return self.walk(value, parent, key, Walk(ctx))
 
-    def walk(self, value: Any, parent: Any, key: Any, w: Walk) -> Any:
+    def walk(self, value: object, parent: object, key: str | None, w: Walk) -> object:
         return self.general(value, parent, key, w.ctx)
 
 
 class NEntity(NPlan):
     """A plain entity class (default hooks): its record copied, members normalized, stored."""
 
-    def __init__(self, cls: Any) -> None:
+    def __init__(self, cls: type[Entity]) -> None:
         super().__init__(cls.normalize_value)
         self.cls = cls
         self.key: str = cls.key
         self.nested = bool(cls.nested())  # members normalized one level deeper (the depth guard)
         self.fields: list[tuple[str, NPlan]] = []  # filled by the builder (schemas can be cyclic)
 
-    def walk(self, value: Any, parent: Any, key: Any, w: Walk) -> Any:
+    def walk(self, value: object, parent: object, key: str | None, w: Walk) -> object:
         if type(value) is not dict:
             return self.general(value, parent, key, w.ctx)
-        src: dict[str, Any] = value
+        src = cast("dict[str, object]", value)
         pk = src.get("id")
         if type(pk) is int:
             pk = str(pk)
         if type(pk) is not str or pk == "" or pk == "undefined":
             return self.general(value, parent, key, w.ctx)  # anything unusual: the general engine
+        spk: str = pk
         record = src.copy()
         if self.nested:
             ctx = w.ctx
@@ -117,10 +128,10 @@ class NEntity(NPlan):
             ctx.depth = depth
         if _has_containers(record):
             freeze_members(record)  # stored data is read-only
-        self.store(pk, record, w)
-        return pk
+        self.store(spk, record, w)
+        return spk
 
-    def store(self, pk: str, record: dict[str, Any], w: Walk) -> None:
+    def store(self, pk: str, record: dict[str, object], w: Walk) -> None:
         """Write a new record, or merge with a stored dict by the default rule; the rest via `ctx.store`."""
         key = self.key
         table = w.pending.get(key)
@@ -135,7 +146,7 @@ class NEntity(NPlan):
         if table is None:
             table = {}
             w.pending[key] = table
-            metas: dict[str, Any] = {}
+            metas: dict[str, Meta] = {}
             w.pending_meta[key] = metas
         else:
             metas = w.pending_meta[key]
@@ -148,27 +159,28 @@ class NEntity(NPlan):
         stored_meta = None if stored_metas is None else stored_metas.get(pk)
         if stored_meta is None:
             stored_meta = _NO_META
+        stored_record = cast("dict[str, object]", existing)
         if meta["fetched_at"] < stored_meta["fetched_at"]:  # older data loses
-            table[pk] = {**record, **existing}
+            table[pk] = {**record, **stored_record}
             metas[pk] = stored_meta
         else:
-            table[pk] = {**existing, **record}
+            table[pk] = {**stored_record, **record}
             metas[pk] = meta
 
 
 class NArray(NPlan):
     """A list of one schema's items; None items kept in place, None results dropped."""
 
-    def __init__(self, general: Any, item: NPlan) -> None:
+    def __init__(self, general: NormGeneral, item: NPlan) -> None:
         super().__init__(general)
         self.item = item
 
-    def walk(self, value: Any, parent: Any, key: Any, w: Walk) -> Any:
+    def walk(self, value: object, parent: object, key: str | None, w: Walk) -> object:
         if type(value) is not list:
             return self.general(value, parent, key, w.ctx)
-        items: list[Any] = value
+        items = cast("list[object]", value)
         item_plan = self.item
-        out: list[Any] = []
+        out: list[object] = []
         index = -1
         try:
             for item in items:
@@ -188,14 +200,14 @@ class NArray(NPlan):
 class NObject(NPlan):
     """A dict with named members normalized (the rest kept, frozen)."""
 
-    def __init__(self, general: Any) -> None:
+    def __init__(self, general: NormGeneral) -> None:
         super().__init__(general)
         self.fields: list[tuple[str, NPlan]] = []
 
-    def walk(self, value: Any, parent: Any, key: Any, w: Walk) -> Any:
+    def walk(self, value: object, parent: object, key: str | None, w: Walk) -> object:
         if type(value) is not dict:
             return self.general(value, parent, key, w.ctx)
-        src: dict[str, Any] = value
+        src = cast("dict[str, object]", value)
         out = src.copy()
         for name, plan in self.fields:
             child = out.get(name)
