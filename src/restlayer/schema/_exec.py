@@ -117,14 +117,7 @@ class NEntity(NPlan):
             if depth >= _DEPTH:  # deep data: the general engine defers it
                 return self.general(value, parent, key, ctx)
             ctx.depth = depth + 1
-            for name, plan in self.fields:
-                child = record.get(name)
-                if child is not None:
-                    try:
-                        record[name] = plan.walk(child, record, name, w)
-                    except SchemaError as exc:
-                        exc.path = (name, *exc.path)
-                        raise
+            _walk_members(self.fields, record, record, w)
             ctx.depth = depth
         if _has_containers(record):
             freeze_members(record)  # stored data is read-only
@@ -168,6 +161,18 @@ class NEntity(NPlan):
             metas[pk] = meta
 
 
+def _walk_members(fields: list[tuple[str, NPlan]], out: dict[str, object], parent: object, w: Walk) -> None:
+    """Replace each present member of `out` by its plan's result; an error's path gains the member name."""
+    for name, plan in fields:
+        child = out.get(name)
+        if child is not None:
+            try:
+                out[name] = plan.walk(child, parent, name, w)
+            except SchemaError as exc:
+                exc.path = (name, *exc.path)
+                raise
+
+
 class NArray(NPlan):
     """A list of one schema's items; None items kept in place, None results dropped."""
 
@@ -209,14 +214,7 @@ class NObject(NPlan):
             return self.general(value, parent, key, w.ctx)
         src = cast("dict[str, object]", value)
         out = src.copy()
-        for name, plan in self.fields:
-            child = out.get(name)
-            if child is not None:
-                try:
-                    out[name] = plan.walk(child, value, name, w)
-                except SchemaError as exc:
-                    exc.path = (name, *exc.path)
-                    raise
+        _walk_members(self.fields, out, value, w)
         if _has_containers(out):
             freeze_members(out)
         return FrozenDict(out)
