@@ -220,7 +220,8 @@ def _executor_d(node: Any, tracked: bool) -> DenormFn:
             made = plans[id(n)] = _executor.DPlan(n.denormalize_value)
         return made
 
-    fn: DenormFn = plan(node).denorm
+    top = plan(node)
+    fn: DenormFn = top.denorm if tracked else top.denorm_once
     return fn
 
 
