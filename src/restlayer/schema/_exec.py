@@ -288,9 +288,9 @@ class DEntity(DPlan):
         self.names: list[str] = list(self.defaults)
 
     def same_fields(self, record: dict[str, object]) -> bool:
-        """Whether `record` has exactly the fields, in their order (then it is the instance's `__dict__` as is)."""
+        """Whether `record` has exactly the fields, in their order (a leaf then shares it as `__dict__`)."""
         names = self.names
-        if self.fields or len(record) != len(names):
+        if len(record) != len(names):
             return False
         return all(name == names[i] for i, name in enumerate(record))  # a plain loop, compiled
 
@@ -414,11 +414,14 @@ class DEntity(DPlan):
 
         `ctx`: the untracked read this is part of (None: a tracked read on `unvisit`).
         """
-        values = self.defaults.copy()
-        values.update(record)
-        for name in self.mutable:
-            if name not in record:
-                values[name] = _deepcopy(values[name])
+        if self.same_fields(record):  # every field stored: no default left, a plain copy in that order
+            values = record.copy()
+        else:
+            values = self.defaults.copy()
+            values.update(record)
+            for name in self.mutable:
+                if name not in record:
+                    values[name] = _deepcopy(values[name])
         for name, plan, truthy in self.fields:
             child = record.get(name)
             if child is not None:
