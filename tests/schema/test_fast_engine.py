@@ -378,6 +378,7 @@ def test_a_chain_deeper_than_the_recursion_limit_gives_what_the_general_engine_g
     fast_read = run(lambda: read(FCycle, "0", entities, True)[1])
     general_read = run(lambda: read(FCycle, "0", entities, False)[1])
     assert fast_read == general_read
+    assert run(lambda: read_untracked(FCycle, "0", entities)) == run(lambda: read(FCycle, "0", entities, False)[0])
 
 
 def test_deep_data_is_deferred_in_the_same_order_as_the_general_engine() -> None:
@@ -404,6 +405,23 @@ def test_deep_data_is_deferred_in_the_same_order_as_the_general_engine() -> None
             with _fast.disabled():
                 again = memo.denormalize_detail([FCycle], stored.result, changed)
         assert again.data is first.data
+
+
+def test_an_untracked_read_shares_its_instances_with_the_general_engine_both_ways() -> None:
+    """Entities the general engine reads (through Values) before and after the plans do are the same instances."""
+    schema = {"a": Values(FUser), "b": [FUser], "c": [FPost], "d": Values(FPost)}
+    reply = {
+        "a": {"x": {"id": 1, "name": "u"}},
+        "b": [{"id": 1}, {"id": 2}],
+        "c": [{"id": 5, "author": {"id": 1}, "comments": [{"id": 1, "author": {"id": 2}}]}],
+        "d": {"k": {"id": 5}},
+    }
+    stored = normalize(schema, reply, meta=META)
+    node = compile_schema(schema)
+    value = denormalize_with(Unvisit(stored.entities), node, stored.result, tracked=False)
+    assert value["a"]["x"] is value["b"][0] is value["c"][0].author
+    assert value["d"]["k"] is value["c"][0] and value["c"][0].comments[0].author is value["b"][1]
+    assert read_untracked(node, stored.result, stored.entities) == read(node, stored.result, stored.entities, False)[0]
 
 
 def test_two_classes_sharing_a_key_read_their_own_instances_on_the_fast_path() -> None:

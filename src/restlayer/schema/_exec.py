@@ -229,11 +229,21 @@ class NObject(NPlan):
 
 
 # ----- denormalize -----------------------------------------------------------------------------
-class Once:
-    """One untracked read (`denormalize()`): its tables, instance cache and depth, read natively.
+class Seen:
+    """The instances one entity plan built in an untracked read: by pk, with the record each was built from."""
 
-    The depth lives here while the plans run and is handed to the `Unvisit` on each call out
-    to the general engine (which leaves it as it found it).
+    def __init__(self) -> None:
+        self.objs: dict[str, object] = {}
+        self.records: dict[str, object] = {}
+
+
+class Once:
+    """One untracked read (`denormalize()`): its tables, instances and depth, read natively.
+
+    Instances built here are kept by pk per plan (`Seen`), and the depth here; both are
+    handed to the `Unvisit` (its instance cache, its depth) before each call out to the
+    general engine, so it finds every instance built so far. Once it has run (`mixed`),
+    a pk not built here is looked up in that cache too.
     """
 
     def __init__(self, unvisit: Unvisit) -> None:
@@ -241,12 +251,35 @@ class Once:
         self.entities: Mapping[str, Mapping[str, object]] = unvisit.entities
         self.cache = cast("Cache", unvisit.cache)
         self.depth: int = unvisit.depth
+        self.seen: dict[DEntity, Seen] = {}
+        self.mixed = False
+
+    def seen_by(self, plan: DEntity) -> Seen:
+        """The instances `plan` built in this read."""
+        seen = self.seen.get(plan)
+        if seen is None:
+            seen = self.seen[plan] = Seen()
+        return seen
 
     def out(self, general: DenormGeneral, value: object) -> object:
-        """`value` by a node's general method, at this read's depth."""
+        """`value` by a node's general method, at this read's depth, with every instance built so far cached."""
+        self.flush()
+        self.mixed = True
         unvisit = self.unvisit
         unvisit.depth = self.depth
         return general(value, unvisit)
+
+    def flush(self) -> None:
+        """Move the instances built here into the `Unvisit`'s cache (as an untracked read caches them)."""
+        cache = self.cache
+        for plan, seen in self.seen.items():
+            if seen.objs:
+                cls = plan.cls
+                records = seen.records
+                for pk, obj in seen.objs.items():
+                    cache[(cls, pk)] = (records[pk], obj, ())
+                seen.objs.clear()
+                records.clear()
 
 
 class DPlan:
@@ -264,7 +297,11 @@ class DPlan:
 
     def denorm_once(self, value: object, unvisit: Unvisit) -> object:
         """The entry point of an untracked read (the signature of a generated function)."""
-        return self.once(value, Once(unvisit))
+        ctx = Once(unvisit)
+        value = self.once(value, ctx)
+        if ctx.mixed:  # the general engine may finish deferred entities from the cache
+            ctx.flush()
+        return value
 
     def once(self, value: object, ctx: Once) -> object:
         return ctx.out(self.general, value)
@@ -307,7 +344,7 @@ class DEntity(DPlan):
                 return self.fill(_new(self.cls), cast("dict[str, object]", value), ctx.unvisit, ctx)
             return ctx.out(self.general, value)
         table = ctx.entities.get(self.key)
-        return self.read_once(value, None if table is None else table.get, ctx)
+        return self.read_once(value, None if table is None else table.get, ctx.seen_by(self), ctx)
 
     def read(self, pk: str, table: Table, unvisit: Unvisit) -> object:
         """The instance for stored `pk` (`table`: this key's stored table, or None)."""
@@ -359,8 +396,8 @@ class DEntity(DPlan):
         cache[ck] = (record, obj, mine if len(unvisit.deferred) == queued else unvisit.deferred_token())
         return obj
 
-    def read_once(self, pk: str, get: Lookup, ctx: Once) -> object:
-        """`read` in an untracked read (`get`: the stored table's lookup, or None)."""
+    def read_once(self, pk: str, get: Lookup, seen: Seen, ctx: Once) -> object:
+        """`read` in an untracked read (`get`: the stored table's lookup, or None; `seen`: this plan's instances)."""
         if self.deep and ctx.depth >= _DEPTH:
             return ctx.out(self.general, pk)
         record = None if get is None else get(pk)
@@ -368,28 +405,34 @@ class DEntity(DPlan):
             return record
         if not isinstance(record, dict):
             return ctx.out(self.general, pk)
-        cache = ctx.cache
-        ck = (self.cls, pk)
-        hit = cache.get(ck)
-        if hit is not None and hit[0] is record:
-            return ctx.out(self.general, pk) if hit[2] is None else hit[1]
-        obj: object = _new(self.cls)
+        obj = seen.objs.get(pk)
+        if obj is not None and seen.records[pk] is record:
+            return obj  # built in this read (or being built: a cycle back to it)
+        if ctx.mixed:
+            hit = ctx.cache.get((self.cls, pk))
+            if hit is not None and hit[0] is record:
+                return ctx.out(self.general, pk) if hit[2] is None else hit[1]
+        obj = _new(self.cls)
+        seen.objs[pk] = obj
+        seen.records[pk] = record
         if not self.fields:
             if self.same_fields(record):
                 object.__setattr__(obj, "__dict__", record)  # shared, as in `build_stored`
-            else:
-                obj = self.fill(obj, record, ctx.unvisit, ctx)
+                return obj
+            value = self.fill(obj, record, ctx.unvisit, ctx)
+        elif self.deep:
+            depth = ctx.depth
+            ctx.depth = depth + 1
+            value = self.fill(obj, record, ctx.unvisit, ctx)
+            ctx.depth = depth
         else:
-            cache[ck] = (record, obj, None)  # a cycle back here finds it
-            if self.deep:
-                depth = ctx.depth
-                ctx.depth = depth + 1
-                obj = self.fill(obj, record, ctx.unvisit, ctx)
-                ctx.depth = depth
-            else:
-                obj = self.fill(obj, record, ctx.unvisit, ctx)
-        cache[ck] = (record, obj, ())
-        return obj
+            value = self.fill(obj, record, ctx.unvisit, ctx)
+        if value is not obj or ctx.mixed:  # invalid, or the general engine ran meanwhile (a flush)
+            seen.objs[pk] = value
+            seen.records[pk] = record
+            if ctx.mixed:
+                ctx.cache[(self.cls, pk)] = (record, value, ())
+        return value
 
     def build_stored(self, ck: CacheKey, record: dict[str, object], unvisit: Unvisit) -> object:
         """A stored entity's instance, its members read one level deeper (a cycle back finds it in the cache)."""
@@ -499,13 +542,14 @@ class DArray(DPlan):
         """`entities` in an untracked read."""
         table = ctx.entities.get(entity.key)
         get: Lookup = None if table is None else table.get
+        seen = ctx.seen_by(entity)
         out: list[object] = []
         for item in items:
             if item is None:
                 out.append(None)
                 continue
             if type(item) is str:
-                result = entity.read_once(item, get, ctx)
+                result = entity.read_once(item, get, seen, ctx)
             else:
                 result = entity.once(item, ctx)
             if result is not None and result is not _INVALID:

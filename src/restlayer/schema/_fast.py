@@ -764,6 +764,8 @@ def denormalize_with(unvisit: Any, node: Any, input: Any, tracked: bool = True) 
         # Too deep for the generated functions: forget this read's half-built instances
         # and let the general engine do the whole read.
         cache = unvisit.cache
+        if not tracked:  # a one-off read's own cache (the executor files half-built instances as built)
+            cache.clear()
         for item in [k for k, hit in cache.items() if hit[2] is None]:
             del cache[item]
         unvisit.deps = []
