@@ -424,6 +424,34 @@ def test_an_untracked_read_shares_its_instances_with_the_general_engine_both_way
     assert read_untracked(node, stored.result, stored.entities) == read(node, stored.result, stored.entities, False)[0]
 
 
+class FreshRecords(Mapping[str, object]):
+    """A table that hands out a new copy of a record on every lookup (not a dict or a PMap)."""
+
+    def __init__(self, rows: Mapping[str, Any]) -> None:
+        self.rows = rows
+
+    def __getitem__(self, pk: str) -> object:
+        return dict(self.rows[pk])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.rows)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+
+def test_an_untracked_read_of_other_mappings_gives_what_the_general_engine_gives() -> None:
+    user = {"id": 7}
+    reply = [{"id": 1, "author": user, "comments": [{"id": 2, "author": user}]}, {"id": 3, "author": user}]
+    stored = normalize([FPost], reply, meta=META)
+    node = compile_schema([FPost])
+    fresh = {key: FreshRecords(table) for key, table in stored.entities.items()}
+    for entities in (fresh, FreshRecords({key: dict(table) for key, table in stored.entities.items()})):
+        general = read(node, stored.result, entities, False)[0]
+        assert read_untracked(node, stored.result, entities) == general
+        assert read_untracked(FPost, "1", entities) == read(FPost, "1", entities, False)[0]
+
+
 def test_two_classes_sharing_a_key_read_their_own_instances_on_the_fast_path() -> None:
     stored = normalize({"users": [FUser], "cards": [FUserCard]}, {"users": [{"id": 1, "name": "a"}]})
     memo = MemoCache()

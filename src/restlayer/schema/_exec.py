@@ -19,6 +19,7 @@ import copy
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Final, cast
 
+from restlayer._pmap import PMap
 from restlayer.errors import SchemaError
 from restlayer.schema._base import INVALID, MAX_DEPTH
 from restlayer.schema._frozen import FrozenDict, FrozenList, freeze_members
@@ -47,6 +48,7 @@ _DEPTH: Final = MAX_DEPTH
 _new: Final = object.__new__
 _deepcopy: Final = copy.deepcopy
 _FROZEN_DICT: Final = FrozenDict
+_MISSING: Final = object()
 
 
 def compiled() -> bool:
@@ -230,20 +232,26 @@ class NObject(NPlan):
 
 # ----- denormalize -----------------------------------------------------------------------------
 class Seen:
-    """The instances one entity plan built in an untracked read: by pk, with the record each was built from."""
+    """One entity plan's table lookup in an untracked read, and the instances it built there by pk."""
 
-    def __init__(self) -> None:
+    def __init__(self, get: Lookup) -> None:
+        self.get = get
         self.objs: dict[str, object] = {}
-        self.records: dict[str, object] = {}
+
+
+def _stable(table: object) -> bool:
+    """Whether `table` gives the same answer to the same key all through a read (a dict or a PMap)."""
+    return type(table) is dict or isinstance(table, PMap)
 
 
 class Once:
     """One untracked read (`denormalize()`): its tables, instances and depth, read natively.
 
-    Instances built here are kept by pk per plan (`Seen`), and the depth here; both are
-    handed to the `Unvisit` (its instance cache, its depth) before each call out to the
-    general engine, so it finds every instance built so far. Once it has run (`mixed`),
-    a pk not built here is looked up in that cache too.
+    Instances built here are kept by pk per plan (`Seen`; a stored table, unlike other
+    mappings, answers a pk with the same record all through the read), and the depth here;
+    both are handed to the `Unvisit` (its instance cache, its depth) before each call out
+    to the general engine, so it finds every instance built so far. Once it has run
+    (`mixed`), a pk not built here is looked up in that cache too.
     """
 
     def __init__(self, unvisit: Unvisit) -> None:
@@ -251,15 +259,23 @@ class Once:
         self.entities: Mapping[str, Mapping[str, object]] = unvisit.entities
         self.cache = cast("Cache", unvisit.cache)
         self.depth: int = unvisit.depth
-        self.seen: dict[DEntity, Seen] = {}
+        self.seen: dict[DEntity, Seen | None] = {}
+        self.stable = _stable(self.entities)
         self.mixed = False
 
-    def seen_by(self, plan: DEntity) -> Seen:
-        """The instances `plan` built in this read."""
-        seen = self.seen.get(plan)
-        if seen is None:
-            seen = self.seen[plan] = Seen()
-        return seen
+    def seen_by(self, plan: DEntity) -> Seen | None:
+        """What `plan` built in this read; None when its table is some other mapping (the general engine reads it)."""
+        seen = self.seen.get(plan, _MISSING)
+        if seen is not _MISSING:
+            return cast("Seen | None", seen)
+        table = self.entities.get(plan.key)
+        made = None
+        if table is None:
+            made = Seen(None)
+        elif self.stable and _stable(table):
+            made = Seen(table.get)
+        self.seen[plan] = made
+        return made
 
     def out(self, general: DenormGeneral, value: object) -> object:
         """`value` by a node's general method, at this read's depth, with every instance built so far cached."""
@@ -273,13 +289,12 @@ class Once:
         """Move the instances built here into the `Unvisit`'s cache (as an untracked read caches them)."""
         cache = self.cache
         for plan, seen in self.seen.items():
-            if seen.objs:
+            if seen is not None and seen.objs:
                 cls = plan.cls
-                records = seen.records
+                get = cast("Callable[[str], object]", seen.get)  # a table that had these records
                 for pk, obj in seen.objs.items():
-                    cache[(cls, pk)] = (records[pk], obj, ())
+                    cache[(cls, pk)] = (get(pk), obj, ())
                 seen.objs.clear()
-                records.clear()
 
 
 class DPlan:
@@ -323,13 +338,26 @@ class DEntity(DPlan):
         self.mutable: list[str] = list(cls._mutable_defaults)
         self.fields: list[tuple[str, DPlan, bool]] = []  # name, plan, an invalid member invalidates
         self.names: list[str] = list(self.defaults)
+        self.keys: list[str] = self.names  # see `same_fields`
 
     def same_fields(self, record: dict[str, object]) -> bool:
         """Whether `record` has exactly the fields, in their order (a leaf then shares it as `__dict__`)."""
         names = self.names
         if len(record) != len(names):
             return False
-        return all(name == names[i] for i, name in enumerate(record))  # a plain loop, compiled
+        keys = self.keys  # the key objects of a record that had them: a JSON parser shares its keys
+        for i, name in enumerate(record):
+            if name is not keys[i]:
+                return self.same_names(record)
+        return True
+
+    def same_names(self, record: dict[str, object]) -> bool:
+        """`same_fields` by comparing text; when true, `record`'s keys are the ones compared first next time."""
+        names = self.names
+        if not all(name == names[i] for i, name in enumerate(record)):  # a plain loop, compiled
+            return False
+        self.keys = list(record)
+        return True
 
     def denorm(self, value: object, unvisit: Unvisit) -> object:
         if type(value) is not str:
@@ -343,8 +371,10 @@ class DEntity(DPlan):
             if type(value) is dict:
                 return self.fill(_new(self.cls), cast("dict[str, object]", value), ctx.unvisit, ctx)
             return ctx.out(self.general, value)
-        table = ctx.entities.get(self.key)
-        return self.read_once(value, None if table is None else table.get, ctx.seen_by(self), ctx)
+        seen = ctx.seen_by(self)
+        if seen is None:
+            return ctx.out(self.general, value)
+        return self.read_once(value, seen, ctx)
 
     def read(self, pk: str, table: Table, unvisit: Unvisit) -> object:
         """The instance for stored `pk` (`table`: this key's stored table, or None)."""
@@ -396,25 +426,26 @@ class DEntity(DPlan):
         cache[ck] = (record, obj, mine if len(unvisit.deferred) == queued else unvisit.deferred_token())
         return obj
 
-    def read_once(self, pk: str, get: Lookup, seen: Seen, ctx: Once) -> object:
-        """`read` in an untracked read (`get`: the stored table's lookup, or None; `seen`: this plan's instances)."""
+    def read_once(self, pk: str, seen: Seen, ctx: Once) -> object:
+        """`read` in an untracked read (`seen`: this plan's table lookup and instances)."""
         if self.deep and ctx.depth >= _DEPTH:
             return ctx.out(self.general, pk)
+        get = seen.get
         record = None if get is None else get(pk)
         if record is None or record is _INVALID:
             return record
         if not isinstance(record, dict):
             return ctx.out(self.general, pk)
-        obj = seen.objs.get(pk)
-        if obj is not None and seen.records[pk] is record:
+        objs = seen.objs
+        obj = objs.get(pk)
+        if obj is not None:
             return obj  # built in this read (or being built: a cycle back to it)
         if ctx.mixed:
             hit = ctx.cache.get((self.cls, pk))
             if hit is not None and hit[0] is record:
                 return ctx.out(self.general, pk) if hit[2] is None else hit[1]
         obj = _new(self.cls)
-        seen.objs[pk] = obj
-        seen.records[pk] = record
+        objs[pk] = obj
         if not self.fields:
             if self.same_fields(record):
                 object.__setattr__(obj, "__dict__", record)  # shared, as in `build_stored`
@@ -428,8 +459,7 @@ class DEntity(DPlan):
         else:
             value = self.fill(obj, record, ctx.unvisit, ctx)
         if value is not obj or ctx.mixed:  # invalid, or the general engine ran meanwhile (a flush)
-            seen.objs[pk] = value
-            seen.records[pk] = record
+            objs[pk] = value
             if ctx.mixed:
                 ctx.cache[(self.cls, pk)] = (record, value, ())
         return value
@@ -538,18 +568,18 @@ class DArray(DPlan):
                 out.append(result)
         return out
 
-    def entities_once(self, items: list[object], entity: DEntity, ctx: Once) -> list[object]:
+    def entities_once(self, items: list[object], entity: DEntity, ctx: Once) -> object:
         """`entities` in an untracked read."""
-        table = ctx.entities.get(entity.key)
-        get: Lookup = None if table is None else table.get
         seen = ctx.seen_by(entity)
+        if seen is None:
+            return ctx.out(self.general, items)
         out: list[object] = []
         for item in items:
             if item is None:
                 out.append(None)
                 continue
             if type(item) is str:
-                result = entity.read_once(item, get, seen, ctx)
+                result = entity.read_once(item, seen, ctx)
             else:
                 result = entity.once(item, ctx)
             if result is not None and result is not _INVALID:
