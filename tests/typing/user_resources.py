@@ -35,6 +35,9 @@ Extended = TodoResource.extend("toggle", path="/todos/:id/toggle", method="POST"
 assert_type(Extended, ExtendedResource[Todo])
 assert_type(Extended.get, RestEndpoint[Todo])
 assert_type(Extended["toggle"], RestEndpoint[Any])
+assert_type(Extended["get"], RestEndpoint[Todo])  # standard members read by name are typed too
+assert_type(TodoResource["get_list"], RestEndpoint[list[Todo]])
+assert_type(TodoResource["partial_update"], RestEndpoint[Todo])
 assert_type(TodoResource.extend(get={"data_expiry_length": 0}).get, RestEndpoint[Todo])
 
 
