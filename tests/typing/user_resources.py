@@ -136,4 +136,4 @@ def use_state(ctrl: Controller) -> None:
     row = state.entities["Todo"]["1"]
     if isinstance(row, Mapping):  # else a collection's list, or INVALID once deleted
         assert_type(row, Mapping[str, object])
-    state["entitiez"]  # a name that is no table reads as `object`
+    assert_type(state["entitiez"], object)  # a name that is no table reads as `object` (KeyError at run time)
