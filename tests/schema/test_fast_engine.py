@@ -418,7 +418,7 @@ def test_an_untracked_read_shares_its_instances_with_the_general_engine_both_way
     }
     stored = normalize(schema, reply, meta=META)
     node = compile_schema(schema)
-    value = denormalize_with(Unvisit(stored.entities), node, stored.result, tracked=False)
+    value: Any = denormalize_with(Unvisit(stored.entities), node, stored.result, tracked=False)
     assert value["a"]["x"] is value["b"][0] is value["c"][0].author
     assert value["d"]["k"] is value["c"][0] and value["c"][0].comments[0].author is value["b"][1]
     assert read_untracked(node, stored.result, stored.entities) == read(node, stored.result, stored.entities, False)[0]

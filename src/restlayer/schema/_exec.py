@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Final, cast
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from restlayer._pmap import PMap
 from restlayer.errors import SchemaError
@@ -33,8 +33,9 @@ if TYPE_CHECKING:
 NormGeneral = Callable[[object, object, "str | None", "Normalizer"], object]
 #: A table's lookup (pk -> stored record), or None when the store has no such table.
 Lookup = Callable[[str], object] | None
-#: A schema node's general denormalize method: (value, unvisit) -> denormalized value.
-DenormGeneral = Callable[[object, "Unvisit"], object]
+#: A schema node's general denormalize method: (value, unvisit) -> denormalized value. Each
+#: node declares the value it reads (an Array's: a list); a plan hands over what it was given.
+DenormGeneral = Callable[[Any, "Unvisit"], object]
 #: A stored table as a read sees it (None: the store has no such table).
 Table = Mapping[str, object] | None
 #: The instance cache as plans use it (`_denormalize.InstanceCache`): (class, pk) -> (record, instance, deps).
