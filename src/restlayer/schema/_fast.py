@@ -261,7 +261,8 @@ def _executor_d(node: Node, tracked: bool) -> DenormFn:
             made = plans[id(n)] = _executor.DPlan(n.denormalize_value)
         return made
 
-    fn: DenormFn = plan(node).denorm
+    top = plan(node)
+    fn: DenormFn = top.denorm if tracked else top.denorm_once
     return fn
 
 
@@ -809,6 +810,8 @@ def denormalize_with(unvisit: Unvisit, node: Node | None, input: object, tracked
         # Too deep for the generated functions: forget this read's half-built instances
         # and let the general engine do the whole read.
         cache = unvisit.cache
+        if not tracked:  # a one-off read's own cache (the executor files half-built instances as built)
+            cache.clear()
         for item in [k for k, hit in cache.items() if hit[2] is None]:
             del cache[item]
         unvisit.deps = []
