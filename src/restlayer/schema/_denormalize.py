@@ -35,12 +35,18 @@ class _ReadToken:
 
 
 #: An instance-cache entry: (record read, value built, its deps: None while it is being built,
-#: a `_ReadToken` when incomplete); a stored list's entry also holds its item schema.
-Hit: TypeAlias = "tuple[object, object, list[Dep] | _ReadToken | None] | tuple[object, object, list[Dep], object]"
+#: a `_ReadToken` when incomplete); a stored list's entry also holds its item schema. An instance
+#: whose `__dict__` is the stored record itself (no nested entities: it depends on that record
+#: alone) is its own entry, valid while `instance.__dict__ is record`.
+Hit: TypeAlias = (
+    "tuple[object, object, list[Dep] | _ReadToken | None] | tuple[object, object, list[Dep], object] | Entity"
+)
 #: An instance to fill once the walk has unwound: (class, pk, record, table read, instance).
 Deferred: TypeAlias = "tuple[type[Entity], str, Mapping[str, object], Mapping[str, object] | None, Entity]"
-#: The instance cache: by (entity class, pk) for entities, (list key, pk) for stored lists.
-InstanceCache: TypeAlias = "dict[tuple[type[Entity] | str, str], Hit]"
+#: The instances of one entity class (or the lists of one collection key) by pk.
+Slots: TypeAlias = "dict[str, Hit]"
+#: The instance cache: entity class (or collection key) -> pk -> entry; two levels, so no key tuple per entity.
+InstanceCache: TypeAlias = "dict[type[Entity] | str, Slots]"
 
 
 class Unvisit:
@@ -93,8 +99,13 @@ class Unvisit:
         if record is None or record is INVALID:
             self.deps.append((key, pk, table, record))
             return record
-        hit = self.cache.get((cls, pk))
-        if hit is not None and hit[0] is record:
+        slots = self.slots(cls)
+        hit = slots.get(pk)
+        if hit is not None and not isinstance(hit, tuple):
+            if hit.__dict__ is record:  # an instance sharing its record: it read that record alone
+                self.deps.append((key, pk, table, record))
+                return hit
+        elif hit is not None and hit[0] is record:
             deps = hit[2]
             if deps is None:  # a cycle back to an entity being built right now
                 self.deps.append((key, pk, table, record))  # what embeds it depends on it too
@@ -119,14 +130,21 @@ class Unvisit:
             return self._defer(cls, pk, record, table, started)
         else:
             # Held while its members are read, so a cycle back to it finds it.
-            self.cache[(cls, pk)] = (record, _IN_PROGRESS if started is None else started, None)
+            slots[pk] = (record, _IN_PROGRESS if started is None else started, None)
             self.depth += 1
             value = cls.finish_build(started, record, self)
             self.depth -= 1
         self.deps = outer
         outer.extend(mine)
-        self.cache[(cls, pk)] = (record, value, mine if len(self.deferred) == queued else self.deferred_token())
+        slots[pk] = (record, value, mine if len(self.deferred) == queued else self.deferred_token())
         return value
+
+    def slots(self, owner: type[Entity] | str) -> Slots:
+        """The cache entries of entity class (or collection key) `owner`, by pk."""
+        slots = self.cache.get(owner)
+        if slots is None:
+            slots = self.cache[owner] = {}
+        return slots
 
     def collection(self, coll: Collection[object], pk: str) -> object:
         """The list (or dict) stored for Collection `coll` under `pk` (None missing).
@@ -142,9 +160,10 @@ class Unvisit:
             self.deps.append((key, pk, table, record))
             return record
         item = coll.node.node
-        hit = self.cache.get((key, pk))
+        slots = self.slots(key)
+        hit = slots.get(pk)
         if (
-            hit is not None
+            isinstance(hit, tuple)
             and hit[0] is record
             and len(hit) == 4
             and hit[3] is item
@@ -159,7 +178,7 @@ class Unvisit:
         self.deps = outer
         outer.extend(mine)
         if len(self.deferred) == queued:  # deep data deferred inside: its deps are incomplete, not cached
-            self.cache[(key, pk)] = (record, value, mine, item)
+            slots[pk] = (record, value, mine, item)
         return value
 
     def build(self, cls: type[Entity], record: Mapping[str, object]) -> object:
@@ -184,7 +203,7 @@ class Unvisit:
     ) -> E:
         """`obj` (from `start_build`), its fields filled once the current walk has unwound (deep data)."""
         self.deps.append((cls.key, pk, table, record))
-        self.cache[(cls, pk)] = (record, obj, None)
+        self.slots(cls)[pk] = (record, obj, None)
         if not self.deferred:
             self.deferred = []
         self.deferred.append((cls, pk, record, table, obj))
@@ -209,7 +228,7 @@ class Unvisit:
             queued = len(queue)
             cls.finish_build(obj, record, self, strict=False)
             top.extend(mine)
-            self.cache[(cls, pk)] = (record, obj, mine if len(queue) == queued else self.deferred_token())
+            self.slots(cls)[pk] = (record, obj, mine if len(queue) == queued else self.deferred_token())
         self.deps = top
         queue.clear()
 

@@ -274,56 +274,70 @@ class DEntity(DPlan):
         if not isinstance(record, dict):  # not a record normalize wrote: the general engine
             return self.general(pk, unvisit)
         cache: dict[Any, Any] = unvisit.cache
-        ck = (self.cls, pk)
-        hit = cache.get(ck)
+        slots: dict[str, Any] | None = cache.get(self.cls)
+        if slots is None:
+            slots = {}
+            cache[self.cls] = slots
+        hit = slots.get(pk)
         if hit is not None:
-            entry: tuple[Any, ...] = hit
-            if entry[0] is record:
-                deps = entry[2]
-                if not self.tracked:
-                    return self.general(pk, unvisit) if deps is None else entry[1]
-                if type(deps) is not list:  # a cycle back to an instance being built, or deep data
-                    return self.general(pk, unvisit)
-                mine_before: list[Any] = deps
-                if not unvisit.checking or len(mine_before) == 1 or deps_valid(unvisit.entities, mine_before, 1):
-                    unvisit.deps.extend(mine_before)
-                    return entry[1]
+            if type(hit) is not tuple:  # an instance sharing its record: its own entry, reading that record alone
+                if hit.__dict__ is record:
+                    if self.tracked:
+                        unvisit.deps.append((self.key, pk, table, record))
+                    return hit
+            else:
+                entry: tuple[Any, ...] = hit
+                if entry[0] is record:
+                    deps = entry[2]
+                    if not self.tracked:
+                        return self.general(pk, unvisit) if deps is None else entry[1]
+                    if type(deps) is not list:  # a cycle back to an instance being built, or deep data
+                        return self.general(pk, unvisit)
+                    mine_before: list[Any] = deps
+                    if not unvisit.checking or len(mine_before) == 1 or deps_valid(unvisit.entities, mine_before, 1):
+                        unvisit.deps.extend(mine_before)
+                        return entry[1]
+        if not self.fields and self.same_fields(record):
+            # A stored record is never changed and neither is an instance: they share one dict,
+            # and the instance is its own cache entry (see `Hit`).
+            obj = _new(self.cls)
+            _setattr(obj, "__dict__", record)
+            slots[pk] = obj
+            if self.tracked:
+                unvisit.deps.append((self.key, pk, table, record))
+            return obj
         if not self.tracked:
-            obj = self.build_stored(ck, record, unvisit)
-            cache[ck] = (record, obj, ())
+            obj = self.build_stored(slots, pk, record, unvisit)
+            slots[pk] = (record, obj, ())
             return obj
         dep = (self.key, pk, table, record)
         if not self.fields:  # building it reads nothing else: its deps are this read alone
-            obj = self.build_stored(ck, record, unvisit)
+            obj = self.fill(_new(self.cls), record, unvisit)
             unvisit.deps.append(dep)
-            cache[ck] = (record, obj, [dep])
+            slots[pk] = (record, obj, [dep])
             return obj
         outer: list[Any] = unvisit.deps
         mine = [dep]
         unvisit.deps = mine
         if not self.deep:
-            obj = self.build_stored(ck, record, unvisit)
+            obj = self.build_stored(slots, pk, record, unvisit)
             unvisit.deps = outer
             outer.extend(mine)
-            cache[ck] = (record, obj, mine)
+            slots[pk] = (record, obj, mine)
             return obj
         queued = len(unvisit.deferred)
-        obj = self.build_stored(ck, record, unvisit)
+        obj = self.build_stored(slots, pk, record, unvisit)
         unvisit.deps = outer
         outer.extend(mine)
-        cache[ck] = (record, obj, mine if len(unvisit.deferred) == queued else unvisit.deferred_token())
+        slots[pk] = (record, obj, mine if len(unvisit.deferred) == queued else unvisit.deferred_token())
         return obj
 
-    def build_stored(self, ck: Any, record: Any, unvisit: Any) -> Any:
-        """A stored entity's instance, its members read one level deeper (a cycle back finds it in the cache)."""
+    def build_stored(self, slots: dict[str, Any], pk: str, record: Any, unvisit: Any) -> Any:
+        """A stored entity's instance, its members read one level deeper (a cycle back finds it in `slots`)."""
         obj = _new(self.cls)
         if not self.fields:
-            if self.same_fields(record):
-                # A stored record is never changed and neither is an instance: they share one dict.
-                _setattr(obj, "__dict__", record)
-                return obj
             return self.fill(obj, record, unvisit)
-        unvisit.cache[ck] = (record, obj, None)
+        slots[pk] = (record, obj, None)
         if not self.deep:  # members from annotations only: read at this depth, as the general engine does
             return self.fill(obj, record, unvisit)
         depth: int = unvisit.depth

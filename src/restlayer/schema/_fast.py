@@ -615,9 +615,15 @@ class _Gen:
             *([f"        unvisit.deps.append(({key}, value, table, record))"] if tracked else []),
             "        return record",
             "    cache = unvisit.cache",
-            f"    ck = ({cls_ref}, value)",
-            "    hit = cache.get(ck)",
-            "    if hit is not None and hit[0] is record:",
+            f"    slots = cache.get({cls_ref})",
+            "    if slots is None:",
+            f"        slots = cache[{cls_ref}] = {{}}",
+            "    hit = slots.get(value)",
+            "    if hit.__class__ is not tuple and hit is not None:  # an instance sharing its record",
+            "        if hit.__dict__ is record:",
+            *([f"            unvisit.deps.append(({key}, value, table, record))"] if tracked else []),
+            "            return hit",
+            "    elif hit is not None and hit[0] is record:",
             "        deps = hit[2]",
         ]
         if tracked:
@@ -627,8 +633,6 @@ class _Gen:
                 "        if not unvisit.checking or len(deps) == 1 or deps_valid(unvisit.entities, deps, 1):",
                 "            unvisit.deps.extend(deps)",
                 "            return hit[1]",
-                "    outer = unvisit.deps",
-                f"    unvisit.deps = mine = [({key}, value, table, record)]",
             ]
         else:  # a one-off read: nobody looks at its dependencies, and its cache is its own
             body += [
@@ -636,23 +640,44 @@ class _Gen:
                 f"            return {general}(value, unvisit)",
                 "        return hit[1]",
             ]
+        shared = self.shared_d(cls, key)
+        if shared is not None:
+            body += [f"    if {shared[0]}:", *("        " + line for line in shared[1]), "        return obj"]
+        if tracked:
+            body += ["    outer = unvisit.deps", f"    unvisit.deps = mine = [({key}, value, table, record)]"]
         body += self.build_d(cls, "", cached=True)
         body.append("        setdict(obj, '__dict__', values)")
         body += self.cache_entry(cls, "", tracked)
         body += ["    return obj", ""]
         self.emit(*body)
 
+    def shared_d(self, cls: Any, key: str) -> tuple[str, list[str]] | None:
+        """For an entity without nested members: the test that `record` has exactly its fields, in order,
+        and the lines making `obj` share the record's dict, its own cache entry (as the compiled engine does).
+        """
+        if any(child is not None for child in cls.nested().values()):
+            return None
+        names = tuple(cls._defaults)
+        body = [
+            f"obj = new({self.const(cls)})",
+            "setdict(obj, '__dict__', record)  # stored data is never changed, nor is an instance",
+            "slots[value] = obj",
+        ]
+        if self.mode == "d":
+            body.append(f"unvisit.deps.append(({key}, value, table, record))")
+        return f"len(record) == {len(names)} and tuple(record) == {self.const(names)}", body
+
     def cache_entry(self, cls: Any, indent: str, tracked: bool) -> list[str]:
         """Lines storing the built `obj` in the instance cache (after `build_d`)."""
         if not tracked:
-            return [indent + "    cache[ck] = (record, obj, ())"]
+            return [indent + "    slots[value] = (record, obj, ())"]
         deps = "mine"
         if cls.schema:  # a descendant deferred (deep data): these deps are incomplete
             deps = "mine if len(unvisit.deferred) == queued else unvisit.deferred_token()"
         return [
             indent + "    unvisit.deps = outer",
             indent + "    outer.extend(mine)",
-            indent + f"    cache[ck] = (record, obj, {deps})",
+            indent + f"    slots[value] = (record, obj, {deps})",
         ]
 
     def entity_array(self, name: str, cls: Any, fn: str, general: str) -> None:
@@ -667,6 +692,9 @@ class _Gen:
             f"    table = unvisit.entities.get({key})",
             "    get = NOTHING.get if table is None else table.get",
             "    cache = unvisit.cache",
+            f"    slots = cache.get({cls_ref})",
+            "    if slots is None:",
+            f"        slots = cache[{cls_ref}] = {{}}",
             "    for value in value:",
             "        if value is None:",
             "            out.append(None)  # a None member of the response stays None",
@@ -678,23 +706,28 @@ class _Gen:
             "            if record is None or record is INVALID:",
             *([f"                unvisit.deps.append(({key}, value, table, record))"] if tracked else []),
             "                continue",
-            f"            ck = ({cls_ref}, value)",
-            "            hit = cache.get(ck)",
+            "            hit = slots.get(value)",
+            "            if hit is not None and hit.__class__ is not tuple and hit.__dict__ is record:",
+            *([f"                unvisit.deps.append(({key}, value, table, record))"] if tracked else []),
+            "                obj = hit  # an instance sharing its record",
             *(
                 [
-                    "            if hit is not None and hit[0] is record and hit[2].__class__ is list and (",
+                    "            elif hit.__class__ is tuple and hit[0] is record and hit[2].__class__ is list and (",
                     "                    not unvisit.checking or len(hit[2]) == 1",
                     "                    or deps_valid(unvisit.entities, hit[2], 1)):",
                     "                unvisit.deps.extend(hit[2])",
                 ]
                 if tracked
-                else ["            if hit is not None and hit[0] is record and hit[2] is not None:"]
+                else ["            elif hit.__class__ is tuple and hit[0] is record and hit[2] is not None:"]
             ),
             "                obj = hit[1]",
-            "            elif hit is not None and hit[0] is record:",
+            "            elif hit.__class__ is tuple and hit[0] is record:",
             f"                obj = {fn}(value, unvisit)  # a cycle, deep data or a stale entry: one by one",
-            "            else:",
         ]
+        shared = self.shared_d(cls, key)
+        if shared is not None:
+            body += [f"            elif {shared[0]}:", *("                " + line for line in shared[1])]
+        body += ["            else:"]
         if tracked:
             body += [
                 "                outer = unvisit.deps",
@@ -714,7 +747,7 @@ class _Gen:
     def build_d(self, cls: Any, indent: str, cached: bool) -> list[str]:
         """Lines building `obj` from `record` (ending inside `if obj is not INVALID:`).
 
-        `cached`: a stored entity (key `ck`), built one level deeper (`unvisit.depth`), as the
+        `cached`: a stored entity (`slots[value]`), built one level deeper (`unvisit.depth`), as the
         general engine does; an entity given inline is built at its parent's depth, uncached.
         """
         defaults, cls_ref = self.const(dict(cls._defaults)), self.const(cls)
@@ -726,7 +759,7 @@ class _Gen:
         deep = cached and bool(cls.schema)
         if deep:
             body += [
-                "    cache[ck] = (record, obj, None)  # a cycle back here finds it",
+                "    slots[value] = (record, obj, None)  # a cycle back here finds it",
                 "    queued = len(unvisit.deferred)",
                 "    depth = unvisit.depth",
                 "    unvisit.depth = depth + 1",
@@ -762,9 +795,9 @@ def denormalize_with(unvisit: Any, node: Any, input: Any, tracked: bool = True) 
     except RecursionError:
         # Too deep for the generated functions: forget this read's half-built instances
         # and let the general engine do the whole read.
-        cache = unvisit.cache
-        for item in [k for k, hit in cache.items() if hit[2] is None]:
-            del cache[item]
+        for slots in unvisit.cache.values():
+            for pk in [pk for pk, hit in slots.items() if hit.__class__ is tuple and hit[2] is None]:
+                del slots[pk]
         unvisit.deps = []
         unvisit.depth = 0
         unvisit.deferred = ()

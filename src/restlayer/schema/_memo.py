@@ -15,7 +15,7 @@ from restlayer._gc import pause as gc_pause
 from restlayer._gc import resume as gc_resume
 from restlayer.schema._base import INVALID, Node, compile_schema
 from restlayer.schema._containers import Object
-from restlayer.schema._denormalize import Dep, InstanceCache, Unvisit
+from restlayer.schema._denormalize import Dep, Hit, InstanceCache, Unvisit
 from restlayer.schema._fast import Group, denormalize_with, dep_groups, groups_valid
 from restlayer.schema._normalize import _tables_of
 
@@ -70,6 +70,11 @@ class _Entry:
     def valid_for(self, entities: Tables) -> bool:
         """Whether every record the read touched is still the one in `entities`."""
         return self.result.unchanged_in(entities)
+
+
+def _current(hit: Hit, record: object) -> bool:
+    """Whether cache entry `hit` was built from `record` (a bare instance is its record's own entry)."""
+    return hit[0] is record if isinstance(hit, tuple) else hit.__dict__ is record
 
 
 class MemoCache:
@@ -173,13 +178,17 @@ class MemoCache:
 
     def prune(self, entities: Tables) -> None:
         """Drop cached instances whose record is no longer the stored one (bounded memory)."""
-        stale = []
-        for (owner, pk), hit in self._entities.items():
+        for owner, slots in list(self._entities.items()):
             # keyed by entity class (instances) or by collection key (stored lists)
             table = entities.get(owner if isinstance(owner, str) else owner.key)
-            if table is None or table.get(pk) is not hit[0]:
-                stale.append((owner, pk))
-        for item in stale:
-            del self._entities[item]
+            if table is None:
+                del self._entities[owner]
+                continue
+            get = table.get
+            stale = [pk for pk, hit in slots.items() if not _current(hit, get(pk))]
+            for pk in stale:
+                del slots[pk]
+            if not slots:
+                del self._entities[owner]
         self._results.clear()
         self._queries.clear()
