@@ -10,11 +10,16 @@ engine alone, and some mix them on one MemoCache.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from restlayer.schema import Entity, MemoCache, NormalizedResult, _fast, denormalize, normalize
-from restlayer.schema._denormalize import Unvisit
+from restlayer.schema import Entity, MemoCache, NormalizedResult, _exec, _fast, denormalize, normalize
+from restlayer.schema._base import compile_schema
+from restlayer.schema._denormalize import Dep, DepItem, DepRun, Unvisit, deps_valid, expand_deps
+from restlayer.schema._fast import dep_groups, groups_valid
 
 from ._models import meta
 
@@ -138,3 +143,58 @@ def test_a_one_off_read_shares_and_caches_its_instances_too() -> None:
     assert read[0] is read[1]  # one instance per read for one pk
     unvisit = Unvisit(state.entities)
     assert unvisit.slots(Leaf) is unvisit.slots(Leaf) and unvisit.cache == {Leaf: {}}
+
+
+def runs_of(deps: list[Dep], split: list[bool]) -> list[DepItem]:
+    """`deps` with consecutive reads of one table merged into `DepRun`s (`split`: where a run may stop early)."""
+    out: list[DepItem] = []
+    for i, (key, pk, table, record) in enumerate(deps):
+        last = out[-1] if out else None
+        if not isinstance(last, DepRun) or last.key != key or last.table is not table or split[i % len(split)]:
+            last = DepRun(key, table)
+            out.append(last)
+        last.pks.append(pk)
+        last.records.append(record)
+    return out
+
+
+@settings(max_examples=200)
+@given(
+    deps=st.lists(
+        st.tuples(st.sampled_from("ab"), st.sampled_from("123"), st.integers(0, 2), st.integers(0, 3)), max_size=8
+    ),
+    now=st.dictionaries(st.sampled_from("abc"), st.integers(0, 2)),
+    split=st.lists(st.booleans(), min_size=1, max_size=4),
+    start=st.integers(0, 2),
+)
+def test_runs_of_reads_check_as_the_single_reads_do(
+    deps: list[Any], now: dict[str, int], split: list[bool], start: int
+) -> None:
+    records = [{"v": i} for i in range(3)] + [None]
+    table_versions = [{pk: records[(int(pk) + v) % 4] for pk in "123"} for v in range(3)]
+    recorded: list[Dep] = [(key, pk, table_versions[t], records[r]) for key, pk, t, r in deps]
+    entities = {key: table_versions[v] for key, v in now.items()}
+    merged = runs_of(recorded, split)
+    assert expand_deps(merged) == recorded
+    plain = deps_valid(entities, list(recorded))
+    assert deps_valid(entities, merged) == plain
+    assert _exec.deps_valid(entities, merged, 0) == plain
+    assert groups_valid(entities, dep_groups(merged)) == plain
+    if merged and isinstance(merged[0], DepRun) and len(merged[0].pks) == 1:  # the check from an offset
+        assert deps_valid(entities, merged, min(start, 1)) == deps_valid(entities, list(recorded), min(start, 1))
+
+
+def test_a_list_of_plain_entities_records_its_reads_as_one_run(engine: str) -> None:
+    state = normalize([Leaf], [{"id": "1", "name": "a"}, {"name": "b", "id": "2"}, {"id": "3"}], meta=meta(1000))
+    table = state.entities["EntryLeaf"]
+    detail = MemoCache().denormalize_detail([Leaf], ["1", "9", "2", "3", "1"], state.entities)
+    assert detail.deps == [("EntryLeaf", pk, table, table.get(pk)) for pk in ["1", "9", "2", "3", "1"]]
+    assert detail.refs == [("EntryLeaf", pk) for pk in ["1", "9", "2", "3"]]
+    assert [x.id for x in detail.data] == ["1", "2", "3", "1"] and detail.data[0] is detail.data[3]
+    unvisit = Unvisit(state.entities, checking=True)
+    _fast.denormalize_with(unvisit, compile_schema([Leaf]), ["1", "2", "3"])
+    kinds = [type(dep).__name__ for dep in unvisit.deps]
+    if engine == "general":
+        assert kinds == ["tuple"] * 3
+    else:  # "2" and "3" need their own instance dict: each is a read of its own between runs
+        assert kinds == ["DepRun", "tuple", "tuple"]

@@ -8,7 +8,8 @@ once per read (or once per store version, when the cache belongs to a MemoCache)
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from operator import is_
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from restlayer._gc import no_gc
@@ -25,6 +26,54 @@ Dep: TypeAlias = "tuple[str, str, Mapping[str, object] | None, object]"
 _IN_PROGRESS = object()
 
 
+class DepRun:
+    """Reads of one table in a row, recorded as one object instead of a `Dep` tuple per read.
+
+    A list of entities without nested members records its reads so: its deps cost two
+    list slots per entity. Filled by the loop that made it, never changed afterwards.
+    """
+
+    __slots__ = ("key", "pks", "records", "table")
+
+    def __init__(self, key: str, table: Mapping[str, object] | None) -> None:
+        self.key = key
+        self.table = table
+        self.pks: list[str] = []
+        self.records: list[object] = []
+
+    def valid(self, entities: Mapping[str, Mapping[str, object]]) -> bool:
+        """Whether each pk would read the same record from `entities` now."""
+        current = entities.get(self.key)
+        if current is self.table:
+            return True
+        if current is None:
+            return all(record is None for record in self.records)
+        return all(map(is_, map(current.get, self.pks), self.records))
+
+    def expand(self) -> list[Dep]:
+        """The reads as `Dep` tuples."""
+        key, table = self.key, self.table
+        return [(key, pk, table, record) for pk, record in zip(self.pks, self.records, strict=True)]
+
+    def __repr__(self) -> str:
+        return f"DepRun({self.key!r}, {len(self.pks)} reads)"
+
+
+#: What `Unvisit.deps` holds: single reads, and runs of reads of one table.
+DepItem: TypeAlias = "Dep | DepRun"
+
+
+def expand_deps(deps: Iterable[DepItem]) -> list[Dep]:
+    """`deps` with every run written out as single reads, in order."""
+    out: list[Dep] = []
+    for dep in deps:
+        if isinstance(dep, DepRun):
+            out.extend(dep.expand())
+        else:
+            out.append(dep)
+    return out
+
+
 class _ReadToken:
     """Stands for the deps of an entity whose build deferred a descendant (deep data).
 
@@ -39,7 +88,7 @@ class _ReadToken:
 #: whose `__dict__` is the stored record itself (no nested entities: it depends on that record
 #: alone) is its own entry, valid while `instance.__dict__ is record`.
 Hit: TypeAlias = (
-    "tuple[object, object, list[Dep] | _ReadToken | None] | tuple[object, object, list[Dep], object] | Entity"
+    "tuple[object, object, list[DepItem] | _ReadToken | None] | tuple[object, object, list[DepItem], object] | Entity"
 )
 #: An instance to fill once the walk has unwound: (class, pk, record, table read, instance).
 Deferred: TypeAlias = "tuple[type[Entity], str, Mapping[str, object], Mapping[str, object] | None, Entity]"
@@ -68,7 +117,7 @@ class Unvisit:
         self.args = args
         self.cache: InstanceCache = {} if cache is None else cache
         self.checking = checking  # True when `cache` outlives this read and must be validated
-        self.deps: list[Dep] = []
+        self.deps: list[DepItem] = []
         # Depth guard (see MAX_DEPTH): deeper entities are built later from `deferred`.
         self.depth = 0
         # Entities to fill once the walk has unwound (a list once used)
@@ -118,7 +167,7 @@ class Unvisit:
                 self.deps.extend(deps)
                 return hit[1]
         outer = self.deps
-        mine: list[Dep] = [(key, pk, table, record)]
+        mine: list[DepItem] = [(key, pk, table, record)]
         self.deps = mine
         started = cls.start_build(record)
         queued = len(self.deferred)
@@ -172,7 +221,8 @@ class Unvisit:
             self.deps.extend(hit[2])
             return hit[1]
         outer = self.deps
-        self.deps = mine = [(key, pk, table, record)]
+        mine: list[DepItem] = [(key, pk, table, record)]
+        self.deps = mine
         queued = len(self.deferred)
         value = coll.node.denormalize_value(record, self)
         self.deps = outer
@@ -223,7 +273,7 @@ class Unvisit:
             cls, pk, record, table, obj = queue[index]
             index += 1
             self.depth = 0
-            mine: list[Dep] = [(cls.key, pk, table, record)]
+            mine: list[DepItem] = [(cls.key, pk, table, record)]
             self.deps = mine
             queued = len(queue)
             cls.finish_build(obj, record, self, strict=False)
@@ -250,10 +300,15 @@ class Unvisit:
         return None
 
 
-def deps_valid(entities: Mapping[str, Mapping[str, object]], deps: list[Dep], start: int = 0) -> bool:
+def deps_valid(entities: Mapping[str, Mapping[str, object]], deps: Sequence[DepItem], start: int = 0) -> bool:
     """True when every recorded read would read the same record from `entities` now."""
     for i in range(start, len(deps)):
-        key, pk, table, record = deps[i]
+        dep = deps[i]
+        if isinstance(dep, DepRun):
+            if not dep.valid(entities):
+                return False
+            continue
+        key, pk, table, record = dep
         current = entities.get(key)
         if current is table:
             continue

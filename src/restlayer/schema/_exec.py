@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Final, cast
 
 from restlayer.errors import SchemaError
 from restlayer.schema._base import INVALID, MAX_DEPTH
+from restlayer.schema._denormalize import DepRun
 from restlayer.schema._frozen import FrozenDict, FrozenList, freeze_members
 
 if TYPE_CHECKING:
@@ -273,11 +274,7 @@ class DEntity(DPlan):
             return record
         if not isinstance(record, dict):  # not a record normalize wrote: the general engine
             return self.general(pk, unvisit)
-        cache: dict[Any, Any] = unvisit.cache
-        slots: dict[str, Any] | None = cache.get(self.cls)
-        if slots is None:
-            slots = {}
-            cache[self.cls] = slots
+        slots = self.slots_of(unvisit)
         hit = slots.get(pk)
         if hit is not None:
             if type(hit) is not tuple:  # an instance sharing its record: its own entry, reading that record alone
@@ -297,11 +294,8 @@ class DEntity(DPlan):
                     if not unvisit.checking or len(mine_before) == 1 or deps_valid(unvisit.entities, mine_before, 1):
                         unvisit.deps.extend(mine_before)
                         return entry[1]
-        if not self.fields and self.same_fields(record):
-            # A stored record is never changed and neither is an instance: they share one dict,
-            # and the instance is its own cache entry (see `Hit`).
-            obj = _new(self.cls)
-            _setattr(obj, "__dict__", record)
+        if self.same_fields(record):
+            obj = self.share(record)
             slots[pk] = obj
             if self.tracked:
                 unvisit.deps.append((self.key, pk, table, record))
@@ -330,6 +324,24 @@ class DEntity(DPlan):
         unvisit.deps = outer
         outer.extend(mine)
         slots[pk] = (record, obj, mine if len(unvisit.deferred) == queued else unvisit.deferred_token())
+        return obj
+
+    def slots_of(self, unvisit: Any) -> dict[str, Any]:
+        """This class's instance-cache entries, by pk."""
+        cache: dict[Any, Any] = unvisit.cache
+        slots: dict[str, Any] | None = cache.get(self.cls)
+        if slots is None:
+            slots = {}
+            cache[self.cls] = slots
+        return slots
+
+    def share(self, record: dict[str, Any]) -> Any:
+        """An instance whose `__dict__` is `record` (exactly its fields): its own cache entry (see `Hit`).
+
+        A stored record is never changed and neither is an instance, so they share one dict.
+        """
+        obj = _new(self.cls)
+        _setattr(obj, "__dict__", record)
         return obj
 
     def build_stored(self, slots: dict[str, Any], pk: str, record: Any, unvisit: Any) -> Any:
@@ -377,6 +389,8 @@ class DArray(DPlan):
     def denorm(self, value: Any, unvisit: Any) -> Any:
         entity = self.entity
         if entity is not None:
+            if entity.tracked and not entity.fields and not entity.deep:
+                return self.leaves(value, entity, unvisit)
             return self.entities(value, entity, unvisit)
         item_plan = self.item
         out: list[Any] = []
@@ -385,6 +399,50 @@ class DArray(DPlan):
                 out.append(None)
                 continue
             result = item_plan.denorm(item, unvisit)
+            if result is not None and result is not _INVALID:
+                out.append(result)
+        return out
+
+    def leaves(self, value: Any, entity: DEntity, unvisit: Any) -> list[Any]:
+        """Items of a plain entity class without nested members, in a tracked read: consecutive reads of
+        its table recorded as one `DepRun`; an item needing anything else goes through `entity.read`."""
+        table = unvisit.entities.get(entity.key)
+        slots = entity.slots_of(unvisit)
+        deps: list[Any] = unvisit.deps
+        out: list[Any] = []
+        pks: list[str] = []
+        records: list[Any] = []
+        at = -1  # len(deps) just after the current run was appended (another dep since: a new run)
+        for item in value:
+            if item is None:
+                out.append(None)
+                continue
+            if type(item) is not str:
+                result = entity.denorm(item, unvisit)
+            else:
+                pk: str = item
+                record = None if table is None else table.get(pk)
+                result = record
+                in_run = True
+                if record is not None and record is not _INVALID:
+                    hit = slots.get(pk)
+                    if hit is not None and type(hit) is not tuple and hit.__dict__ is record:
+                        result = hit
+                    elif type(hit) is not tuple and type(record) is dict and entity.same_fields(record):
+                        result = entity.share(record)  # none cached (or a stale instance)
+                        slots[pk] = result
+                    else:
+                        result = entity.read(pk, table, unvisit)  # records its own dep
+                        in_run = False
+                if in_run:
+                    if len(deps) != at:
+                        run = DepRun(entity.key, table)
+                        pks = run.pks
+                        records = run.records
+                        deps.append(run)
+                        at = len(deps)
+                    pks.append(pk)
+                    records.append(record)
             if result is not None and result is not _INVALID:
                 out.append(result)
         return out
@@ -434,6 +492,11 @@ def deps_valid(entities: Any, deps: list[Any], start: int) -> bool:
     get = entities.get
     for i in range(start, len(deps)):
         dep = deps[i]
+        if type(dep) is DepRun:
+            run: DepRun = dep
+            if not run.valid(entities):
+                return False
+            continue
         current = get(dep[0])
         if current is dep[2]:
             continue

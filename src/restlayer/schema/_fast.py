@@ -33,7 +33,7 @@ from restlayer.errors import SchemaError
 from restlayer.schema import _exec
 from restlayer.schema._base import INVALID, MAX_DEPTH
 from restlayer.schema._containers import Array, Object
-from restlayer.schema._denormalize import Dep, deps_valid
+from restlayer.schema._denormalize import DepItem, DepRun, deps_valid
 from restlayer.schema._entity import Entity
 from restlayer.schema._frozen import CONTAINERS, FrozenDict, FrozenList, freeze_members
 
@@ -228,15 +228,20 @@ def _executor_d(node: Any, tracked: bool) -> DenormFn:
 Group = tuple[str, "Mapping[str, object] | None", tuple[str, ...], tuple[object, ...], "dict[str, object] | None"]
 
 
-def dep_groups(deps: Sequence[Dep]) -> list[Group]:
+def dep_groups(deps: Sequence[DepItem]) -> list[Group]:
     """`deps` grouped by the table they were read from."""
     groups: dict[tuple[str, int], tuple[str, Mapping[str, object] | None, list[str], list[object]]] = {}
-    for key, pk, table, record in deps:
+    for dep in deps:
+        key, table = (dep.key, dep.table) if isinstance(dep, DepRun) else (dep[0], dep[2])
         group = groups.get((key, id(table)))
         if group is None:
             group = groups[(key, id(table))] = (key, table, [], [])
-        group[2].append(pk)
-        group[3].append(record)
+        if isinstance(dep, DepRun):
+            group[2].extend(dep.pks)
+            group[3].extend(dep.records)
+        else:
+            group[2].append(dep[1])
+            group[3].append(dep[3])
     return [
         (key, table, tuple(pks), tuple(records), _index(pks, records)) for key, table, pks, records in groups.values()
     ]
@@ -287,6 +292,7 @@ class _Gen:
             "INVALID": INVALID,
             "to_text": to_text,
             "deps_valid": deps_valid,
+            "DepRun": DepRun,
             "deepcopy": copy.deepcopy,
             "setdict": object.__setattr__,
             "new": object.__new__,
@@ -557,6 +563,8 @@ class _Gen:
 
     def array(self, name: str, node: Array) -> None:
         fn = self.ref(node.node)
+        if _plain_entity(node.node) and self.mode == "d" and self.shared_d(node.node, "") is not None:
+            return self.leaf_array(name, node.node, fn, self.const(node.denormalize_value))
         if _plain_entity(node.node):
             return self.entity_array(name, node.node, fn, self.const(node.denormalize_value))
         self.emit(
@@ -737,6 +745,61 @@ class _Gen:
         body.append("                    setdict(obj, '__dict__', values)")
         body += self.cache_entry(cls, "            ", tracked)
         body += [
+            "        if obj is not None and obj is not INVALID:",
+            "            out.append(obj)",
+            "    return out",
+            "",
+        ]
+        self.emit(*body)
+
+    def leaf_array(self, name: str, cls: Any, fn: str, general: str) -> None:
+        """A list of pks of a plain entity class without nested members, in a tracked read: consecutive reads
+        of its table recorded as one `DepRun` (as the compiled engine does); anything else through `fn`."""
+        key, cls_ref = self.const(cls.key), self.const(cls)
+        test = self.shared_d(cls, key)
+        assert test is not None
+        body = [f"def {name}(value, unvisit):"]
+        if cls.schema:  # deep data: the general engine defers entities this deep
+            body += ["    if unvisit.depth >= MAX_DEPTH:", f"        return {general}(value, unvisit)"]
+        body += [
+            "    out = []",
+            f"    table = unvisit.entities.get({key})",
+            "    get = NOTHING.get if table is None else table.get",
+            "    cache = unvisit.cache",
+            f"    slots = cache.get({cls_ref})",
+            "    if slots is None:",
+            f"        slots = cache[{cls_ref}] = {{}}",
+            "    deps = unvisit.deps",
+            "    at = -1  # len(deps) just after the current run was appended (another dep since: a new run)",
+            "    for value in value:",
+            "        if value is None:",
+            "            out.append(None)  # a None member of the response stays None",
+            "            continue",
+            "        if value.__class__ is not str:",
+            f"            obj = {fn}(value, unvisit)  # an id of another type, or an entity given inline",
+            "        else:",
+            "            obj = record = get(value)",
+            "            if record is not None and record is not INVALID:",
+            "                hit = slots.get(value)",
+            "                if hit is not None and hit.__class__ is not tuple and hit.__dict__ is record:",
+            "                    obj = hit  # an instance sharing its record",
+            f"                elif hit.__class__ is not tuple and record.__class__ is dict and {test[0]}:",
+            f"                    obj = new({cls_ref})",
+            "                    setdict(obj, '__dict__', record)  # stored data is never changed, nor is an instance",
+            "                    slots[value] = obj",
+            "                else:",
+            f"                    obj = {fn}(value, unvisit)  # records its own dep",
+            "                    if obj is not None and obj is not INVALID:",
+            "                        out.append(obj)",
+            "                    continue",
+            "            if len(deps) != at:",
+            f"                run = DepRun({key}, table)",
+            "                pks = run.pks.append",
+            "                records = run.records.append",
+            "                deps.append(run)",
+            "                at = len(deps)",
+            "            pks(value)",
+            "            records(record)",
             "        if obj is not None and obj is not INVALID:",
             "            out.append(obj)",
             "    return out",

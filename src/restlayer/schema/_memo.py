@@ -15,7 +15,7 @@ from restlayer._gc import pause as gc_pause
 from restlayer._gc import resume as gc_resume
 from restlayer.schema._base import INVALID, Node, compile_schema
 from restlayer.schema._containers import Object
-from restlayer.schema._denormalize import Dep, Hit, InstanceCache, Unvisit
+from restlayer.schema._denormalize import Dep, DepItem, Hit, InstanceCache, Unvisit, expand_deps
 from restlayer.schema._fast import Group, denormalize_with, dep_groups, groups_valid
 from restlayer.schema._normalize import _tables_of
 
@@ -29,20 +29,31 @@ Groups: TypeAlias = "list[Group]"
 class Denormalized:
     """A read's outcome: `data`, whether it was `invalid`, whether a query `found` anything."""
 
-    __slots__ = ("_groups", "data", "deps", "found", "invalid")
+    __slots__ = ("_deps", "_groups", "data", "found", "invalid")
 
-    def __init__(self, data: Any, invalid: bool, found: bool, deps: list[Dep]) -> None:  # data: what the schema reads
+    def __init__(
+        self, data: Any, invalid: bool, found: bool, deps: list[DepItem]
+    ) -> None:  # data: what the schema reads
         self.data = data
         self.invalid = invalid
         self.found = found
-        self.deps = deps
+        self._deps = deps  # as recorded: runs of one table's reads kept compact
         self._groups: Groups | None = None
+
+    @property
+    def deps(self) -> list[Dep]:
+        """Every record the read touched, in order: (entity key, pk, table read, record read)."""
+        return expand_deps(self._deps)
 
     def unchanged_in(self, entities: Tables) -> bool:
         """Whether every record this read touched is still the same object in `entities` (deps grouped once)."""
         if self._groups is None:
-            self._groups = dep_groups(self.deps)
+            self._groups = dep_groups(self._deps)
         return groups_valid(entities, self._groups)
+
+    def as_not_found(self) -> Denormalized:
+        """The same read, counted as not found (a dict query with a missing member)."""
+        return Denormalized(self.data, self.invalid, False, self._deps)
 
     @property
     def refs(self) -> list[tuple[str, str]]:
@@ -146,7 +157,7 @@ class MemoCache:
         result = self.denormalize_detail(node, key, entities, args)
         if isinstance(node, Object) and isinstance(key, Mapping) and not node.found_all(key):
             # A dict with a missing member: its data is shown, but the read counts as not found.
-            return Denormalized(result.data, result.invalid, False, result.deps)
+            return result.as_not_found()
         return result
 
     def _stable_query_key(self, node: Node, args: tuple[object, ...], key: object) -> object:
