@@ -40,6 +40,9 @@ _DEPTH: Final = MAX_DEPTH
 _new: Final = object.__new__
 _setattr: Final = object.__setattr__
 _deepcopy: Final = copy.deepcopy
+_DepRun: Final = DepRun
+#: The shortest list of plain entities whose reads are recorded as one `DepRun` (a run costs more than it saves below).
+RUN_MIN: Final = 8
 
 
 def compiled() -> bool:
@@ -389,7 +392,8 @@ class DArray(DPlan):
     def denorm(self, value: Any, unvisit: Any) -> Any:
         entity = self.entity
         if entity is not None:
-            if entity.tracked and not entity.fields and not entity.deep:
+            leaf = entity.tracked and not entity.fields and not entity.deep  # (fields are filled after __init__)
+            if leaf and isinstance(value, list) and len(value) >= RUN_MIN:
                 return self.leaves(value, entity, unvisit)
             return self.entities(value, entity, unvisit)
         item_plan = self.item
@@ -436,7 +440,7 @@ class DArray(DPlan):
                         in_run = False
                 if in_run:
                     if len(deps) != at:
-                        run = DepRun(entity.key, table)
+                        run = _DepRun(entity.key, table)
                         pks = run.pks
                         records = run.records
                         deps.append(run)
@@ -492,7 +496,7 @@ def deps_valid(entities: Any, deps: list[Any], start: int) -> bool:
     get = entities.get
     for i in range(start, len(deps)):
         dep = deps[i]
-        if type(dep) is DepRun:
+        if type(dep) is not tuple:  # a DepRun
             run: DepRun = dep
             if not run.valid(entities):
                 return False

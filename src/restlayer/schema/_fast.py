@@ -293,6 +293,7 @@ class _Gen:
             "to_text": to_text,
             "deps_valid": deps_valid,
             "DepRun": DepRun,
+            "RUN_MIN": _exec.RUN_MIN,
             "deepcopy": copy.deepcopy,
             "setdict": object.__setattr__,
             "new": object.__new__,
@@ -564,6 +565,7 @@ class _Gen:
     def array(self, name: str, node: Array) -> None:
         fn = self.ref(node.node)
         if _plain_entity(node.node) and self.mode == "d" and self.shared_d(node.node, "") is not None:
+            self.entity_array(f"{name}_short", node.node, fn, self.const(node.denormalize_value))
             return self.leaf_array(name, node.node, fn, self.const(node.denormalize_value))
         if _plain_entity(node.node):
             return self.entity_array(name, node.node, fn, self.const(node.denormalize_value))
@@ -754,11 +756,16 @@ class _Gen:
 
     def leaf_array(self, name: str, cls: Any, fn: str, general: str) -> None:
         """A list of pks of a plain entity class without nested members, in a tracked read: consecutive reads
-        of its table recorded as one `DepRun` (as the compiled engine does); anything else through `fn`."""
+        of its table recorded as one `DepRun` (as the compiled engine does); anything else through `fn`.
+        A list shorter than `RUN_MIN` goes to `{name}_short` (written by `entity_array`)."""
         key, cls_ref = self.const(cls.key), self.const(cls)
         test = self.shared_d(cls, key)
         assert test is not None
-        body = [f"def {name}(value, unvisit):"]
+        body = [
+            f"def {name}(value, unvisit):",
+            "    if not isinstance(value, list) or len(value) < RUN_MIN:",
+            f"        return {name}_short(value, unvisit)",
+        ]
         if cls.schema:  # deep data: the general engine defers entities this deep
             body += ["    if unvisit.depth >= MAX_DEPTH:", f"        return {general}(value, unvisit)"]
         body += [
