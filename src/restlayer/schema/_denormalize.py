@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from operator import is_
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 from restlayer._gc import no_gc
 from restlayer._text import to_text
@@ -302,14 +302,15 @@ class Unvisit:
 
 def deps_valid(entities: Mapping[str, Mapping[str, object]], deps: Sequence[DepItem], start: int = 0) -> bool:
     """True when every recorded read would read the same record from `entities` now."""
+    get = entities.get
     for i in range(start, len(deps)):
         dep = deps[i]
-        if isinstance(dep, DepRun):
-            if not dep.valid(entities):
+        if dep.__class__ is not tuple:  # a run (cheaper to tell than isinstance: this runs per read)
+            if not cast(DepRun, dep).valid(entities):
                 return False
             continue
         key, pk, table, record = dep
-        current = entities.get(key)
+        current = get(key)
         if current is table:
             continue
         if (None if current is None else current.get(pk)) is not record:
