@@ -225,30 +225,45 @@ def _executor_d(node: Any, tracked: bool) -> DenormFn:
 
 
 #: Deps read from one table: (key, table, pks, records, {pk: record} or None when a pk has two records).
-Group = tuple[str, "Mapping[str, object] | None", tuple[str, ...], tuple[object, ...], "dict[str, object] | None"]
+Group = tuple[str, "Mapping[str, object] | None", list[str], list[object], "dict[str, object] | None"]
+_Open = tuple[str, "Mapping[str, object] | None", list[str], list[object]]
 
 
 def dep_groups(deps: Sequence[DepItem]) -> list[Group]:
-    """`deps` grouped by the table they were read from."""
-    groups: dict[tuple[str, int], tuple[str, Mapping[str, object] | None, list[str], list[object]]] = {}
+    """`deps` grouped by the table they were read from (a group that is one run keeps the run's lists)."""
+    groups: dict[tuple[str, int], _Open] = {}
+    borrowed: set[tuple[str, int]] = set()  # groups holding a run's own lists: copied before they grow
     for dep in deps:
         if dep.__class__ is tuple:  # a single read (cheaper to tell than isinstance: this runs per read)
             key, pk, table, record = dep
-            group = groups.get((key, id(table)))
-            if group is None:
-                group = groups[(key, id(table))] = (key, table, [], [])
+            group = _open(groups, borrowed, key, table)
             group[2].append(pk)
             group[3].append(record)
             continue
         run = cast(DepRun, dep)
-        group = groups.get((run.key, id(run.table)))
-        if group is None:
-            group = groups[(run.key, id(run.table))] = (run.key, run.table, [], [])
+        slot = (run.key, id(run.table))
+        if slot not in groups:
+            groups[slot] = (run.key, run.table, run.pks, run.records)  # never changed after its read
+            borrowed.add(slot)
+            continue
+        group = _open(groups, borrowed, run.key, run.table)
         group[2].extend(run.pks)
         group[3].extend(run.records)
-    return [
-        (key, table, tuple(pks), tuple(records), _index(pks, records)) for key, table, pks, records in groups.values()
-    ]
+    return [(key, table, pks, records, _index(pks, records)) for key, table, pks, records in groups.values()]
+
+
+def _open(
+    groups: dict[tuple[str, int], _Open], borrowed: set[tuple[str, int]], key: str, table: Mapping[str, object] | None
+) -> _Open:
+    """The group of `key`'s `table`, made (or copied from a run's lists) so that it can grow."""
+    slot = (key, id(table))
+    group = groups.get(slot)
+    if group is None:
+        group = groups[slot] = (key, table, [], [])
+    elif slot in borrowed:
+        borrowed.discard(slot)
+        group = groups[slot] = (key, table, list(group[2]), list(group[3]))
+    return group
 
 
 def _index(pks: list[str], records: list[object]) -> dict[str, object] | None:
