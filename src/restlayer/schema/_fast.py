@@ -236,7 +236,9 @@ def dep_groups(deps: Sequence[DepItem]) -> list[Group]:
     for dep in deps:
         if dep.__class__ is tuple:  # a single read (cheaper to tell than isinstance: this runs per read)
             key, pk, table, record = dep
-            group = _open(groups, borrowed, key, table)
+            group = groups.get((key, id(table)))
+            if group is None or (borrowed and (key, id(table)) in borrowed):
+                group = _open(groups, borrowed, key, table)
             group[2].append(pk)
             group[3].append(record)
             continue
