@@ -764,7 +764,13 @@ class _Gen:
         general engine does; an entity given inline is built at its parent's depth, uncached.
         """
         defaults, cls_ref = self.const(dict(cls._defaults)), self.const(cls)
-        body = [f"    values = {{**{defaults}, **record}}"]
+        merged = f"{{**{defaults}, **record}}"
+        if cached and all(child is None for child in cls.nested().values()):
+            # A stored record with exactly the fields, in order, is the instance's `__dict__` as is
+            # (neither is ever changed), as in the compiled engine: no dict allocated per entity.
+            names = self.const(tuple(cls._defaults))
+            merged = f"record if record.__class__ is dict and tuple(record) == {names} else {merged}"
+        body = [f"    values = {merged}"]
         for field in cls._mutable_defaults:
             fname = self.const(field)
             body += [f"    if {fname} not in record:", f"        values[{fname}] = deepcopy(values[{fname}])"]
