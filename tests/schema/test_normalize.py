@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from restlayer._pmap import PMap
-from restlayer.errors import RestLayerError, SchemaError
+from restlayer.errors import ParamError, RestLayerError, SchemaError
 from restlayer.schema import INVALID, Entity, NormalizedResult, denormalize, normalize
 
 from ._models import Todo, User, meta
@@ -362,3 +362,11 @@ def test_deep_chain_normalizes_in_store_order_and_keeps_merge_semantics() -> Non
     r = normalize(Chain, data)
     assert len(r.entities["Chain"]) == 10_000
     assert r.entities["Chain"]["9999"] == {"id": 9999, "next": "10000"}
+
+
+def test_state_whose_tables_are_not_mappings_is_a_param_error() -> None:
+    class Thing(Entity):
+        id: int = 0
+
+    with pytest.raises(ParamError, match="a store table must be a mapping, got list"):
+        normalize(Thing, {"id": 1}, state={"entities": {"Thing": [1, 2]}})

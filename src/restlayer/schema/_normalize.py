@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from restlayer._gc import no_gc
 from restlayer._pmap import EMPTY, OrderedPMap, PMap, merge_tables
 from restlayer._text import to_text
-from restlayer.errors import SchemaError
+from restlayer.errors import ParamError, SchemaError
 from restlayer.schema._base import INVALID, InvalidType, Node, compile_schema, normalize_members, schema_name
 from restlayer.schema._fast import normalizer
 from restlayer.schema._frozen import freeze, freeze_members
@@ -242,10 +242,11 @@ def _tables_of(state: object) -> tuple[Tables, IndexTables, MetaTables]:
             getattr(state, "indexes", None),
             getattr(state, "entities_meta", None),
         )
-    return as_tables(parts[0], 2, ordered=True), as_tables(parts[1], 3), as_tables(parts[2], 2)
+    entities = cast("Tables", as_tables(parts[0], 2, ordered=True))  # the caller's tables, taken as given
+    return entities, cast("IndexTables", as_tables(parts[1], 3)), cast("MetaTables", as_tables(parts[2], 2))
 
 
-def as_tables(tables: Any, depth: int, ordered: bool = False) -> Any:  # the caller's tables, any depth
+def as_tables(tables: object, depth: int, ordered: bool = False) -> object:
     """Tables given as plain dicts (tests, user code) become `depth` levels of PMaps.
 
     With `ordered`, the innermost tables (entity key -> pk -> record) keep the dicts' order.
@@ -254,6 +255,8 @@ def as_tables(tables: Any, depth: int, ordered: bool = False) -> Any:  # the cal
         return EMPTY
     if isinstance(tables, PMap) or depth == 0:
         return tables
+    if not isinstance(tables, Mapping):
+        raise ParamError(f"a store table must be a mapping, got {type(tables).__name__}")
     if depth == 1:
         return OrderedPMap(tables) if ordered else PMap(tables)
     return PMap({k: as_tables(v, depth - 1, ordered) for k, v in tables.items()})
