@@ -111,7 +111,7 @@ class PMap(Mapping[K, V], Generic[K, V]):
         if not changes:
             return self
         if _bulk(len(changes), len(self)):
-            rows = dict(self._items().items())
+            rows = self._dict.copy() if self._dict is not None else dict(self._map.items())
             rows.update(changes)
             return PMap.adopt(rows)
         return PMap(self._map.update(changes))
@@ -208,7 +208,7 @@ class OrderedPMap(PMap[K, V]):
     def _ordered_rows(self) -> dict[K, V]:
         """A new dict of the items in insertion order (an adopted table's dict is in that order)."""
         if self._dict is not None:
-            return dict(self._dict)
+            return self._dict.copy()
         present = self._map
         return {key: present[key] for key in self.in_order()}
 
