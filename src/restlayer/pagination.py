@@ -17,12 +17,12 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Generic
 from urllib.parse import parse_qsl, urljoin, urlsplit
 
 import httpx
 
-from restlayer._typing import T
+from restlayer._typing import T, T_co
 from restlayer.errors import ParamError, RestLayerError
 
 if TYPE_CHECKING:
@@ -33,16 +33,20 @@ __all__ = ["Page", "cursor_in_body", "link_header", "next_url_in_body", "paginat
 
 
 @dataclass(frozen=True)
-class Page:
-    """What a `next_page` reader sees of one page: its data, the params that fetched it, the raw reply."""
+class Page(Generic[T_co]):
+    """What a `next_page` reader sees of one page: its data, the params that fetched it, the raw reply.
 
-    data: Any
+    `Page[T]` is a page of an endpoint answering with a `T` (a bare `Page` reads its data untyped).
+    """
+
+    data: T_co
     params: Mapping[str, object]
     response: httpx.Response | None
     endpoint: RestEndpoint[object, ...]
 
 
-NextPage = Callable[[Page], "Mapping[str, object] | None"]
+#: A reader of any page (the readers below); `paginate` also takes one typed for its endpoint's pages.
+NextPage = Callable[[Page[object]], "Mapping[str, object] | None"]
 
 
 def _member(data: object, field: str) -> object:
@@ -55,7 +59,7 @@ def _member(data: object, field: str) -> object:
 def cursor_in_body(field: str = "next", *, param: str = "cursor") -> NextPage:
     """The body's `field` (a page number or an opaque cursor) becomes the next request's `param`."""
 
-    def next_page(page: Page) -> Mapping[str, object] | None:
+    def next_page(page: Page[object]) -> Mapping[str, object] | None:
         cursor = _member(page.data, field)
         if cursor is None or cursor == "":
             return None
@@ -67,7 +71,7 @@ def cursor_in_body(field: str = "next", *, param: str = "cursor") -> NextPage:
 def next_url_in_body(field: str = "next") -> NextPage:
     """The body's `field` is the next page's URL (absolute, or relative to the page's URL)."""
 
-    def next_page(page: Page) -> Mapping[str, object] | None:
+    def next_page(page: Page[object]) -> Mapping[str, object] | None:
         url = _member(page.data, field)
         if not url:
             return None
@@ -79,7 +83,7 @@ def next_url_in_body(field: str = "next") -> NextPage:
 def link_header(rel: str = "next") -> NextPage:
     """The URL of the reply's `Link` header entry with relation `rel` (RFC 8288)."""
 
-    def next_page(page: Page) -> Mapping[str, object] | None:
+    def next_page(page: Page[object]) -> Mapping[str, object] | None:
         if page.response is None:
             raise RestLayerError(
                 f"{page.endpoint.name}: this page was shared with a concurrent fetch of the same URL, "
@@ -115,7 +119,7 @@ async def paginate(
     endpoint: RestEndpoint[T],
     params: Mapping[str, object] | None = None,
     *,
-    next_page: NextPage,
+    next_page: Callable[[Page[T]], Mapping[str, object] | None],
     max_pages: int = 1000,
 ) -> AsyncGenerator[T, None]:
     """Fetch page after page through `ctrl`, yielding each page's data, until `next_page` returns None.

@@ -25,7 +25,7 @@ from restlayer.core import DLE, Endpoint, Response, State
 from restlayer.core import Controller as AsyncController
 from restlayer.core._actions import Action
 from restlayer.errors import ClosedError, RestLayerError
-from restlayer.pagination import NextPage
+from restlayer.pagination import Page
 from restlayer.pagination import paginate as _paginate
 from restlayer.rest import RestEndpoint
 from restlayer.schema import Schema, SchemaLike
@@ -395,7 +395,7 @@ def paginate(
     endpoint: RestEndpoint[T],
     params: Mapping[str, object] | None = None,
     *,
-    next_page: NextPage,
+    next_page: Callable[[Page[T]], Mapping[str, object] | None],
     max_pages: int = 1000,
 ) -> Generator[T, None, None]:
     """The blocking `restlayer.pagination.paginate`: `for page in paginate(ctrl, ep, params, next_page=...)`."""

@@ -185,7 +185,8 @@ async def test_update_option_rewrites_other_endpoints(ctrl: Controller, res: Any
     plain_list = RestEndpoint(path="/todos", url_prefix=api.url, schema=[Todo])
     await ctrl.fetch(plain_list)
     created = await ctrl.fetch(create, {"title": "new"})
-    assert ctrl.get_state()["endpoints"][list_key][-1] == str(created.id)
+    stored_list = ctrl.get_state()["endpoints"][list_key]
+    assert isinstance(stored_list, list) and stored_list[-1] == str(created.id)
 
 
 async def test_update_exception_is_logged(ctrl: Controller, res: Any, caplog: Any) -> None:

@@ -10,7 +10,7 @@ import pytest
 from restlayer.core import Controller
 from restlayer.errors import NetworkError
 from restlayer.rest import RestEndpoint
-from tests._present import present
+from tests._present import present, record
 from tests.core._gate import Gates
 from tests.core._models import Clock, Recorder, Todo, User, gets, stored
 
@@ -21,7 +21,7 @@ async def test_partial_update_shows_then_server_value(ctrl: Controller, res: Any
     await asyncio.sleep(0)
     assert present(ctrl.get(Todo, {"id": 1})).title == "opt"
     assert len(ctrl.get_state()["optimistic"]) == 1
-    assert ctrl.get_state()["entities"]["Todo"]["1"]["title"] == "opt"
+    assert record(ctrl.get_state(), "Todo", "1")["title"] == "opt"
     result = await task
     assert result.title == "opt" and ctrl.get_state()["optimistic"] == ()
     assert gets(api, "/todos/1", "PATCH")[0].json() == {"title": "opt"}

@@ -91,5 +91,6 @@ def test_to_dict_turns_odd_values_into_text() -> None:
     from restlayer._pmap import PMap
     from restlayer.core._state import EMPTY_STATE
 
-    state = EMPTY_STATE.evolve(meta=PMap({"k": {"expires_at": float("inf"), "at": complex(1, 2), "tags": {"a"}}}))
+    odd = {"expires_at": float("inf"), "at": complex(1, 2), "tags": {"a"}}  # values no fetch stores
+    state = EMPTY_STATE.evolve(meta=PMap({"k": odd}))  # type: ignore[dict-item]
     assert state.to_dict()["meta"] == {"k": {"expires_at": "inf", "at": "(1+2j)", "tags": ["a"]}}

@@ -13,7 +13,7 @@ from restlayer.core import Controller
 from restlayer.errors import SchemaError
 from restlayer.rest import RestEndpoint
 from restlayer.schema import Entity, MemoCache, denormalize, normalize
-from tests._present import present
+from tests._present import present, record
 
 
 class Tagged(Entity):
@@ -95,7 +95,7 @@ def test_controller_values_do_not_alias_the_store() -> None:
         before = ctrl.get_state()
         with pytest.raises(TypeError):
             present(ctrl.get(Tagged, {"id": 1})).tags.append("oops")
-        assert before.entities["Tagged"]["1"]["tags"] == ["a"]
+        assert record(before, "Tagged", "1")["tags"] == ["a"]
     finally:
         ctrl.close()
 

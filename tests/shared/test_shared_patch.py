@@ -12,6 +12,7 @@ from restlayer.core import Patch
 from restlayer.core._patch import merge_patch
 from restlayer.core._state import EMPTY_STATE, State
 from restlayer.schema import INVALID
+from tests._present import record
 
 
 def meta(fetched_at: float) -> dict[str, float]:
@@ -65,14 +66,14 @@ def test_rows_from_two_writers_converge_whatever_the_arrival_order() -> None:
         state = EMPTY_STATE
         for patch in order:
             state = merge_patch(state, patch)
-        finals.add(state.entities["Todo"]["1"]["title"])
+        finals.add(record(state, "Todo", "1")["title"])
     assert finals == {"second"}
 
 
 def test_an_older_row_never_replaces_a_newer_one_and_a_tie_takes_the_later_write() -> None:
     state = merge_patch(EMPTY_STATE, Patch(entities=(row("new", 20),)))
     assert merge_patch(state, Patch(entities=(row("old", 10),))) is state
-    assert merge_patch(state, Patch(entities=(row("tie", 20),))).entities["Todo"]["1"]["title"] == "tie"
+    assert record(merge_patch(state, Patch(entities=(row("tie", 20),))), "Todo", "1")["title"] == "tie"
 
 
 def test_an_unchanged_row_keeps_the_very_same_state() -> None:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Generator
+from collections.abc import AsyncIterator, Generator, Mapping
 from typing import Any
 
 from typing_extensions import assert_type
 
 from restlayer import DLE, All, Collection, Controller, Entity, Query, Resource, Response, RestEndpoint, resource, sync
-from restlayer.pagination import cursor_in_body, paginate
+from restlayer.pagination import Page, cursor_in_body, paginate
 from restlayer.rest import ExtendedResource
 
 
@@ -35,6 +35,9 @@ Extended = TodoResource.extend("toggle", path="/todos/:id/toggle", method="POST"
 assert_type(Extended, ExtendedResource[Todo])
 assert_type(Extended.get, RestEndpoint[Todo])
 assert_type(Extended["toggle"], RestEndpoint[Any])
+assert_type(Extended["get"], RestEndpoint[Todo])  # standard members read by name are typed too
+assert_type(TodoResource["get_list"], RestEndpoint[list[Todo]])
+assert_type(TodoResource["partial_update"], RestEndpoint[Todo])
 assert_type(TodoResource.extend(get={"data_expiry_length": 0}).get, RestEndpoint[Todo])
 
 
@@ -107,3 +110,30 @@ async def use_paginate(ctrl: Controller, blocking_ctrl: sync.Controller) -> None
         assert_type(page, list[Todo])
     for todos in sync.paginate(blocking_ctrl, TodoResource.get_list, next_page=cursor_in_body()):
         assert_type(todos, list[Todo])
+
+    def after_last(page: Page[list[Todo]]) -> dict[str, object] | None:
+        """A reader of this endpoint's pages sees their data typed."""
+        assert_type(page.data, list[Todo])
+        return {"after": page.data[-1].id} if page.data else None
+
+    async for todos in paginate(ctrl, TodoResource.get_list, next_page=after_last):
+        assert_type(todos, list[Todo])
+    for todos in sync.paginate(blocking_ctrl, TodoResource.get_list, next_page=after_last):
+        assert_type(todos, list[Todo])
+
+    # Mistakes a checker must catch: a reader of another endpoint's pages.
+    paginate(ctrl, TodoResource.get, next_page=after_last)  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
+
+
+def use_state(ctrl: Controller) -> None:
+    """The store's state reads typed, by attribute and by name."""
+    state = ctrl.get_state()
+    assert_type(state["last_reset"], float)
+    assert_type(state["endpoints"].get("GET /todos"), object | None)  # a normalized result: pks for entities
+    meta = state["meta"]["GET /todos"]
+    assert_type(meta.get("expires_at"), float | None)
+    assert_type(meta.get("error"), BaseException | None)
+    row = state.entities["Todo"]["1"]
+    if isinstance(row, Mapping):  # else a collection's list, or INVALID once deleted
+        assert_type(row, Mapping[str, object])
+    assert_type(state["entitiez"], object)  # a name that is no table reads as `object` (KeyError at run time)

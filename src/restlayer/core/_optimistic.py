@@ -21,6 +21,7 @@ from restlayer.core.expiry import Response
 from restlayer.errors import AbortOptimistic
 
 if TYPE_CHECKING:
+    from restlayer.core._state import EndpointMeta
     from restlayer.core.endpoint import Endpoint
     from restlayer.schema import MemoCache, Schema, SchemaLike
 
@@ -109,5 +110,5 @@ def _expected(memo: MemoCache, view: State, entry: act.Fetch) -> object:
 
 def _with_error(view: State, entry: act.Fetch, error: BaseException) -> State:
     """`view` with `error` shown as the error of the entry's key (a hard error: always visible)."""
-    key_meta = {**(view.meta.get(entry.key) or {}), "error": error, "error_policy": None}
+    key_meta: EndpointMeta = {**(view.meta.get(entry.key) or {}), "error": error, "error_policy": None}
     return view.evolve(meta=view.meta.set(entry.key, key_meta))

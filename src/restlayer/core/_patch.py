@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from restlayer._pmap import EMPTY, PMap, merge_tables
-from restlayer.core._state import State, Table
+from restlayer.core._state import IndexTable, MetaTable, State, Table
 from restlayer.schema import INVALID
 
 if TYPE_CHECKING:
+    from restlayer.core._state import EndpointMeta, Record
     from restlayer.schema._base import InvalidType
 
 Meta = dict[str, float]
@@ -122,7 +123,7 @@ def _index_row(row: object) -> IndexRow:
     return _text(row[0], "index key"), _text(row[1], "index field"), _text(row[2], "index value"), pk
 
 
-def _newer(incoming: Meta, existing: Mapping[str, float] | None) -> bool:
+def _newer(incoming: Meta, existing: Mapping[str, float] | EndpointMeta | None) -> bool:
     """Whether a row with `incoming` meta replaces one with `existing` (ties: the later write wins)."""
     return existing is None or incoming["fetched_at"] >= existing.get("fetched_at", 0)
 
@@ -144,10 +145,10 @@ def merge_patch(state: State, patch: Patch) -> State:
     return state.evolve(entities=entities, entities_meta=entities_meta, indexes=indexes, endpoints=endpoints, meta=meta)
 
 
-def _merge_entities(state: State, rows: Iterable[EntityRow]) -> tuple[Table, Table]:
+def _merge_entities(state: State, rows: Iterable[EntityRow]) -> tuple[Table, MetaTable]:
     entities, entities_meta = state.entities, state.entities_meta
-    tables: dict[str, dict[str, object]] = {}
-    metas: dict[str, dict[str, object]] = {}
+    tables: dict[str, dict[str, Record]] = {}
+    metas: dict[str, dict[str, Mapping[str, float]]] = {}
     for key, pk, record, meta in rows:
         table, meta_table = entities.get(key) or EMPTY, entities_meta.get(key) or EMPTY
         existing_meta = meta_table.get(pk)
@@ -162,9 +163,7 @@ def _merge_entities(state: State, rows: Iterable[EntityRow]) -> tuple[Table, Tab
     return merge_tables(entities, tables, ordered=True), merge_tables(entities_meta, metas)
 
 
-def _merge_indexes(
-    indexes: PMap[str, PMap[str, PMap[str, str | InvalidType]]], rows: Iterable[IndexRow]
-) -> PMap[str, PMap[str, PMap[str, str | InvalidType]]]:
+def _merge_indexes(indexes: IndexTable, rows: Iterable[IndexRow]) -> IndexTable:
     changes: dict[str, dict[str, dict[str, str | InvalidType]]] = {}
     for key, field, value, pk in rows:
         target = INVALID if pk is None else pk
@@ -180,12 +179,10 @@ def _merge_indexes(
     return indexes.update(updated)
 
 
-def _merge_endpoints(
-    state: State, rows: Iterable[EndpointRow]
-) -> tuple[PMap[str, object], PMap[str, Mapping[str, object]]]:
+def _merge_endpoints(state: State, rows: Iterable[EndpointRow]) -> tuple[PMap[str, object], PMap[str, EndpointMeta]]:
     endpoints, meta = state.endpoints, state.meta
     results: dict[str, object] = {}
-    metas: dict[str, Mapping[str, object]] = {}
+    metas: dict[str, EndpointMeta] = {}
     for key, result, row_meta in rows:
         existing = meta.get(key)
         if not _newer(row_meta, existing):
@@ -194,19 +191,25 @@ def _merge_endpoints(
             continue
         results[key] = result
         previous = None if existing is None else existing.get("expires_at")
-        metas[key] = {**row_meta, "prev_expires_at": previous}
+        metas[key] = {
+            "fetched_at": row_meta["fetched_at"],
+            "date": row_meta["date"],
+            "expires_at": row_meta["expires_at"],
+            "prev_expires_at": previous,
+        }
     return endpoints.update(results), meta.update(metas)
 
 
 def _drop_endpoints(
-    endpoints: PMap[str, object], meta: PMap[str, Mapping[str, object]], keys: Iterable[str]
-) -> tuple[PMap[str, object], PMap[str, Mapping[str, object]]]:
+    endpoints: PMap[str, object], meta: PMap[str, EndpointMeta], keys: Iterable[str]
+) -> tuple[PMap[str, object], PMap[str, EndpointMeta]]:
     """Invalidate `keys` as `Controller.invalidate` does (known keys only)."""
-    changes: dict[str, Mapping[str, object]] = {}
+    changes: dict[str, EndpointMeta] = {}
     for key in keys:
         if key not in endpoints and key not in meta:
             continue
-        item = {k: v for k, v in (meta.get(key) or {}).items() if k != "error"}
+        item: EndpointMeta = {**(meta.get(key) or {})}
+        item.pop("error", None)
         if item.get("invalidated") and key not in endpoints:
             continue
         endpoints = endpoints.delete(key)
@@ -214,6 +217,8 @@ def _drop_endpoints(
     return endpoints, meta.update(changes)
 
 
-def _expire(meta: PMap[str, Mapping[str, object]], keys: Iterable[str]) -> PMap[str, Mapping[str, object]]:
-    changes = {key: {**meta[key], "expires_at": 1} for key in keys if key in meta and meta[key].get("expires_at") != 1}
+def _expire(meta: PMap[str, EndpointMeta], keys: Iterable[str]) -> PMap[str, EndpointMeta]:
+    changes: dict[str, EndpointMeta] = {
+        key: {**meta[key], "expires_at": 1} for key in keys if key in meta and meta[key].get("expires_at") != 1
+    }
     return meta.update(changes)

@@ -73,7 +73,8 @@ def read_response(
         detail = memo.query_detail(node, args, state)
         not_found = not detail.found
     elif node is None or not has_entities(node):
-        data = None if cached is MISSING else cached
+        # the stored result of the endpoint's key is its data: what the endpoint returns
+        data: T | None = None if cached is MISSING else cached  # type: ignore[assignment]
         status = expiry_status(cached is MISSING, stale_invalid, meta)
         return Response(data, status, expires_at or 0), None
     else:

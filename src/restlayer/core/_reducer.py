@@ -8,8 +8,8 @@ data left as it was.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
-from typing import TypeVar
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, TypeVar
 
 from restlayer._pmap import EMPTY, PMap
 from restlayer.core import _actions as act
@@ -18,6 +18,9 @@ from restlayer.core._state import EMPTY_STATE, State
 from restlayer.core.endpoint import Endpoint
 from restlayer.errors import ProcessingError, SchemaError
 from restlayer.schema import normalize
+
+if TYPE_CHECKING:
+    from restlayer.core._state import EndpointMeta
 
 log = logging.getLogger("restlayer")
 V = TypeVar("V")
@@ -71,7 +74,9 @@ def _set_response(state: State, action: act.SetResponse) -> tuple[State, BaseExc
     if action.aborted:
         return state.evolve(optimistic=optimistic), None
     if action.error:
-        return _error(state, action, action.response, action.error_policy, optimistic), None
+        error = action.response
+        assert isinstance(error, BaseException)  # an error SetResponse carries the exception (set_error checks)
+        return _error(state, action, error, action.error_policy, optimistic), None
     try:
         return normalize_response(state, action, optimistic=optimistic), None
     except Exception as exc:  # normalization of untrusted data: any failure is a 400
@@ -96,7 +101,12 @@ def normalize_response(
     endpoints = state.endpoints.set(action.key, result.result)
     endpoints = _run_updates(endpoints, action, result.result)
     previous = state.meta.get(action.key)
-    key_meta = {**meta, "prev_expires_at": None if previous is None else previous.get("expires_at")}
+    key_meta: EndpointMeta = {
+        "fetched_at": action.fetched_at,
+        "date": action.date,
+        "expires_at": action.expires_at,
+        "prev_expires_at": None if previous is None else previous.get("expires_at"),
+    }
     return state.evolve(
         entities=result.entities,
         indexes=result.indexes,
@@ -131,10 +141,14 @@ def _policy(endpoint: Endpoint[object], error: BaseException) -> str | None:
 
 
 def _error(
-    state: State, action: act.SetResponse, error: object, policy: str | None, optimistic: tuple[act.Fetch, ...]
+    state: State,
+    action: act.SetResponse,
+    error: BaseException,
+    policy: str | None,
+    optimistic: tuple[act.Fetch, ...],
 ) -> State:
     """Record `error` in `meta[key]`; stored data stays (and the optimistic entry rolls back)."""
-    key_meta = {
+    key_meta: EndpointMeta = {
         "date": action.date,
         "fetched_at": action.fetched_at,
         "expires_at": action.expires_at,
@@ -152,10 +166,11 @@ def _set(state: State, action: act.Set) -> State:
 
 def _invalidate(state: State, keys: Iterable[str]) -> State:
     endpoints, meta = state.endpoints, state.meta
-    changes: dict[str, Mapping[str, object]] = {}
+    changes: dict[str, EndpointMeta] = {}
     for key in keys:
         endpoints = endpoints.delete(key)
-        item = {k: v for k, v in (meta.get(key) or {}).items() if k != "error"}
+        item: EndpointMeta = {**(meta.get(key) or {})}
+        item.pop("error", None)
         item["expires_at"] = 0
         item["invalidated"] = True
         changes[key] = item
@@ -165,7 +180,9 @@ def _invalidate(state: State, keys: Iterable[str]) -> State:
 
 
 def _expire_all(state: State, action: act.ExpireAll) -> State:
-    changes = {key: {**value, "expires_at": 1} for key, value in state.meta.items() if action.test_key(key)}
+    changes: dict[str, EndpointMeta] = {
+        key: {**value, "expires_at": 1} for key, value in state.meta.items() if action.test_key(key)
+    }
     if not changes:
         return state
     return state.evolve(meta=state.meta.update(changes))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields, replace
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, overload
 
 from restlayer._pmap import EMPTY, PMap
 from restlayer._sentinel import Sentinel
@@ -21,7 +21,27 @@ if TYPE_CHECKING:
     from restlayer.core._actions import Fetch
     from restlayer.schema._base import InvalidType
 
-Table = PMap[str, PMap[str, Any]]  # stored records: JSON the caller reads into
+    #: A stored entity row: the record (a list or dict of pks for a collection), or `INVALID` once deleted.
+    Record: TypeAlias = "Mapping[str, object] | list[object] | InvalidType"
+
+    class EndpointMeta(TypedDict, total=False):
+        """What the store keeps about one endpoint key besides its result (times in ms)."""
+
+        fetched_at: float
+        date: float
+        expires_at: float
+        prev_expires_at: float | None
+        error: BaseException | None
+        error_policy: str | None
+        invalidated: bool
+
+
+#: entity key -> pk -> stored record.
+Table = PMap[str, PMap[str, "Record"]]
+#: entity key -> pk -> `{"fetched_at", "date", "expires_at"}` (what `normalize` writes).
+MetaTable = PMap[str, PMap[str, Mapping[str, float]]]
+#: entity key -> field -> value -> pk.
+IndexTable = PMap[str, PMap[str, PMap[str, "str | InvalidType"]]]
 K = TypeVar("K")
 V = TypeVar("V")
 
@@ -32,18 +52,34 @@ def _empty() -> PMap[K, V]:
 
 
 @dataclass(frozen=True, eq=False)
-class State(Mapping[str, Any]):
+class State(Mapping[str, object]):
     """One version of the store; `replace(state, endpoints=...)` derives the next."""
 
     entities: Table = field(default_factory=_empty)
-    indexes: PMap[str, PMap[str, PMap[str, str | InvalidType]]] = field(default_factory=_empty)
-    entities_meta: Table = field(default_factory=_empty)
-    endpoints: PMap[str, Any] = field(default_factory=_empty)
-    meta: PMap[str, Mapping[str, Any]] = field(default_factory=_empty)
+    indexes: IndexTable = field(default_factory=_empty)
+    entities_meta: MetaTable = field(default_factory=_empty)
+    endpoints: PMap[str, object] = field(default_factory=_empty)  # normalized results (pks for entities)
+    meta: PMap[str, EndpointMeta] = field(default_factory=_empty)
     optimistic: tuple[Fetch, ...] = ()
     last_reset: float = 0
 
-    def __getitem__(self, name: str) -> Any:
+    @overload
+    def __getitem__(self, name: Literal["entities"]) -> Table: ...
+    @overload
+    def __getitem__(self, name: Literal["indexes"]) -> IndexTable: ...
+    @overload
+    def __getitem__(self, name: Literal["entities_meta"]) -> MetaTable: ...
+    @overload
+    def __getitem__(self, name: Literal["endpoints"]) -> PMap[str, object]: ...
+    @overload
+    def __getitem__(self, name: Literal["meta"]) -> PMap[str, EndpointMeta]: ...
+    @overload
+    def __getitem__(self, name: Literal["optimistic"]) -> tuple[Fetch, ...]: ...
+    @overload
+    def __getitem__(self, name: Literal["last_reset"]) -> float: ...
+    @overload
+    def __getitem__(self, name: str) -> object: ...
+    def __getitem__(self, name: str) -> object:
         if name not in _FIELDS:
             raise KeyError(name)
         return getattr(self, name)
@@ -73,7 +109,7 @@ class State(Mapping[str, Any]):
         values.update(changes)
         return new
 
-    def to_dict(self) -> dict[str, Any]:  # plain JSON the caller reads into
+    def to_dict(self) -> dict[str, Any]:  # arbitrary JSON (by `_plain`) for the caller to read into
         """The store as plain JSON-able data, e.g. `json.dumps(ctrl.get_state().to_dict())` to inspect it.
 
         Tables become dicts, a deleted entity the string `"INVALID"`, a stored error
@@ -91,10 +127,10 @@ if TYPE_CHECKING:
         """What `State.evolve` may replace: any of the fields, with their own types."""
 
         entities: Table
-        indexes: PMap[str, PMap[str, PMap[str, str | InvalidType]]]
-        entities_meta: Table
-        endpoints: PMap[str, Any]
-        meta: PMap[str, Mapping[str, Any]]
+        indexes: IndexTable
+        entities_meta: MetaTable
+        endpoints: PMap[str, object]
+        meta: PMap[str, EndpointMeta]
         optimistic: tuple[Fetch, ...]
         last_reset: float
 

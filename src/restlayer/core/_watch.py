@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
+
+from restlayer._typing import T
 
 if TYPE_CHECKING:
     from restlayer.core.endpoint import Endpoint
@@ -48,12 +50,11 @@ class Watcher:
 
     __slots__ = ("args", "callback", "endpoint", "key", "last", "refs", "unchanged")
 
-    def __init__(
-        self, endpoint: Endpoint[object], args: tuple[object, ...], callback: Callable[[Any], object]
-    ) -> None:  # the callback takes the endpoint's result type, which the store's reads do not carry
-        self.endpoint = endpoint
+    def __init__(self, endpoint: Endpoint[T], args: tuple[object, ...], callback: Callable[[T], object]) -> None:
+        self.endpoint: Endpoint[object] = endpoint
         self.args = args
-        self.callback = callback
+        # Called only with the store's reads of `endpoint`: its results, which the store keeps as `object`.
+        self.callback = cast("Callable[[object], object]", callback)
         self.key: str = endpoint.key(*args)
         self.last: object = None
         self.refs: list[tuple[str, str]] = []

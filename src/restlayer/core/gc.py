@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, TypeVar
 from restlayer.core import _actions as act
 
 if TYPE_CHECKING:
-    from restlayer.core._state import State
+    from restlayer.core._state import EndpointMeta, State
     from restlayer.core.controller import Controller
 
 EntityRef = tuple[str, str]
@@ -67,7 +67,7 @@ class GCPolicy:
         self.release(key, refs)
 
     # ----- sweeping ---------------------------------------------------------------------
-    def expired(self, meta: Mapping[str, float] | None, now: float) -> bool:
+    def expired(self, meta: Mapping[str, float] | EndpointMeta | None, now: float) -> bool:
         """Whether an item with this meta has outlived its grace period."""
         if meta is None:
             return True

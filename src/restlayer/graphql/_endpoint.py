@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Final, overload
 import httpx
 
 from restlayer._args import split_call
-from restlayer._typing import E, T, T_co
+from restlayer._typing import B, E, P, Self, T, T_co
 from restlayer.errors import NetworkError, ParamError, RestLayerError
 from restlayer.graphql._errors import GQLNetworkError
 from restlayer.rest.endpoint import RestEndpoint
@@ -272,8 +272,26 @@ class GQLEndpoint(RestEndpoint[T_co]):
 
     # -- derived endpoints -------------------------------------------------------------
 
-    def extend(self, **options: object) -> GQLEndpoint[Any]:  # Any: overrides RestEndpoint's typed overloads
-        """A new endpoint with these options overriding this one's (`url=` moves it)."""
+    @overload
+    def extend(self, *, schema: type[E], params: type[P], **options: object) -> RestEndpoint[E, [P]]: ...  # type: ignore[overload-overlap]
+    @overload
+    def extend(self, *, schema: list[type[E]], params: type[P], **options: object) -> RestEndpoint[list[E], [P]]: ...  # type: ignore[overload-overlap]
+    @overload
+    def extend(self, *, params: type[P], body: type[B], **options: object) -> RestEndpoint[T_co, [P], [P, B]]: ...  # type: ignore[overload-overlap]
+    @overload
+    def extend(self, *, params: type[P], **options: object) -> RestEndpoint[T_co, [P]]: ...  # type: ignore[overload-overlap]
+    @overload
+    def extend(self, *, schema: type[E], **options: object) -> GQLEndpoint[E]: ...
+    @overload
+    def extend(self, *, schema: list[type[E]], **options: object) -> GQLEndpoint[list[E]]: ...
+    @overload
+    def extend(self, *, schema: Schema[T], **options: object) -> GQLEndpoint[T]: ...
+    @overload
+    def extend(self, *, schema: Mapping[str, object], **options: object) -> GQLEndpoint[dict[str, Any]]: ...
+    @overload
+    def extend(self, **options: object) -> Self: ...
+    def extend(self, **options: object) -> RestEndpoint[object, ...]:
+        """A new endpoint with these options overriding this one's (`url=` moves it); typed as RestEndpoint's."""
         if "url" in options:
             options["url_prefix"] = options.pop("url")
         build: Callable[..., GQLEndpoint[object]] = type(self)

@@ -7,7 +7,7 @@ A `Resource` is a small immutable object holding named endpoints (`get`,
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Generic, Protocol, overload
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, overload
 
 from restlayer._typing import Args, E, P, Params, T, T_co
 from restlayer.errors import ParamError
@@ -80,7 +80,16 @@ class Resource(Generic[T_co, Params, Args]):
     def __delattr__(self, name: str) -> None:
         raise AttributeError("Resource is immutable: use extend() to derive a new one")
 
-    def __getitem__(self, name: str) -> RestEndpoint[Any]:
+    @overload
+    def __getitem__(self, name: Literal["get"]) -> RestEndpoint[T_co, Params]: ...  # type: ignore[overload-overlap]
+    @overload
+    def __getitem__(self, name: Literal["get_list"]) -> RestEndpoint[list[T_co]]: ...
+    @overload
+    def __getitem__(self, name: Literal["update", "partial_update"]) -> RestEndpoint[T_co, Params, Args]: ...  # type: ignore[overload-overlap]
+    @overload
+    def __getitem__(self, name: str) -> RestEndpoint[Any]: ...
+    def __getitem__(self, name: str) -> RestEndpoint[object, ...]:
+        """The member `name`: the standard ones typed like their attributes, any other of unknown result type."""
         return self._members[name]
 
     def __contains__(self, name: object) -> bool:

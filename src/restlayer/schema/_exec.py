@@ -16,14 +16,16 @@ give the same result, store and errors; the engine tests run against both.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final, cast
 
+from restlayer._pmap import PMap
 from restlayer.errors import SchemaError
 from restlayer.schema._base import INVALID, MAX_DEPTH
 from restlayer.schema._frozen import FrozenDict, FrozenList, freeze_members
 
 if TYPE_CHECKING:
+    from restlayer.schema._denormalize import Dep, Unvisit
     from restlayer.schema._entity import Entity, Meta
     from restlayer.schema._normalize import Normalizer
 
@@ -31,14 +33,23 @@ if TYPE_CHECKING:
 NormGeneral = Callable[[object, object, "str | None", "Normalizer"], object]
 #: A table's lookup (pk -> stored record), or None when the store has no such table.
 Lookup = Callable[[str], object] | None
+#: A schema node's general denormalize method: (value, unvisit) -> denormalized value. Each
+#: node declares the value it reads (an Array's: a list); a plan hands over what it was given.
+DenormGeneral = Callable[[Any, "Unvisit"], object]
+#: A stored table as a read sees it (None: the store has no such table).
+Table = Mapping[str, object] | None
+#: The instance cache as plans use it (`_denormalize.InstanceCache`): (class, pk) -> (record, instance, deps).
+CacheKey = tuple["type[Entity]", str]
+Cache = dict[CacheKey, tuple[object, ...]]
 
 _NO_META: Final = {"fetched_at": 0, "date": 0, "expires_at": 0}
 # Module constants bound once (compiled code reads a Final name without a module lookup).
 _INVALID: Final = INVALID
 _DEPTH: Final = MAX_DEPTH
 _new: Final = object.__new__
-_setattr: Final = object.__setattr__
 _deepcopy: Final = copy.deepcopy
+_FROZEN_DICT: Final = FrozenDict
+_MISSING: Final = object()
 
 
 def compiled() -> bool:
@@ -221,14 +232,95 @@ class NObject(NPlan):
 
 
 # ----- denormalize -----------------------------------------------------------------------------
-class DPlan:
-    """Denormalizes one schema node; this base hands every value to the node's general method."""
+class Seen:
+    """One entity plan's table lookup in an untracked read, and the instances it built there by pk."""
 
-    def __init__(self, general: Any) -> None:
+    def __init__(self, get: Lookup) -> None:
+        self.get = get
+        self.objs: dict[str, object] = {}
+
+
+def _stable(table: object) -> bool:
+    """Whether `table` gives the same answer to the same key all through a read (a dict or a PMap)."""
+    return type(table) is dict or isinstance(table, PMap)
+
+
+class Once:
+    """One untracked read (`denormalize()`): its tables, instances and depth, read natively.
+
+    Instances built here are kept by pk per plan (`Seen`; a stored table, unlike other
+    mappings, answers a pk with the same record all through the read), and the depth here;
+    both are handed to the `Unvisit` (its instance cache, its depth) before each call out
+    to the general engine, so it finds every instance built so far. Once it has run
+    (`mixed`), a pk not built here is looked up in that cache too.
+    """
+
+    def __init__(self, unvisit: Unvisit) -> None:
+        self.unvisit = unvisit
+        self.entities: Mapping[str, Mapping[str, object]] = unvisit.entities
+        self.cache = cast("Cache", unvisit.cache)
+        self.depth: int = unvisit.depth
+        self.seen: dict[DEntity, Seen | None] = {}
+        self.stable = _stable(self.entities)
+        self.mixed = False
+
+    def seen_by(self, plan: DEntity) -> Seen | None:
+        """What `plan` built in this read; None when its table is some other mapping (the general engine reads it)."""
+        seen = self.seen.get(plan, _MISSING)
+        if seen is not _MISSING:
+            return cast("Seen | None", seen)
+        table = self.entities.get(plan.key)
+        made = None
+        if table is None:
+            made = Seen(None)
+        elif self.stable and _stable(table):
+            made = Seen(table.get)
+        self.seen[plan] = made
+        return made
+
+    def out(self, general: DenormGeneral, value: object) -> object:
+        """`value` by a node's general method, at this read's depth, with every instance built so far cached."""
+        self.flush()
+        self.mixed = True
+        unvisit = self.unvisit
+        unvisit.depth = self.depth
+        return general(value, unvisit)
+
+    def flush(self) -> None:
+        """Move the instances built here into the `Unvisit`'s cache (as an untracked read caches them)."""
+        cache = self.cache
+        for plan, seen in self.seen.items():
+            if seen is not None and seen.objs:
+                cls = plan.cls
+                get = cast("Callable[[str], object]", seen.get)  # a table that had these records
+                for pk, obj in seen.objs.items():
+                    cache[(cls, pk)] = (get(pk), obj, ())
+                seen.objs.clear()
+
+
+class DPlan:
+    """Denormalizes one schema node; this base hands every value to the node's general method.
+
+    `denorm` is a tracked read (dependencies recorded on the `Unvisit`); `denorm_once` starts
+    an untracked one, whose plans call each other by `once` with a `Once`.
+    """
+
+    def __init__(self, general: DenormGeneral) -> None:
         self.general = general
 
-    def denorm(self, value: Any, unvisit: Any) -> Any:
+    def denorm(self, value: object, unvisit: Unvisit) -> object:
         return self.general(value, unvisit)
+
+    def denorm_once(self, value: object, unvisit: Unvisit) -> object:
+        """The entry point of an untracked read (the signature of a generated function)."""
+        ctx = Once(unvisit)
+        value = self.once(value, ctx)
+        if ctx.mixed:  # the general engine may finish deferred entities from the cache
+            ctx.flush()
+        return value
+
+    def once(self, value: object, ctx: Once) -> object:
+        return ctx.out(self.general, value)
 
 
 class DEntity(DPlan):
@@ -237,32 +329,55 @@ class DEntity(DPlan):
     `tracked=False` records no dependencies (a one-off read whose cache is its own).
     """
 
-    def __init__(self, cls: Any, tracked: bool) -> None:
+    def __init__(self, cls: type[Entity], tracked: bool) -> None:
         super().__init__(cls.denormalize_value)
         self.cls = cls
         self.key: str = cls.key
         self.tracked = tracked
         self.deep = bool(cls.schema)  # may defer descendants (deep data)
-        self.defaults: dict[str, Any] = dict(cls._defaults)
+        self.defaults: dict[str, object] = dict(cls._defaults)
         self.mutable: list[str] = list(cls._mutable_defaults)
         self.fields: list[tuple[str, DPlan, bool]] = []  # name, plan, an invalid member invalidates
         self.names: list[str] = list(self.defaults)
+        self.keys: list[str] = self.names  # see `same_fields`
 
-    def same_fields(self, record: dict[str, Any]) -> bool:
-        """Whether `record` has exactly the fields, in their order (then it is the instance's `__dict__` as is)."""
+    def same_fields(self, record: dict[str, object]) -> bool:
+        """Whether `record` has exactly the fields, in their order (a leaf then shares it as `__dict__`)."""
         names = self.names
-        if self.fields or len(record) != len(names):
+        if len(record) != len(names):
             return False
-        return all(name == names[i] for i, name in enumerate(record))  # a plain loop, compiled
+        keys = self.keys  # the key objects of a record that had them: a JSON parser shares its keys
+        for i, name in enumerate(record):
+            if name is not keys[i]:
+                return self.same_names(record)
+        return True
 
-    def denorm(self, value: Any, unvisit: Any) -> Any:
+    def same_names(self, record: dict[str, object]) -> bool:
+        """`same_fields` by comparing text; when true, `record`'s keys are the ones compared first next time."""
+        names = self.names
+        if not all(name == names[i] for i, name in enumerate(record)):  # a plain loop, compiled
+            return False
+        self.keys = list(record)
+        return True
+
+    def denorm(self, value: object, unvisit: Unvisit) -> object:
         if type(value) is not str:
             if type(value) is dict:  # an entity given inline, never normalized: built uncached
-                return self.fill(_new(self.cls), value, unvisit)
+                return self.fill(_new(self.cls), cast("dict[str, object]", value), unvisit, None)
             return self.general(value, unvisit)
         return self.read(value, unvisit.entities.get(self.key), unvisit)
 
-    def read(self, pk: str, table: Any, unvisit: Any) -> Any:
+    def once(self, value: object, ctx: Once) -> object:
+        if type(value) is not str:
+            if type(value) is dict:
+                return self.fill(_new(self.cls), cast("dict[str, object]", value), ctx.unvisit, ctx)
+            return ctx.out(self.general, value)
+        seen = ctx.seen_by(self)
+        if seen is None:
+            return ctx.out(self.general, value)
+        return self.read_once(value, seen, ctx)
+
+    def read(self, pk: str, table: Table, unvisit: Unvisit) -> object:
         """The instance for stored `pk` (`table`: this key's stored table, or None)."""
         if self.deep and unvisit.depth >= _DEPTH:
             return self.general(pk, unvisit)
@@ -273,32 +388,30 @@ class DEntity(DPlan):
             return record
         if not isinstance(record, dict):  # not a record normalize wrote: the general engine
             return self.general(pk, unvisit)
-        cache: dict[Any, Any] = unvisit.cache
+        cache = cast("Cache", unvisit.cache)
         ck = (self.cls, pk)
         hit = cache.get(ck)
-        if hit is not None:
-            entry: tuple[Any, ...] = hit
-            if entry[0] is record:
-                deps = entry[2]
-                if not self.tracked:
-                    return self.general(pk, unvisit) if deps is None else entry[1]
-                if type(deps) is not list:  # a cycle back to an instance being built, or deep data
-                    return self.general(pk, unvisit)
-                mine_before: list[Any] = deps
-                if not unvisit.checking or len(mine_before) == 1 or deps_valid(unvisit.entities, mine_before, 1):
-                    unvisit.deps.extend(mine_before)
-                    return entry[1]
+        if hit is not None and hit[0] is record:
+            deps = hit[2]
+            if not self.tracked:
+                return self.general(pk, unvisit) if deps is None else hit[1]
+            if type(deps) is not list:  # a cycle back to an instance being built, or deep data
+                return self.general(pk, unvisit)
+            mine_before = cast("list[Dep]", deps)
+            if not unvisit.checking or len(mine_before) == 1 or deps_valid(unvisit.entities, mine_before, 1):
+                unvisit.deps.extend(mine_before)
+                return hit[1]
         if not self.tracked:
             obj = self.build_stored(ck, record, unvisit)
             cache[ck] = (record, obj, ())
             return obj
-        dep = (self.key, pk, table, record)
+        dep: Dep = (self.key, pk, table, record)
         if not self.fields:  # building it reads nothing else: its deps are this read alone
             obj = self.build_stored(ck, record, unvisit)
             unvisit.deps.append(dep)
             cache[ck] = (record, obj, [dep])
             return obj
-        outer: list[Any] = unvisit.deps
+        outer = unvisit.deps
         mine = [dep]
         unvisit.deps = mine
         if not self.deep:
@@ -314,59 +427,106 @@ class DEntity(DPlan):
         cache[ck] = (record, obj, mine if len(unvisit.deferred) == queued else unvisit.deferred_token())
         return obj
 
-    def build_stored(self, ck: Any, record: Any, unvisit: Any) -> Any:
+    def read_once(self, pk: str, seen: Seen, ctx: Once) -> object:
+        """`read` in an untracked read (`seen`: this plan's table lookup and instances)."""
+        if self.deep and ctx.depth >= _DEPTH:
+            return ctx.out(self.general, pk)
+        get = seen.get
+        record = None if get is None else get(pk)
+        if record is None or record is _INVALID:
+            return record
+        if not isinstance(record, dict):
+            return ctx.out(self.general, pk)
+        objs = seen.objs
+        obj = objs.get(pk)
+        if obj is not None:
+            return obj  # built in this read (or being built: a cycle back to it)
+        if ctx.mixed:
+            hit = ctx.cache.get((self.cls, pk))
+            if hit is not None and hit[0] is record:
+                return ctx.out(self.general, pk) if hit[2] is None else hit[1]
+        obj = _new(self.cls)
+        objs[pk] = obj
+        if not self.fields:
+            if self.same_fields(record):
+                object.__setattr__(obj, "__dict__", record)  # shared, as in `build_stored`
+                return obj
+            value = self.fill(obj, record, ctx.unvisit, ctx)
+        elif self.deep:
+            depth = ctx.depth
+            ctx.depth = depth + 1
+            value = self.fill(obj, record, ctx.unvisit, ctx)
+            ctx.depth = depth
+        else:
+            value = self.fill(obj, record, ctx.unvisit, ctx)
+        if value is not obj or ctx.mixed:  # invalid, or the general engine ran meanwhile (a flush)
+            objs[pk] = value
+            if ctx.mixed:
+                ctx.cache[(self.cls, pk)] = (record, value, ())
+        return value
+
+    def build_stored(self, ck: CacheKey, record: dict[str, object], unvisit: Unvisit) -> object:
         """A stored entity's instance, its members read one level deeper (a cycle back finds it in the cache)."""
         obj = _new(self.cls)
         if not self.fields:
             if self.same_fields(record):
                 # A stored record is never changed and neither is an instance: they share one dict.
-                _setattr(obj, "__dict__", record)
+                object.__setattr__(obj, "__dict__", record)
                 return obj
-            return self.fill(obj, record, unvisit)
-        unvisit.cache[ck] = (record, obj, None)
+            return self.fill(obj, record, unvisit, None)
+        cast("Cache", unvisit.cache)[ck] = (record, obj, None)
         if not self.deep:  # members from annotations only: read at this depth, as the general engine does
-            return self.fill(obj, record, unvisit)
+            return self.fill(obj, record, unvisit, None)
         depth: int = unvisit.depth
         unvisit.depth = depth + 1
-        obj = self.fill(obj, record, unvisit)
+        filled = self.fill(obj, record, unvisit, None)
         unvisit.depth = depth
-        return obj
+        return filled
 
-    def fill(self, obj: Any, record: dict[str, Any], unvisit: Any) -> Any:
-        """`obj` with its fields: defaults, then `record`, nested members denormalized (or INVALID)."""
-        values = self.defaults.copy()
-        values.update(record)
-        for name in self.mutable:
-            if name not in record:
-                values[name] = _deepcopy(values[name])
+    def fill(self, obj: object, record: dict[str, object], unvisit: Unvisit, ctx: Once | None) -> object:
+        """`obj` with its fields: defaults, then `record`, nested members denormalized (or INVALID).
+
+        `ctx`: the untracked read this is part of (None: a tracked read on `unvisit`).
+        """
+        if self.same_fields(record):  # every field stored: no default left, a plain copy in that order
+            values = record.copy()
+        else:
+            values = self.defaults.copy()
+            values.update(record)
+            for name in self.mutable:
+                if name not in record:
+                    values[name] = _deepcopy(values[name])
         for name, plan, truthy in self.fields:
             child = record.get(name)
             if child is not None:
-                result = plan.denorm(child, unvisit)
+                result = plan.denorm(child, unvisit) if ctx is None else plan.once(child, ctx)
                 if result is _INVALID:
                     if truthy:
                         return _INVALID
                     result = None
                 values[name] = result
-        _setattr(obj, "__dict__", values)
+        object.__setattr__(obj, "__dict__", values)  # mypyc: a direct generic setattr (no call)
         return obj
 
 
 class DArray(DPlan):
     """A list of one schema's items; missing and deleted items dropped, None items kept."""
 
-    def __init__(self, general: Any, item: DPlan) -> None:
+    def __init__(self, general: DenormGeneral, item: DPlan) -> None:
         super().__init__(general)
         self.item = item
         self.entity: DEntity | None = item if isinstance(item, DEntity) else None
 
-    def denorm(self, value: Any, unvisit: Any) -> Any:
+    def denorm(self, value: object, unvisit: Unvisit) -> object:
+        if not isinstance(value, list):  # iterated as the general engine does
+            return self.general(value, unvisit)
+        items: list[object] = value
         entity = self.entity
         if entity is not None:
-            return self.entities(value, entity, unvisit)
+            return self.entities(items, entity, unvisit)
         item_plan = self.item
-        out: list[Any] = []
-        for item in value:
+        out: list[object] = []
+        for item in items:
             if item is None:
                 out.append(None)
                 continue
@@ -375,11 +535,29 @@ class DArray(DPlan):
                 out.append(result)
         return out
 
-    def entities(self, value: Any, entity: DEntity, unvisit: Any) -> list[Any]:
+    def once(self, value: object, ctx: Once) -> object:
+        if not isinstance(value, list):
+            return ctx.out(self.general, value)
+        items: list[object] = value
+        entity = self.entity
+        if entity is not None:
+            return self.entities_once(items, entity, ctx)
+        item_plan = self.item
+        out: list[object] = []
+        for item in items:
+            if item is None:
+                out.append(None)
+                continue
+            result = item_plan.once(item, ctx)
+            if result is not None and result is not _INVALID:
+                out.append(result)
+        return out
+
+    def entities(self, items: list[object], entity: DEntity, unvisit: Unvisit) -> list[object]:
         """Items of one plain entity class: the table looked up once for the whole list."""
         table = unvisit.entities.get(entity.key)
-        out: list[Any] = []
-        for item in value:
+        out: list[object] = []
+        for item in items:
             if item is None:
                 out.append(None)
                 continue
@@ -391,23 +569,49 @@ class DArray(DPlan):
                 out.append(result)
         return out
 
+    def entities_once(self, items: list[object], entity: DEntity, ctx: Once) -> object:
+        """`entities` in an untracked read."""
+        seen = ctx.seen_by(entity)
+        if seen is None:
+            return ctx.out(self.general, items)
+        out: list[object] = []
+        for item in items:
+            if item is None:
+                out.append(None)
+                continue
+            if type(item) is str:
+                result = entity.read_once(item, seen, ctx)
+            else:
+                result = entity.once(item, ctx)
+            if result is not None and result is not _INVALID:
+                out.append(result)
+        return out
+
 
 class DObject(DPlan):
     """A dict with named members denormalized; an invalid member invalidates the whole."""
 
-    def __init__(self, general: Any) -> None:
+    def __init__(self, general: DenormGeneral) -> None:
         super().__init__(general)
         self.fields: list[tuple[str, DPlan]] = []
 
-    def denorm(self, value: Any, unvisit: Any) -> Any:
-        if type(value) is not FrozenDict and type(value) is not dict:
+    def denorm(self, value: object, unvisit: Unvisit) -> object:
+        if type(value) is not _FROZEN_DICT and type(value) is not dict:
             return self.general(value, unvisit)
-        src: dict[str, Any] = value
-        out = src.copy()
+        return self.members(cast("dict[str, object]", value), unvisit, None)
+
+    def once(self, value: object, ctx: Once) -> object:
+        if type(value) is not _FROZEN_DICT and type(value) is not dict:
+            return ctx.out(self.general, value)
+        return self.members(cast("dict[str, object]", value), ctx.unvisit, ctx)
+
+    def members(self, src: dict[str, object], unvisit: Unvisit, ctx: Once | None) -> object:
+        """A plain copy of `src` with each member read by its plan (`ctx` as for `DEntity.fill`)."""
+        out = dict(src)
         for name, plan in self.fields:
             child = out.get(name)
             if child is not None:
-                result = plan.denorm(child, unvisit)
+                result = plan.denorm(child, unvisit) if ctx is None else plan.once(child, ctx)
                 if result is _INVALID:
                     return _INVALID
                 out[name] = result
@@ -415,7 +619,7 @@ class DObject(DPlan):
 
 
 # ----- re-checking a cached instance ---------------------------------------------------------
-def deps_valid(entities: Any, deps: list[Any], start: int) -> bool:
+def deps_valid(entities: Mapping[str, Mapping[str, object]], deps: list[Dep], start: int) -> bool:
     """True when every recorded read (key, pk, table, record) would read the same record now."""
     get = entities.get
     for i in range(start, len(deps)):

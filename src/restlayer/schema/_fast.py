@@ -16,39 +16,74 @@ interpreter's recursion limit raises `RecursionError`, and the entry points then
 redo the whole call with the general engine.
 """
 
+# pyright: reportPrivateUsage=false
+# (the engine reads Entity's `_plain_*`/`_defaults` flags, which exist for it)
 from __future__ import annotations
 
 import copy
 import importlib.util
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from contextlib import contextmanager
 from operator import is_
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Protocol, TypeAlias, TypeGuard, TypeVar, cast
 
 from restlayer._pmap import changed_between
 from restlayer._text import to_text
 from restlayer.errors import SchemaError
 from restlayer.schema import _exec
-from restlayer.schema._base import INVALID, MAX_DEPTH
+from restlayer.schema._base import INVALID, MAX_DEPTH, Node
 from restlayer.schema._containers import Array, Object
 from restlayer.schema._denormalize import Dep, deps_valid
 from restlayer.schema._entity import Entity
 from restlayer.schema._frozen import CONTAINERS, FrozenDict, FrozenList, freeze_members
 
-NormFn = Callable[[Any, Any, Any, Any], Any]
-DenormFn = Callable[[Any, Any], Any]
+if TYPE_CHECKING:
+    from restlayer.schema._denormalize import Unvisit
+    from restlayer.schema._normalize import Normalizer
+
+#: A node's normalize function (generated, or an executor plan's `norm`): (value, parent, key, ctx) -> result.
+NormFn: TypeAlias = "Callable[[object, object, str | None, Normalizer], object]"
+#: A node's denormalize function: (stored value, the read's state) -> value (or INVALID).
+DenormFn: TypeAlias = "Callable[[object, Unvisit], object]"
+#: What a plan bakes in of one entity class: its schema, key and indexes (all reassignable).
+_Stamp: TypeAlias = "tuple[Mapping[str, object], str, tuple[str, ...]]"
+_F = TypeVar("_F")
+#: A cached plan: the entity classes it bakes in, their stamps when it was made, and its function.
+_Cached: TypeAlias = "tuple[tuple[type[Entity], ...], list[_Stamp], _F | None]"
+
+
+class _Executor(Protocol):
+    """What `_fast` builds plans from: the executor module (`_exec`, compiled or run from its source)."""
+
+    @property
+    def NPlan(self) -> type[_exec.NPlan]: ...
+    @property
+    def NEntity(self) -> type[_exec.NEntity]: ...
+    @property
+    def NArray(self) -> type[_exec.NArray]: ...
+    @property
+    def NObject(self) -> type[_exec.NObject]: ...
+    @property
+    def DPlan(self) -> type[_exec.DPlan]: ...
+    @property
+    def DEntity(self) -> type[_exec.DEntity]: ...
+    @property
+    def DArray(self) -> type[_exec.DArray]: ...
+    @property
+    def DObject(self) -> type[_exec.DObject]: ...
+
 
 _enabled = True
-_norm_plans: dict[Any, tuple[tuple[Any, ...], list[Any], NormFn | None]] = {}
-_denorm_plans: dict[str, dict[Any, tuple[tuple[Any, ...], list[Any], DenormFn | None]]] = {"d": {}, "u": {}}
+_norm_plans: dict[Node | None, _Cached[NormFn]] = {}
+_denorm_plans: dict[str, dict[Node | None, _Cached[DenormFn]]] = {"d": {}, "u": {}}
 _MAX_PLANS = 1024
 
 #: Whether plans run on the compiled executor (`_exec` built by mypyc) instead of generated
 #: functions; RESTLAYER_PURE=1 keeps the pure-Python engine even when the compiled one is built.
 COMPILED = _exec.compiled() and os.environ.get("RESTLAYER_PURE", "") in ("", "0")
-_executor: Any = _exec  # the executor module plans are built from (see `use_engine`)
+_executor: _Executor = _exec  # the executor module plans are built from (see `use_engine`)
 
 
 def engine() -> str:
@@ -66,14 +101,14 @@ def use_engine(name: str) -> None:
         raise ValueError(f"unknown engine {name!r}: 'compiled', 'pure' or 'executor'")
     if name == "compiled" and not _exec.compiled():
         raise RuntimeError("the compiled engine is not built here (python3 dev.py setup builds it)")
-    COMPILED = name != "pure"
+    COMPILED = name != "pure"  # pyright: ignore[reportConstantRedefinition]  # the switch tests flip
     _executor = _exec_source() if name == "executor" else _exec
     _norm_plans.clear()
     for plans in _denorm_plans.values():
         plans.clear()
 
 
-def _exec_source() -> Any:
+def _exec_source() -> _Executor:
     """The executor module run from its Python source (a separate module object when `_exec` is compiled)."""
     if not _exec.compiled():
         return _exec
@@ -82,11 +117,11 @@ def _exec_source() -> Any:
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module
+    return cast("_Executor", module)  # the same classes as `_exec`'s, run from source
 
 
 @contextmanager
-def disabled() -> Iterator[None]:
+def disabled() -> Generator[None, None, None]:
     """Run the block with the general engine only (tests compare both engines)."""
     global _enabled
     was, _enabled = _enabled, False
@@ -96,7 +131,7 @@ def disabled() -> Iterator[None]:
         _enabled = was
 
 
-def _plain_entity(node: Any) -> bool:
+def _plain_entity(node: object) -> TypeGuard[type[Entity]]:
     """An Entity class whose hooks are all the defaults, so its work can be written out."""
     return (
         isinstance(node, type)
@@ -112,39 +147,45 @@ def _plain_entity(node: Any) -> bool:
     )
 
 
-def _classes(node: Any) -> tuple[Any, ...]:
+def _array(node: object) -> TypeGuard[Array[object]]:
+    """Whether `node` is an `Array` (a bare `isinstance` leaves pyright an `Array[Unknown]`; off the hot path)."""
+    return isinstance(node, Array)
+
+
+def _classes(node: Node | None) -> tuple[type[Entity], ...]:
     """Every entity class a plan for `node` bakes in (their schema, key and indexes are reassignable)."""
-    out: list[Any] = []
+    out: list[type[Entity]] = []
     seen: set[int] = set()
 
-    def walk(n: Any) -> None:
+    def walk(n: object) -> None:
         if id(n) in seen:
             return
         seen.add(id(n))
-        if isinstance(n, type) and issubclass(n, Entity):
-            out.append(n)
-            for child in n.nested().values():
-                walk(child)
-        elif isinstance(n, Array):
+        if _array(n):
             walk(n.node)
         elif isinstance(n, Object):
             for child in n.nodes.values():
+                walk(child)
+        elif isinstance(n, type) and issubclass(n, Entity):
+            out.append(n)
+            for child in n.nested().values():
                 walk(child)
 
     walk(node)
     return tuple(out)
 
 
-def _stamp(classes: tuple[Any, ...]) -> list[Any]:
+def _stamp(classes: tuple[type[Entity], ...]) -> list[_Stamp]:
+    """What `classes` are now (a plan is stale once this differs from the stamp it was made with)."""
     return [(c.schema, c.key, c.indexes) for c in classes]
 
 
-def _plan(cache: dict[Any, Any], node: Any, build: Callable[[Any], Any]) -> Any:
+def _plan(cache: dict[Node | None, _Cached[_F]], node: Node | None, build: Callable[[Node], _F]) -> _F | None:
     """The cached plan for `node` (None: not eligible), rebuilt when a class it bakes in changed."""
     hit = cache.get(node)
     if hit is not None and _stamp(hit[0]) == hit[1]:
         return hit[2]
-    fn = build(node) if (_plain_entity(node) or isinstance(node, (Array, Object))) else None
+    fn = build(node) if (_plain_entity(node) or _array(node) or isinstance(node, Object)) else None
     classes = _classes(node)
     if len(cache) >= _MAX_PLANS:
         cache.clear()
@@ -152,16 +193,15 @@ def _plan(cache: dict[Any, Any], node: Any, build: Callable[[Any], Any]) -> Any:
     return fn
 
 
-def normalizer(node: Any) -> NormFn | None:
+def normalizer(node: Node | None) -> NormFn | None:
     """The generated normalize function for compiled `node`, or None when the general engine should run."""
     if not _enabled:
         return None
-    build = _executor_n if COMPILED else lambda n: _Gen("n").function(n)
-    fn: NormFn | None = _plan(_norm_plans, node, build)
-    return fn
+    build: Callable[[Node], NormFn] = _executor_n if COMPILED else lambda n: _Gen("n").function(n)
+    return _plan(_norm_plans, node, build)
 
 
-def denormalizer(node: Any, tracked: bool = True) -> DenormFn | None:
+def denormalizer(node: Node | None, tracked: bool = True) -> DenormFn | None:
     """The generated denormalize function for compiled `node`, or None when the general engine should run.
 
     `tracked=False` gives the variant that records no dependencies (for one-off reads).
@@ -169,24 +209,25 @@ def denormalizer(node: Any, tracked: bool = True) -> DenormFn | None:
     if not _enabled:
         return None
     mode = "d" if tracked else "u"
-    build = (lambda n: _executor_d(n, tracked)) if COMPILED else (lambda n: _Gen(mode).function(n))
-    fn: DenormFn | None = _plan(_denorm_plans[mode], node, build)
-    return fn
+    build: Callable[[Node], DenormFn] = (
+        (lambda n: _executor_d(n, tracked)) if COMPILED else (lambda n: _Gen(mode).function(n))
+    )
+    return _plan(_denorm_plans[mode], node, build)
 
 
-def _executor_n(node: Any) -> NormFn:
+def _executor_n(node: Node) -> NormFn:
     """The compiled executor's normalize plan for `node` (one plan object per schema node)."""
-    plans: dict[int, Any] = {}
+    plans: dict[int, _exec.NPlan] = {}
 
-    def plan(n: Any) -> Any:
+    def plan(n: Node) -> _exec.NPlan:
         known = plans.get(id(n))
         if known is not None:
             return known
-        made: Any  # an NPlan of `_executor`
+        made: _exec.NPlan  # narrowed to each plan class as it is made
         if _plain_entity(n):
             made = plans[id(n)] = _executor.NEntity(n)  # before its members: a member may lead back here
             made.fields = [(f, plan(c)) for f, c in n.nested().items() if c is not None]
-        elif isinstance(n, Array) and n.node is not None:
+        elif _array(n) and n.node is not None:
             made = plans[id(n)] = _executor.NArray(n.normalize_value, plan(n.node))
         elif isinstance(n, Object):
             made = plans[id(n)] = _executor.NObject(n.normalize_value)
@@ -199,15 +240,15 @@ def _executor_n(node: Any) -> NormFn:
     return fn
 
 
-def _executor_d(node: Any, tracked: bool) -> DenormFn:
+def _executor_d(node: Node, tracked: bool) -> DenormFn:
     """The compiled executor's denormalize plan for `node` (see `denormalizer` for `tracked`)."""
-    plans: dict[int, Any] = {}
+    plans: dict[int, _exec.DPlan] = {}
 
-    def plan(n: Any) -> Any:
+    def plan(n: Node) -> _exec.DPlan:
         known = plans.get(id(n))
         if known is not None:
             return known
-        made: Any  # a DPlan of `_executor`
+        made: _exec.DPlan  # narrowed to each plan class as it is made
         if _plain_entity(n):
             made = plans[id(n)] = _executor.DEntity(n, tracked)
             made.fields = [(f, plan(c), f in n._truthy_defaults) for f, c in n.nested().items() if c is not None]
@@ -220,7 +261,8 @@ def _executor_d(node: Any, tracked: bool) -> DenormFn:
             made = plans[id(n)] = _executor.DPlan(n.denormalize_value)
         return made
 
-    fn: DenormFn = plan(node).denorm
+    top = plan(node)
+    fn: DenormFn = top.denorm if tracked else top.denorm_once
     return fn
 
 
@@ -250,7 +292,7 @@ def _index(pks: list[str], records: list[object]) -> dict[str, object] | None:
     return index
 
 
-def groups_valid(entities: Any, groups: list[Group]) -> bool:
+def groups_valid(entities: Mapping[str, Mapping[str, object]], groups: list[Group]) -> bool:
     """Same answer as `deps_valid` on the grouped deps: one identity test per unchanged table; for a
     table derived from the one read, only the keys changed since; else a C-level scan of the pks read."""
     get = entities.get
@@ -282,7 +324,7 @@ class _Gen:
         self.hoisted: dict[str, tuple[int, str]] = {}  # entity key -> (slot, its constant), per function
         self.names: dict[int, str] = {}
         self.lines: list[str] = []
-        self.env: dict[str, Any] = {
+        self.env: dict[str, object] = {
             "SchemaError": SchemaError,
             "INVALID": INVALID,
             "to_text": to_text,
@@ -301,22 +343,25 @@ class _Gen:
         # Normalize: how many inline entities with a nested schema enclose the code being
         # written (`level`), the deepest such entity of the function (`deepest`), and whether
         # a call out of the function at level > 0 set `ctx.depth` (restored at the end).
-        self.level = 0
-        self.deepest = -1
-        self.moved_depth = False
+        self.level: int = 0
+        self.deepest: int = -1
+        self.moved_depth: bool = False
 
-    def function(self, node: Any) -> Any:
+    def function(self, node: Node) -> Callable[..., object]:
+        """The function for `node`, its signature the mode's (`NormFn` for "n", else `DenormFn`)."""
         name = self.ref(node)
         code = compile("\n".join(self.lines), f"<restlayer fast {self.mode}>", "exec")
         exec(code, self.env)
-        return self.env[name]
+        fn = self.env[name]
+        assert callable(fn)
+        return fn
 
-    def const(self, value: Any) -> str:
+    def const(self, value: object) -> str:
         name = f"c{len(self.env)}"
         self.env[name] = value
         return name
 
-    def ref(self, node: Any) -> str:
+    def ref(self, node: Node) -> str:
         """The name of the function handling `node` (writing it on first use; never None)."""
         known = self.names.get(id(node))
         if known is not None:
@@ -326,13 +371,13 @@ class _Gen:
         self.const(node)  # keep it alive while the plan lives
         if (
             self.mode == "n"
-            and (_plain_entity(node) or isinstance(node, (Array, Object)))
-            and not (isinstance(node, Array) and node.node is None)
+            and (_plain_entity(node) or _array(node) or isinstance(node, Object))
+            and not (_array(node) and node.node is None)
         ):
             self.norm_function(name, node)
         elif _plain_entity(node):
             self.entity(name, node)
-        elif isinstance(node, Array) and node.node is not None:
+        elif _array(node) and node.node is not None:
             self.array(name, node)
         elif isinstance(node, Object):
             self.object(name, node)
@@ -345,7 +390,7 @@ class _Gen:
         self.lines.extend(lines)
 
     # ----- normalize ---------------------------------------------------------------------
-    def norm_function(self, name: str, node: Any) -> None:
+    def norm_function(self, name: str, node: Node) -> None:
         """One function normalizing `node`, with nested containers and entities written inline."""
         outer = self.hoisted, self.level, self.deepest, self.moved_depth
         self.hoisted, self.level, self.deepest, self.moved_depth = {}, 0, -1, False
@@ -370,7 +415,7 @@ class _Gen:
             "    stored_tables = ctx.entities",
             "    meta = ctx.meta",
         ]
-        cleanup = []
+        cleanup: list[str] = []
         for j, ekey in self.hoisted.values():
             # Each entity table's pending rows, pending meta and stored lookup, fetched once per call.
             lines += [
@@ -406,27 +451,27 @@ class _Gen:
 
     def norm(
         self,
-        node: Any,
+        node: Node,
         src: str,
         parent: str,
         key: str,
         dst: str,
         ind: str,
-        stack: tuple[Any, ...],
+        stack: tuple[Node, ...],
         top: bool = False,
     ) -> list[str]:
         """Statements setting `dst` to the normalized form of `src` (inline when worth it)."""
         inline = top or (len(stack) < 4 and node not in stack)
         if inline and _plain_entity(node):
             return self.norm_entity(node, src, parent, key, dst, ind, (*stack, node))
-        if inline and isinstance(node, Array) and node.node is not None:
+        if inline and _array(node) and node.node is not None:
             return self.norm_array(node, src, parent, key, dst, ind, (*stack, node))
         if inline and isinstance(node, Object):
             return self.norm_object(node, src, parent, key, dst, ind, (*stack, node))
         return self.call_out(ind, dst, self.ref(node), f"{src}, {parent}, {key}, ctx")
 
     def member(
-        self, node: Any, src: str, parent: str, fname: str, dst: str, ind: str, stack: tuple[Any, ...]
+        self, node: Node, src: str, parent: str, fname: str, dst: str, ind: str, stack: tuple[Node, ...]
     ) -> list[str]:
         """A member normalized with its name prefixed to any error path (as `normalize_members`)."""
         return [
@@ -438,7 +483,7 @@ class _Gen:
         ]
 
     def norm_entity(
-        self, cls: Any, src: str, parent: str, key: str, dst: str, ind: str, stack: tuple[Any, ...]
+        self, cls: type[Entity], src: str, parent: str, key: str, dst: str, ind: str, stack: tuple[Node, ...]
     ) -> list[str]:
         i = self.fresh()
         general, ekey, cls_ref = self.const(cls.normalize_value), self.const(cls.key), self.const(cls)
@@ -497,8 +542,9 @@ class _Gen:
         return body
 
     def norm_array(
-        self, node: Array, src: str, parent: str, key: str, dst: str, ind: str, stack: tuple[Any, ...]
+        self, node: Array[object], src: str, parent: str, key: str, dst: str, ind: str, stack: tuple[Node, ...]
     ) -> list[str]:
+        assert node.node is not None  # `norm` writes only an Array with a member schema inline
         i = self.fresh()
         general = self.const(node.normalize_value)
         out, index, item, result = f"out{i}", f"index{i}", f"item{i}", f"result{i}"
@@ -524,7 +570,7 @@ class _Gen:
         ]
 
     def norm_object(
-        self, node: Object, src: str, parent: str, key: str, dst: str, ind: str, stack: tuple[Any, ...]
+        self, node: Object, src: str, parent: str, key: str, dst: str, ind: str, stack: tuple[Node, ...]
     ) -> list[str]:
         i = self.fresh()
         general = self.const(node.normalize_value)
@@ -552,10 +598,11 @@ class _Gen:
         ]
 
     # ----- denormalize -------------------------------------------------------------------
-    def entity(self, name: str, cls: Any) -> None:
+    def entity(self, name: str, cls: type[Entity]) -> None:
         return self.entity_d(name, cls)
 
-    def array(self, name: str, node: Array) -> None:
+    def array(self, name: str, node: Array[object]) -> None:
+        assert node.node is not None  # `ref` sends only an Array with a member schema here
         fn = self.ref(node.node)
         if _plain_entity(node.node):
             return self.entity_array(name, node.node, fn, self.const(node.denormalize_value))
@@ -593,7 +640,7 @@ class _Gen:
             ]
         self.emit(*body, "    return out", "")
 
-    def entity_d(self, name: str, cls: Any) -> None:
+    def entity_d(self, name: str, cls: type[Entity]) -> None:
         general, key, cls_ref = self.const(cls.denormalize_value), self.const(cls.key), self.const(cls)
         tracked = self.mode == "d"
         body = [
@@ -642,7 +689,7 @@ class _Gen:
         body += ["    return obj", ""]
         self.emit(*body)
 
-    def cache_entry(self, cls: Any, indent: str, tracked: bool) -> list[str]:
+    def cache_entry(self, cls: type[Entity], indent: str, tracked: bool) -> list[str]:
         """Lines storing the built `obj` in the instance cache (after `build_d`)."""
         if not tracked:
             return [indent + "    cache[ck] = (record, obj, ())"]
@@ -655,7 +702,7 @@ class _Gen:
             indent + f"    cache[ck] = (record, obj, {deps})",
         ]
 
-    def entity_array(self, name: str, cls: Any, fn: str, general: str) -> None:
+    def entity_array(self, name: str, cls: type[Entity], fn: str, general: str) -> None:
         """A list of pks of one plain entity class: the lookups and the build written into the loop."""
         key, cls_ref = self.const(cls.key), self.const(cls)
         tracked = self.mode == "d"
@@ -711,7 +758,7 @@ class _Gen:
         ]
         self.emit(*body)
 
-    def build_d(self, cls: Any, indent: str, cached: bool) -> list[str]:
+    def build_d(self, cls: type[Entity], indent: str, cached: bool) -> list[str]:
         """Lines building `obj` from `record` (ending inside `if obj is not INVALID:`).
 
         `cached`: a stored entity (key `ck`), built one level deeper (`unvisit.depth`), as the
@@ -749,7 +796,7 @@ class _Gen:
         return [indent + line for line in body]
 
 
-def denormalize_with(unvisit: Any, node: Any, input: Any, tracked: bool = True) -> Any:
+def denormalize_with(unvisit: Unvisit, node: Node | None, input: object, tracked: bool = True) -> object:
     """Denormalize `input` by compiled `node` through its generated function when there is one.
 
     With `tracked=False` the read may leave `unvisit.deps` incomplete (nobody reads them).
@@ -763,6 +810,8 @@ def denormalize_with(unvisit: Any, node: Any, input: Any, tracked: bool = True) 
         # Too deep for the generated functions: forget this read's half-built instances
         # and let the general engine do the whole read.
         cache = unvisit.cache
+        if not tracked:  # a one-off read's own cache (the executor files half-built instances as built)
+            cache.clear()
         for item in [k for k, hit in cache.items() if hit[2] is None]:
             del cache[item]
         unvisit.deps = []
