@@ -138,15 +138,16 @@ class OrderedPMap(PMap[K, V]):
 
     def __init__(self, items: Mapping[K, V] | immutables.Map[K, V] | None = None) -> None:
         super().__init__(items)
-        self._log: list[K] = list(self._map.keys()) if isinstance(items, immutables.Map) else list(items or ())
-        self._length = len(self._log)
+        log: list[K] = list(self._map.keys()) if isinstance(items, immutables.Map) else list(items or ())
+        self._log: list[K] | None = log
+        self._length = len(log)
         self._ordered: list[K] | None = None
         self._lineage: Lineage[K, V] = ()
 
     def _adopt(self, rows: dict[K, V]) -> None:
         super()._adopt(rows)
-        self._log = list(rows)
-        self._length = len(self._log)
+        self._log = None  # the dict keeps the order: the log is made from it when first needed
+        self._length = len(rows)
         self._ordered = None
         self._lineage = ()
 
@@ -164,7 +165,7 @@ class OrderedPMap(PMap[K, V]):
         out._dict = None
         out.get = m.get  # type: ignore[method-assign]
         out._ordered = None
-        log, length = self._log, self._length
+        log, length = self._order_log(), self._length
         if new_keys:
             with _LOG_LOCK:
                 if len(log) != length:  # another version already extended this log: branch off a copy
@@ -201,7 +202,7 @@ class OrderedPMap(PMap[K, V]):
         out._dict = None
         out.get = m.get  # type: ignore[method-assign]
         out._ordered = None
-        out._log = self._log
+        out._log = self._order_log()
         out._length = self._length
         return out
 
@@ -224,13 +225,25 @@ class OrderedPMap(PMap[K, V]):
             out.append((ancestor, since))
         return tuple(out)
 
+    def _order_log(self) -> list[K]:
+        """The log of keys in the order first set (an adopted table makes it from its dict on first need)."""
+        log = self._log
+        if log is None:
+            with _LOG_LOCK:  # one log per table, shared by every version derived from it
+                log = self._log
+                if log is None:
+                    log = self._log = list(self._dict or ())
+        return log
+
     def in_order(self) -> list[K]:
         """The live keys in the order they were first set; a deleted and re-added key counts from its return."""
+        if self._ordered is None and self._log is None:  # an adopted table: its dict has every key, in order
+            self._ordered = list(self._dict or ())
         if self._ordered is None:
             present = self._items()
             seen: set[K] = set()
             out: list[K] = []
-            for key in reversed(self._log[: self._length]):
+            for key in reversed(self._order_log()[: self._length]):
                 if key not in seen and key in present:
                     seen.add(key)
                     out.append(key)

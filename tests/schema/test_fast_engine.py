@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from restlayer.errors import SchemaError
 from restlayer.schema import INVALID, Entity, MemoCache, Values, _fast, normalize
 from restlayer.schema._base import compile_schema
-from restlayer.schema._denormalize import Unvisit, deps_valid
+from restlayer.schema._denormalize import Unvisit, deps_valid, expand_deps
 from restlayer.schema._fast import denormalize_with, dep_groups, groups_valid
 
 
@@ -229,7 +229,7 @@ def read_untracked(node: Any, input: Any, entities: Any) -> Any:
 def read(node: Any, input: Any, entities: Any, fast: bool) -> tuple[Any, list[Any]]:
     unvisit = Unvisit(entities)
     value = denormalize_with(unvisit, node, input) if fast else unvisit(node, input)
-    return shape(value), [(k, pk, id(t), id(r)) for k, pk, t, r in unvisit.deps]
+    return shape(value), [(k, pk, id(t), id(r)) for k, pk, t, r in expand_deps(unvisit.deps)]
 
 
 @pytest.mark.parametrize("name", sorted(SCHEMAS))

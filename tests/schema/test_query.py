@@ -257,6 +257,22 @@ def test_entity_table_order_is_per_version_even_when_versions_branch() -> None:
     assert left.set("b", 7).in_order() == ["a", "b", "x"]  # updating a key keeps its place
 
 
+def test_an_adopted_table_makes_its_order_log_only_when_derived_from() -> None:
+    """A table built in one normalize keeps no key log of its own (its dict has the order) until a write."""
+    from restlayer._pmap import OrderedPMap
+
+    base = OrderedPMap.adopt({"b": 1, "a": 2})
+    assert isinstance(base, OrderedPMap)
+    assert base._log is None and base.in_order() == ["b", "a"] and base._log is None
+    left = base.set("x", 3)
+    right = base.update({"y": 4, "b": 5})  # branches from the same snapshot as `left`
+    same = base.update({"a": 6})  # no new key
+    assert base._log is not None and base._log[:2] == ["b", "a"]  # made once, shared by the versions
+    assert left.in_order() == ["b", "a", "x"] and right.in_order() == ["b", "a", "y"]
+    assert same.in_order() == ["b", "a"] and base.in_order() == ["b", "a"]
+    assert left.delete("b").set("b", 9).in_order() == ["a", "x", "b"]
+
+
 def test_all_order_survives_garbage_collected_rows() -> None:
     from restlayer._pmap import OrderedPMap
 

@@ -8,8 +8,9 @@ once per read (or once per store version, when the cache belongs to a MemoCache)
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeAlias
+from collections.abc import Iterable, Mapping, Sequence
+from operator import is_
+from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 from restlayer._gc import no_gc
 from restlayer._text import to_text
@@ -25,6 +26,54 @@ Dep: TypeAlias = "tuple[str, str, Mapping[str, object] | None, object]"
 _IN_PROGRESS = object()
 
 
+class DepRun:
+    """Reads of one table in a row, recorded as one object instead of a `Dep` tuple per read.
+
+    A list of entities without nested members records its reads so: its deps cost two
+    list slots per entity. Filled by the loop that made it, never changed afterwards.
+    """
+
+    __slots__ = ("key", "pks", "records", "table")
+
+    def __init__(self, key: str, table: Mapping[str, object] | None) -> None:
+        self.key = key
+        self.table = table
+        self.pks: list[str] = []
+        self.records: list[object] = []
+
+    def valid(self, entities: Mapping[str, Mapping[str, object]]) -> bool:
+        """Whether each pk would read the same record from `entities` now."""
+        current = entities.get(self.key)
+        if current is self.table:
+            return True
+        if current is None:
+            return all(record is None for record in self.records)
+        return all(map(is_, map(current.get, self.pks), self.records))
+
+    def expand(self) -> list[Dep]:
+        """The reads as `Dep` tuples."""
+        key, table = self.key, self.table
+        return [(key, pk, table, record) for pk, record in zip(self.pks, self.records, strict=True)]
+
+    def __repr__(self) -> str:
+        return f"DepRun({self.key!r}, {len(self.pks)} reads)"
+
+
+#: What `Unvisit.deps` holds: single reads, and runs of reads of one table.
+DepItem: TypeAlias = "Dep | DepRun"
+
+
+def expand_deps(deps: Iterable[DepItem]) -> list[Dep]:
+    """`deps` with every run written out as single reads, in order."""
+    out: list[Dep] = []
+    for dep in deps:
+        if isinstance(dep, DepRun):
+            out.extend(dep.expand())
+        else:
+            out.append(dep)
+    return out
+
+
 class _ReadToken:
     """Stands for the deps of an entity whose build deferred a descendant (deep data).
 
@@ -35,12 +84,18 @@ class _ReadToken:
 
 
 #: An instance-cache entry: (record read, value built, its deps: None while it is being built,
-#: a `_ReadToken` when incomplete); a stored list's entry also holds its item schema.
-Hit: TypeAlias = "tuple[object, object, list[Dep] | _ReadToken | None] | tuple[object, object, list[Dep], object]"
+#: a `_ReadToken` when incomplete); a stored list's entry also holds its item schema. An instance
+#: whose `__dict__` is the stored record itself (no nested entities: it depends on that record
+#: alone) is its own entry, valid while `instance.__dict__ is record`.
+#: An untracked read's entries record no deps: `()`.
+EntryDeps: TypeAlias = "list[DepItem] | tuple[()] | _ReadToken | None"
+Hit: TypeAlias = "tuple[object, object, EntryDeps] | tuple[object, object, list[DepItem], object] | Entity"
 #: An instance to fill once the walk has unwound: (class, pk, record, table read, instance).
 Deferred: TypeAlias = "tuple[type[Entity], str, Mapping[str, object], Mapping[str, object] | None, Entity]"
-#: The instance cache: by (entity class, pk) for entities, (list key, pk) for stored lists.
-InstanceCache: TypeAlias = "dict[tuple[type[Entity] | str, str], Hit]"
+#: The instances of one entity class (or the lists of one collection key) by pk.
+Slots: TypeAlias = "dict[str, Hit]"
+#: The instance cache: entity class (or collection key) -> pk -> entry; two levels, so no key tuple per entity.
+InstanceCache: TypeAlias = "dict[type[Entity] | str, Slots]"
 
 
 class Unvisit:
@@ -62,7 +117,7 @@ class Unvisit:
         self.args = args
         self.cache: InstanceCache = {} if cache is None else cache
         self.checking = checking  # True when `cache` outlives this read and must be validated
-        self.deps: list[Dep] = []
+        self.deps: list[DepItem] = []
         # Depth guard (see MAX_DEPTH): deeper entities are built later from `deferred`.
         self.depth = 0
         # Entities to fill once the walk has unwound (a list once used)
@@ -93,8 +148,13 @@ class Unvisit:
         if record is None or record is INVALID:
             self.deps.append((key, pk, table, record))
             return record
-        hit = self.cache.get((cls, pk))
-        if hit is not None and hit[0] is record:
+        slots = self.slots(cls)
+        hit = slots.get(pk)
+        if hit is not None and not isinstance(hit, tuple):
+            if hit.__dict__ is record:  # an instance sharing its record: it read that record alone
+                self.deps.append((key, pk, table, record))
+                return hit
+        elif hit is not None and hit[0] is record:
             deps = hit[2]
             if deps is None:  # a cycle back to an entity being built right now
                 self.deps.append((key, pk, table, record))  # what embeds it depends on it too
@@ -107,7 +167,7 @@ class Unvisit:
                 self.deps.extend(deps)
                 return hit[1]
         outer = self.deps
-        mine: list[Dep] = [(key, pk, table, record)]
+        mine: list[DepItem] = [(key, pk, table, record)]
         self.deps = mine
         started = cls.start_build(record)
         queued = len(self.deferred)
@@ -119,14 +179,21 @@ class Unvisit:
             return self._defer(cls, pk, record, table, started)
         else:
             # Held while its members are read, so a cycle back to it finds it.
-            self.cache[(cls, pk)] = (record, _IN_PROGRESS if started is None else started, None)
+            slots[pk] = (record, _IN_PROGRESS if started is None else started, None)
             self.depth += 1
             value = cls.finish_build(started, record, self)
             self.depth -= 1
         self.deps = outer
         outer.extend(mine)
-        self.cache[(cls, pk)] = (record, value, mine if len(self.deferred) == queued else self.deferred_token())
+        slots[pk] = (record, value, mine if len(self.deferred) == queued else self.deferred_token())
         return value
+
+    def slots(self, owner: type[Entity] | str) -> Slots:
+        """The cache entries of entity class (or collection key) `owner`, by pk."""
+        slots = self.cache.get(owner)
+        if slots is None:
+            slots = self.cache[owner] = {}
+        return slots
 
     def collection(self, coll: Collection[object], pk: str) -> object:
         """The list (or dict) stored for Collection `coll` under `pk` (None missing).
@@ -142,9 +209,10 @@ class Unvisit:
             self.deps.append((key, pk, table, record))
             return record
         item = coll.node.node
-        hit = self.cache.get((key, pk))
+        slots = self.slots(key)
+        hit = slots.get(pk)
         if (
-            hit is not None
+            isinstance(hit, tuple)
             and hit[0] is record
             and len(hit) == 4
             and hit[3] is item
@@ -153,13 +221,14 @@ class Unvisit:
             self.deps.extend(hit[2])
             return hit[1]
         outer = self.deps
-        self.deps = mine = [(key, pk, table, record)]
+        mine: list[DepItem] = [(key, pk, table, record)]
+        self.deps = mine
         queued = len(self.deferred)
         value = coll.node.denormalize_value(record, self)
         self.deps = outer
         outer.extend(mine)
         if len(self.deferred) == queued:  # deep data deferred inside: its deps are incomplete, not cached
-            self.cache[(key, pk)] = (record, value, mine, item)
+            slots[pk] = (record, value, mine, item)
         return value
 
     def build(self, cls: type[Entity], record: Mapping[str, object]) -> object:
@@ -184,7 +253,7 @@ class Unvisit:
     ) -> E:
         """`obj` (from `start_build`), its fields filled once the current walk has unwound (deep data)."""
         self.deps.append((cls.key, pk, table, record))
-        self.cache[(cls, pk)] = (record, obj, None)
+        self.slots(cls)[pk] = (record, obj, None)
         if not self.deferred:
             self.deferred = []
         self.deferred.append((cls, pk, record, table, obj))
@@ -204,12 +273,12 @@ class Unvisit:
             cls, pk, record, table, obj = queue[index]
             index += 1
             self.depth = 0
-            mine: list[Dep] = [(cls.key, pk, table, record)]
+            mine: list[DepItem] = [(cls.key, pk, table, record)]
             self.deps = mine
             queued = len(queue)
             cls.finish_build(obj, record, self, strict=False)
             top.extend(mine)
-            self.cache[(cls, pk)] = (record, obj, mine if len(queue) == queued else self.deferred_token())
+            self.slots(cls)[pk] = (record, obj, mine if len(queue) == queued else self.deferred_token())
         self.deps = top
         queue.clear()
 
@@ -231,11 +300,17 @@ class Unvisit:
         return None
 
 
-def deps_valid(entities: Mapping[str, Mapping[str, object]], deps: list[Dep], start: int = 0) -> bool:
+def deps_valid(entities: Mapping[str, Mapping[str, object]], deps: Sequence[DepItem], start: int = 0) -> bool:
     """True when every recorded read would read the same record from `entities` now."""
+    get = entities.get
     for i in range(start, len(deps)):
-        key, pk, table, record = deps[i]
-        current = entities.get(key)
+        dep = deps[i]
+        if dep.__class__ is not tuple:  # a run (cheaper to tell than isinstance: this runs per read)
+            if not cast(DepRun, dep).valid(entities):
+                return False
+            continue
+        key, pk, table, record = dep
+        current = get(key)
         if current is table:
             continue
         if (None if current is None else current.get(pk)) is not record:

@@ -22,10 +22,11 @@ from typing import TYPE_CHECKING, Any, Final, cast
 from restlayer._pmap import PMap
 from restlayer.errors import SchemaError
 from restlayer.schema._base import INVALID, MAX_DEPTH
+from restlayer.schema._denormalize import DepRun
 from restlayer.schema._frozen import FrozenDict, FrozenList, freeze_members
 
 if TYPE_CHECKING:
-    from restlayer.schema._denormalize import Dep, Unvisit
+    from restlayer.schema._denormalize import Dep, DepItem, InstanceCache, Slots, Unvisit
     from restlayer.schema._entity import Entity, Meta
     from restlayer.schema._normalize import Normalizer
 
@@ -38,9 +39,6 @@ Lookup = Callable[[str], object] | None
 DenormGeneral = Callable[[Any, "Unvisit"], object]
 #: A stored table as a read sees it (None: the store has no such table).
 Table = Mapping[str, object] | None
-#: The instance cache as plans use it (`_denormalize.InstanceCache`): (class, pk) -> (record, instance, deps).
-CacheKey = tuple["type[Entity]", str]
-Cache = dict[CacheKey, tuple[object, ...]]
 
 _NO_META: Final = {"fetched_at": 0, "date": 0, "expires_at": 0}
 # Module constants bound once (compiled code reads a Final name without a module lookup).
@@ -50,6 +48,9 @@ _new: Final = object.__new__
 _deepcopy: Final = copy.deepcopy
 _FROZEN_DICT: Final = FrozenDict
 _MISSING: Final = object()
+_DepRun: Final = DepRun
+#: The shortest list of plain entities whose reads are recorded as one `DepRun` (a run costs more than it saves below).
+RUN_MIN: Final = 8
 
 
 def compiled() -> bool:
@@ -258,7 +259,7 @@ class Once:
     def __init__(self, unvisit: Unvisit) -> None:
         self.unvisit = unvisit
         self.entities: Mapping[str, Mapping[str, object]] = unvisit.entities
-        self.cache = cast("Cache", unvisit.cache)
+        self.cache: InstanceCache = unvisit.cache
         self.depth: int = unvisit.depth
         self.seen: dict[DEntity, Seen | None] = {}
         self.stable = _stable(self.entities)
@@ -291,10 +292,10 @@ class Once:
         cache = self.cache
         for plan, seen in self.seen.items():
             if seen is not None and seen.objs:
-                cls = plan.cls
+                slots = plan.slots_of(cache)
                 get = cast("Callable[[str], object]", seen.get)  # a table that had these records
                 for pk, obj in seen.objs.items():
-                    cache[(cls, pk)] = (get(pk), obj, ())
+                    slots[pk] = (get(pk), obj, ())
                 seen.objs.clear()
 
 
@@ -388,43 +389,54 @@ class DEntity(DPlan):
             return record
         if not isinstance(record, dict):  # not a record normalize wrote: the general engine
             return self.general(pk, unvisit)
-        cache = cast("Cache", unvisit.cache)
-        ck = (self.cls, pk)
-        hit = cache.get(ck)
-        if hit is not None and hit[0] is record:
-            deps = hit[2]
-            if not self.tracked:
-                return self.general(pk, unvisit) if deps is None else hit[1]
-            if type(deps) is not list:  # a cycle back to an instance being built, or deep data
-                return self.general(pk, unvisit)
-            mine_before = cast("list[Dep]", deps)
-            if not unvisit.checking or len(mine_before) == 1 or deps_valid(unvisit.entities, mine_before, 1):
-                unvisit.deps.extend(mine_before)
-                return hit[1]
+        slots = self.slots_of(unvisit.cache)
+        hit = slots.get(pk)
+        if hit is not None:
+            if not isinstance(hit, tuple):  # an instance sharing its record: its own entry, reading that record alone
+                if hit.__dict__ is record:
+                    if self.tracked:
+                        unvisit.deps.append((self.key, pk, table, record))
+                    return hit
+            elif hit[0] is record:
+                deps = hit[2]
+                if not self.tracked:
+                    return self.general(pk, unvisit) if deps is None else hit[1]
+                if type(deps) is not list:  # a cycle back to an instance being built, or deep data
+                    return self.general(pk, unvisit)
+                if not unvisit.checking or len(deps) == 1 or deps_valid(unvisit.entities, deps, 1):
+                    unvisit.deps.extend(deps)
+                    return hit[1]
+        if not self.fields and self.same_fields(record):
+            shared = self.share(record)
+            slots[pk] = shared
+            if self.tracked:
+                unvisit.deps.append((self.key, pk, table, record))
+            return shared
         if not self.tracked:
-            obj = self.build_stored(ck, record, unvisit)
-            cache[ck] = (record, obj, ())
+            obj = self.build_stored(slots, pk, record, unvisit)
+            slots[pk] = (record, obj, ())
             return obj
         dep: Dep = (self.key, pk, table, record)
         if not self.fields:  # building it reads nothing else: its deps are this read alone
-            obj = self.build_stored(ck, record, unvisit)
+            obj = self.fill(_new(self.cls), record, unvisit, None)
             unvisit.deps.append(dep)
-            cache[ck] = (record, obj, [dep])
+            alone: list[DepItem] = [dep]
+            slots[pk] = (record, obj, alone)
             return obj
         outer = unvisit.deps
-        mine = [dep]
+        mine: list[DepItem] = [dep]
         unvisit.deps = mine
         if not self.deep:
-            obj = self.build_stored(ck, record, unvisit)
+            obj = self.build_stored(slots, pk, record, unvisit)
             unvisit.deps = outer
             outer.extend(mine)
-            cache[ck] = (record, obj, mine)
+            slots[pk] = (record, obj, mine)
             return obj
         queued = len(unvisit.deferred)
-        obj = self.build_stored(ck, record, unvisit)
+        obj = self.build_stored(slots, pk, record, unvisit)
         unvisit.deps = outer
         outer.extend(mine)
-        cache[ck] = (record, obj, mine if len(unvisit.deferred) == queued else unvisit.deferred_token())
+        slots[pk] = (record, obj, mine if len(unvisit.deferred) == queued else unvisit.deferred_token())
         return obj
 
     def read_once(self, pk: str, seen: Seen, ctx: Once) -> object:
@@ -442,14 +454,18 @@ class DEntity(DPlan):
         if obj is not None:
             return obj  # built in this read (or being built: a cycle back to it)
         if ctx.mixed:
-            hit = ctx.cache.get((self.cls, pk))
-            if hit is not None and hit[0] is record:
-                return ctx.out(self.general, pk) if hit[2] is None else hit[1]
+            hit = self.slots_of(ctx.cache).get(pk)
+            if hit is not None:
+                if not isinstance(hit, tuple):
+                    if hit.__dict__ is record:
+                        return hit
+                elif hit[0] is record:
+                    return ctx.out(self.general, pk) if hit[2] is None else hit[1]
         obj = _new(self.cls)
         objs[pk] = obj
         if not self.fields:
             if self.same_fields(record):
-                object.__setattr__(obj, "__dict__", record)  # shared, as in `build_stored`
+                object.__setattr__(obj, "__dict__", record)  # shared, as in `share`
                 return obj
             value = self.fill(obj, record, ctx.unvisit, ctx)
         elif self.deep:
@@ -462,19 +478,31 @@ class DEntity(DPlan):
         if value is not obj or ctx.mixed:  # invalid, or the general engine ran meanwhile (a flush)
             objs[pk] = value
             if ctx.mixed:
-                ctx.cache[(self.cls, pk)] = (record, value, ())
+                self.slots_of(ctx.cache)[pk] = (record, value, ())
         return value
 
-    def build_stored(self, ck: CacheKey, record: dict[str, object], unvisit: Unvisit) -> object:
-        """A stored entity's instance, its members read one level deeper (a cycle back finds it in the cache)."""
+    def slots_of(self, cache: InstanceCache) -> Slots:
+        """This class's instance-cache entries, by pk."""
+        slots = cache.get(self.cls)
+        if slots is None:
+            slots = cache[self.cls] = {}
+        return slots
+
+    def share(self, record: dict[str, object]) -> Entity:
+        """An instance whose `__dict__` is `record` (exactly its fields): its own cache entry (see `Hit`).
+
+        A stored record is never changed and neither is an instance, so they share one dict.
+        """
+        obj: Entity = _new(self.cls)
+        object.__setattr__(obj, "__dict__", record)
+        return obj
+
+    def build_stored(self, slots: Slots, pk: str, record: dict[str, object], unvisit: Unvisit) -> object:
+        """A stored entity's instance, its members read one level deeper (a cycle back finds it in `slots`)."""
         obj = _new(self.cls)
         if not self.fields:
-            if self.same_fields(record):
-                # A stored record is never changed and neither is an instance: they share one dict.
-                object.__setattr__(obj, "__dict__", record)
-                return obj
             return self.fill(obj, record, unvisit, None)
-        cast("Cache", unvisit.cache)[ck] = (record, obj, None)
+        slots[pk] = (record, obj, None)
         if not self.deep:  # members from annotations only: read at this depth, as the general engine does
             return self.fill(obj, record, unvisit, None)
         depth: int = unvisit.depth
@@ -523,6 +551,9 @@ class DArray(DPlan):
         items: list[object] = value
         entity = self.entity
         if entity is not None:
+            leaf = entity.tracked and not entity.fields and not entity.deep  # (fields are filled after __init__)
+            if leaf and len(items) >= RUN_MIN:
+                return self.leaves(items, entity, unvisit)
             return self.entities(items, entity, unvisit)
         item_plan = self.item
         out: list[object] = []
@@ -549,6 +580,50 @@ class DArray(DPlan):
                 out.append(None)
                 continue
             result = item_plan.once(item, ctx)
+            if result is not None and result is not _INVALID:
+                out.append(result)
+        return out
+
+    def leaves(self, items: list[object], entity: DEntity, unvisit: Unvisit) -> list[object]:
+        """Items of a plain entity class without nested members, in a tracked read: consecutive reads of
+        its table recorded as one `DepRun`; an item needing anything else goes through `entity.read`."""
+        table = unvisit.entities.get(entity.key)
+        slots = entity.slots_of(unvisit.cache)
+        deps = unvisit.deps
+        out: list[object] = []
+        pks: list[str] = []
+        records: list[object] = []
+        at = -1  # len(deps) just after the current run was appended (another dep since: a new run)
+        for item in items:
+            if item is None:
+                out.append(None)
+                continue
+            if type(item) is not str:
+                result = entity.denorm(item, unvisit)
+            else:
+                pk: str = item
+                record = None if table is None else table.get(pk)
+                result = record
+                in_run = True
+                if record is not None and record is not _INVALID:
+                    hit = slots.get(pk)
+                    if hit is not None and not isinstance(hit, tuple) and hit.__dict__ is record:
+                        result = hit
+                    elif not isinstance(hit, tuple) and type(record) is dict and entity.same_fields(record):
+                        result = entity.share(cast("dict[str, object]", record))  # none cached (or a stale instance)
+                        slots[pk] = result
+                    else:
+                        result = entity.read(pk, table, unvisit)  # records its own dep
+                        in_run = False
+                if in_run:
+                    if len(deps) != at:
+                        run = _DepRun(entity.key, table)
+                        pks = run.pks
+                        records = run.records
+                        deps.append(run)
+                        at = len(deps)
+                    pks.append(pk)
+                    records.append(record)
             if result is not None and result is not _INVALID:
                 out.append(result)
         return out
@@ -619,11 +694,15 @@ class DObject(DPlan):
 
 
 # ----- re-checking a cached instance ---------------------------------------------------------
-def deps_valid(entities: Mapping[str, Mapping[str, object]], deps: list[Dep], start: int) -> bool:
+def deps_valid(entities: Mapping[str, Mapping[str, object]], deps: list[DepItem], start: int) -> bool:
     """True when every recorded read (key, pk, table, record) would read the same record now."""
     get = entities.get
     for i in range(start, len(deps)):
         dep = deps[i]
+        if type(dep) is not tuple:  # a DepRun
+            if not cast("DepRun", dep).valid(entities):
+                return False
+            continue
         current = get(dep[0])
         if current is dep[2]:
             continue

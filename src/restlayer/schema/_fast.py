@@ -35,7 +35,7 @@ from restlayer.errors import SchemaError
 from restlayer.schema import _exec
 from restlayer.schema._base import INVALID, MAX_DEPTH, Node
 from restlayer.schema._containers import Array, Object
-from restlayer.schema._denormalize import Dep, deps_valid
+from restlayer.schema._denormalize import DepItem, DepRun, deps_valid
 from restlayer.schema._entity import Entity
 from restlayer.schema._frozen import CONTAINERS, FrozenDict, FrozenList, freeze_members
 
@@ -267,21 +267,47 @@ def _executor_d(node: Node, tracked: bool) -> DenormFn:
 
 
 #: Deps read from one table: (key, table, pks, records, {pk: record} or None when a pk has two records).
-Group = tuple[str, "Mapping[str, object] | None", tuple[str, ...], tuple[object, ...], "dict[str, object] | None"]
+Group = tuple[str, "Mapping[str, object] | None", list[str], list[object], "dict[str, object] | None"]
+_Open = tuple[str, "Mapping[str, object] | None", list[str], list[object]]
 
 
-def dep_groups(deps: Sequence[Dep]) -> list[Group]:
-    """`deps` grouped by the table they were read from."""
-    groups: dict[tuple[str, int], tuple[str, Mapping[str, object] | None, list[str], list[object]]] = {}
-    for key, pk, table, record in deps:
-        group = groups.get((key, id(table)))
-        if group is None:
-            group = groups[(key, id(table))] = (key, table, [], [])
-        group[2].append(pk)
-        group[3].append(record)
-    return [
-        (key, table, tuple(pks), tuple(records), _index(pks, records)) for key, table, pks, records in groups.values()
-    ]
+def dep_groups(deps: Sequence[DepItem]) -> list[Group]:
+    """`deps` grouped by the table they were read from (a group that is one run keeps the run's lists)."""
+    groups: dict[tuple[str, int], _Open] = {}
+    borrowed: set[tuple[str, int]] = set()  # groups holding a run's own lists: copied before they grow
+    for dep in deps:
+        if dep.__class__ is tuple:  # a single read (cheaper to tell than isinstance: this runs per read)
+            key, pk, table, record = dep
+            group = groups.get((key, id(table)))
+            if group is None or (borrowed and (key, id(table)) in borrowed):
+                group = _open(groups, borrowed, key, table)
+            group[2].append(pk)
+            group[3].append(record)
+            continue
+        run = cast(DepRun, dep)
+        slot = (run.key, id(run.table))
+        if slot not in groups:
+            groups[slot] = (run.key, run.table, run.pks, run.records)  # never changed after its read
+            borrowed.add(slot)
+            continue
+        group = _open(groups, borrowed, run.key, run.table)
+        group[2].extend(run.pks)
+        group[3].extend(run.records)
+    return [(key, table, pks, records, _index(pks, records)) for key, table, pks, records in groups.values()]
+
+
+def _open(
+    groups: dict[tuple[str, int], _Open], borrowed: set[tuple[str, int]], key: str, table: Mapping[str, object] | None
+) -> _Open:
+    """The group of `key`'s `table`, made (or copied from a run's lists) so that it can grow."""
+    slot = (key, id(table))
+    group = groups.get(slot)
+    if group is None:
+        group = groups[slot] = (key, table, [], [])
+    elif slot in borrowed:
+        borrowed.discard(slot)
+        group = groups[slot] = (key, table, list(group[2]), list(group[3]))
+    return group
 
 
 def _index(pks: list[str], records: list[object]) -> dict[str, object] | None:
@@ -329,6 +355,8 @@ class _Gen:
             "INVALID": INVALID,
             "to_text": to_text,
             "deps_valid": deps_valid,
+            "DepRun": DepRun,
+            "RUN_MIN": _exec.RUN_MIN,
             "deepcopy": copy.deepcopy,
             "setdict": object.__setattr__,
             "new": object.__new__,
@@ -604,6 +632,9 @@ class _Gen:
     def array(self, name: str, node: Array[object]) -> None:
         assert node.node is not None  # `ref` sends only an Array with a member schema here
         fn = self.ref(node.node)
+        if _plain_entity(node.node) and self.mode == "d" and self.shared_d(node.node, "") is not None:
+            self.entity_array(f"{name}_short", node.node, fn, self.const(node.denormalize_value))
+            return self.leaf_array(name, node.node, fn, self.const(node.denormalize_value))
         if _plain_entity(node.node):
             return self.entity_array(name, node.node, fn, self.const(node.denormalize_value))
         self.emit(
@@ -662,9 +693,15 @@ class _Gen:
             *([f"        unvisit.deps.append(({key}, value, table, record))"] if tracked else []),
             "        return record",
             "    cache = unvisit.cache",
-            f"    ck = ({cls_ref}, value)",
-            "    hit = cache.get(ck)",
-            "    if hit is not None and hit[0] is record:",
+            f"    slots = cache.get({cls_ref})",
+            "    if slots is None:",
+            f"        slots = cache[{cls_ref}] = {{}}",
+            "    hit = slots.get(value)",
+            "    if hit.__class__ is not tuple and hit is not None:  # an instance sharing its record",
+            "        if hit.__dict__ is record:",
+            *([f"            unvisit.deps.append(({key}, value, table, record))"] if tracked else []),
+            "            return hit",
+            "    elif hit is not None and hit[0] is record:",
             "        deps = hit[2]",
         ]
         if tracked:
@@ -674,8 +711,6 @@ class _Gen:
                 "        if not unvisit.checking or len(deps) == 1 or deps_valid(unvisit.entities, deps, 1):",
                 "            unvisit.deps.extend(deps)",
                 "            return hit[1]",
-                "    outer = unvisit.deps",
-                f"    unvisit.deps = mine = [({key}, value, table, record)]",
             ]
         else:  # a one-off read: nobody looks at its dependencies, and its cache is its own
             body += [
@@ -683,23 +718,44 @@ class _Gen:
                 f"            return {general}(value, unvisit)",
                 "        return hit[1]",
             ]
+        shared = self.shared_d(cls, key)
+        if shared is not None:
+            body += [f"    if {shared[0]}:", *("        " + line for line in shared[1]), "        return obj"]
+        if tracked:
+            body += ["    outer = unvisit.deps", f"    unvisit.deps = mine = [({key}, value, table, record)]"]
         body += self.build_d(cls, "", cached=True)
         body.append("        setdict(obj, '__dict__', values)")
         body += self.cache_entry(cls, "", tracked)
         body += ["    return obj", ""]
         self.emit(*body)
 
+    def shared_d(self, cls: type[Entity], key: str) -> tuple[str, list[str]] | None:
+        """For an entity without nested members: the test that `record` has exactly its fields, in order,
+        and the lines making `obj` share the record's dict, its own cache entry (as the compiled engine does).
+        """
+        if any(child is not None for child in cls.nested().values()):
+            return None
+        names = tuple(cls._defaults)
+        body = [
+            f"obj = new({self.const(cls)})",
+            "setdict(obj, '__dict__', record)  # stored data is never changed, nor is an instance",
+            "slots[value] = obj",
+        ]
+        if self.mode == "d":
+            body.append(f"unvisit.deps.append(({key}, value, table, record))")
+        return f"len(record) == {len(names)} and tuple(record) == {self.const(names)}", body
+
     def cache_entry(self, cls: type[Entity], indent: str, tracked: bool) -> list[str]:
         """Lines storing the built `obj` in the instance cache (after `build_d`)."""
         if not tracked:
-            return [indent + "    cache[ck] = (record, obj, ())"]
+            return [indent + "    slots[value] = (record, obj, ())"]
         deps = "mine"
         if cls.schema:  # a descendant deferred (deep data): these deps are incomplete
             deps = "mine if len(unvisit.deferred) == queued else unvisit.deferred_token()"
         return [
             indent + "    unvisit.deps = outer",
             indent + "    outer.extend(mine)",
-            indent + f"    cache[ck] = (record, obj, {deps})",
+            indent + f"    slots[value] = (record, obj, {deps})",
         ]
 
     def entity_array(self, name: str, cls: type[Entity], fn: str, general: str) -> None:
@@ -714,6 +770,9 @@ class _Gen:
             f"    table = unvisit.entities.get({key})",
             "    get = NOTHING.get if table is None else table.get",
             "    cache = unvisit.cache",
+            f"    slots = cache.get({cls_ref})",
+            "    if slots is None:",
+            f"        slots = cache[{cls_ref}] = {{}}",
             "    for value in value:",
             "        if value is None:",
             "            out.append(None)  # a None member of the response stays None",
@@ -725,23 +784,28 @@ class _Gen:
             "            if record is None or record is INVALID:",
             *([f"                unvisit.deps.append(({key}, value, table, record))"] if tracked else []),
             "                continue",
-            f"            ck = ({cls_ref}, value)",
-            "            hit = cache.get(ck)",
+            "            hit = slots.get(value)",
+            "            if hit is not None and hit.__class__ is not tuple and hit.__dict__ is record:",
+            *([f"                unvisit.deps.append(({key}, value, table, record))"] if tracked else []),
+            "                obj = hit  # an instance sharing its record",
             *(
                 [
-                    "            if hit is not None and hit[0] is record and hit[2].__class__ is list and (",
+                    "            elif hit.__class__ is tuple and hit[0] is record and hit[2].__class__ is list and (",
                     "                    not unvisit.checking or len(hit[2]) == 1",
                     "                    or deps_valid(unvisit.entities, hit[2], 1)):",
                     "                unvisit.deps.extend(hit[2])",
                 ]
                 if tracked
-                else ["            if hit is not None and hit[0] is record and hit[2] is not None:"]
+                else ["            elif hit.__class__ is tuple and hit[0] is record and hit[2] is not None:"]
             ),
             "                obj = hit[1]",
-            "            elif hit is not None and hit[0] is record:",
+            "            elif hit.__class__ is tuple and hit[0] is record:",
             f"                obj = {fn}(value, unvisit)  # a cycle, deep data or a stale entry: one by one",
-            "            else:",
         ]
+        shared = self.shared_d(cls, key)
+        if shared is not None:
+            body += [f"            elif {shared[0]}:", *("                " + line for line in shared[1])]
+        body += ["            else:"]
         if tracked:
             body += [
                 "                outer = unvisit.deps",
@@ -758,10 +822,70 @@ class _Gen:
         ]
         self.emit(*body)
 
+    def leaf_array(self, name: str, cls: type[Entity], fn: str, general: str) -> None:
+        """A list of pks of a plain entity class without nested members, in a tracked read: consecutive reads
+        of its table recorded as one `DepRun` (as the compiled engine does); anything else through `fn`.
+        A list shorter than `RUN_MIN` goes to `{name}_short` (written by `entity_array`)."""
+        key, cls_ref = self.const(cls.key), self.const(cls)
+        test = self.shared_d(cls, key)
+        assert test is not None
+        body = [
+            f"def {name}(value, unvisit):",
+            "    if not isinstance(value, list) or len(value) < RUN_MIN:",
+            f"        return {name}_short(value, unvisit)",
+        ]
+        if cls.schema:  # deep data: the general engine defers entities this deep
+            body += ["    if unvisit.depth >= MAX_DEPTH:", f"        return {general}(value, unvisit)"]
+        body += [
+            "    out = []",
+            f"    table = unvisit.entities.get({key})",
+            "    get = NOTHING.get if table is None else table.get",
+            "    cache = unvisit.cache",
+            f"    slots = cache.get({cls_ref})",
+            "    if slots is None:",
+            f"        slots = cache[{cls_ref}] = {{}}",
+            "    deps = unvisit.deps",
+            "    at = -1  # len(deps) just after the current run was appended (another dep since: a new run)",
+            "    for value in value:",
+            "        if value is None:",
+            "            out.append(None)  # a None member of the response stays None",
+            "            continue",
+            "        if value.__class__ is not str:",
+            f"            obj = {fn}(value, unvisit)  # an id of another type, or an entity given inline",
+            "        else:",
+            "            obj = record = get(value)",
+            "            if record is not None and record is not INVALID:",
+            "                hit = slots.get(value)",
+            "                if hit is not None and hit.__class__ is not tuple and hit.__dict__ is record:",
+            "                    obj = hit  # an instance sharing its record",
+            f"                elif hit.__class__ is not tuple and record.__class__ is dict and {test[0]}:",
+            f"                    obj = new({cls_ref})",
+            "                    setdict(obj, '__dict__', record)  # stored data is never changed, nor is an instance",
+            "                    slots[value] = obj",
+            "                else:",
+            f"                    obj = {fn}(value, unvisit)  # records its own dep",
+            "                    if obj is not None and obj is not INVALID:",
+            "                        out.append(obj)",
+            "                    continue",
+            "            if len(deps) != at:",
+            f"                run = DepRun({key}, table)",
+            "                pks = run.pks.append",
+            "                records = run.records.append",
+            "                deps.append(run)",
+            "                at = len(deps)",
+            "            pks(value)",
+            "            records(record)",
+            "        if obj is not None and obj is not INVALID:",
+            "            out.append(obj)",
+            "    return out",
+            "",
+        ]
+        self.emit(*body)
+
     def build_d(self, cls: type[Entity], indent: str, cached: bool) -> list[str]:
         """Lines building `obj` from `record` (ending inside `if obj is not INVALID:`).
 
-        `cached`: a stored entity (key `ck`), built one level deeper (`unvisit.depth`), as the
+        `cached`: a stored entity (`slots[value]`), built one level deeper (`unvisit.depth`), as the
         general engine does; an entity given inline is built at its parent's depth, uncached.
         """
         defaults, cls_ref = self.const(dict(cls._defaults)), self.const(cls)
@@ -773,7 +897,7 @@ class _Gen:
         deep = cached and bool(cls.schema)
         if deep:
             body += [
-                "    cache[ck] = (record, obj, None)  # a cycle back here finds it",
+                "    slots[value] = (record, obj, None)  # a cycle back here finds it",
                 "    queued = len(unvisit.deferred)",
                 "    depth = unvisit.depth",
                 "    unvisit.depth = depth + 1",
@@ -812,8 +936,9 @@ def denormalize_with(unvisit: Unvisit, node: Node | None, input: object, tracked
         cache = unvisit.cache
         if not tracked:  # a one-off read's own cache (the executor files half-built instances as built)
             cache.clear()
-        for item in [k for k, hit in cache.items() if hit[2] is None]:
-            del cache[item]
+        for slots in cache.values():
+            for pk in [pk for pk, hit in slots.items() if hit.__class__ is tuple and hit[2] is None]:
+                del slots[pk]
         unvisit.deps = []
         unvisit.depth = 0
         unvisit.deferred = ()

@@ -15,7 +15,7 @@ from restlayer._gc import pause as gc_pause
 from restlayer._gc import resume as gc_resume
 from restlayer.schema._base import INVALID, Node, compile_schema
 from restlayer.schema._containers import Object
-from restlayer.schema._denormalize import Dep, InstanceCache, Unvisit
+from restlayer.schema._denormalize import Dep, DepItem, Hit, InstanceCache, Unvisit, expand_deps
 from restlayer.schema._fast import Group, denormalize_with, dep_groups, groups_valid
 from restlayer.schema._normalize import _tables_of
 
@@ -29,20 +29,31 @@ Groups: TypeAlias = "list[Group]"
 class Denormalized:
     """A read's outcome: `data`, whether it was `invalid`, whether a query `found` anything."""
 
-    __slots__ = ("_groups", "data", "deps", "found", "invalid")
+    __slots__ = ("_deps", "_groups", "data", "found", "invalid")
 
-    def __init__(self, data: Any, invalid: bool, found: bool, deps: list[Dep]) -> None:  # data: what the schema reads
+    def __init__(
+        self, data: Any, invalid: bool, found: bool, deps: list[DepItem]
+    ) -> None:  # data: what the schema reads
         self.data = data
         self.invalid = invalid
         self.found = found
-        self.deps = deps
+        self._deps = deps  # as recorded: runs of one table's reads kept compact
         self._groups: Groups | None = None
+
+    @property
+    def deps(self) -> list[Dep]:
+        """Every record the read touched, in order: (entity key, pk, table read, record read)."""
+        return expand_deps(self._deps)
 
     def unchanged_in(self, entities: Tables) -> bool:
         """Whether every record this read touched is still the same object in `entities` (deps grouped once)."""
         if self._groups is None:
-            self._groups = dep_groups(self.deps)
+            self._groups = dep_groups(self._deps)
         return groups_valid(entities, self._groups)
+
+    def as_not_found(self) -> Denormalized:
+        """The same read, counted as not found (a dict query with a missing member)."""
+        return Denormalized(self.data, self.invalid, False, self._deps)
 
     @property
     def refs(self) -> list[tuple[str, str]]:
@@ -70,6 +81,11 @@ class _Entry:
     def valid_for(self, entities: Tables) -> bool:
         """Whether every record the read touched is still the one in `entities`."""
         return self.result.unchanged_in(entities)
+
+
+def _current(hit: Hit, record: object) -> bool:
+    """Whether cache entry `hit` was built from `record` (a bare instance is its record's own entry)."""
+    return hit[0] is record if isinstance(hit, tuple) else hit.__dict__ is record
 
 
 class MemoCache:
@@ -155,7 +171,7 @@ class MemoCache:
         result = self.denormalize_detail(node, key, entities, args)
         if isinstance(node, Object) and isinstance(key, Mapping) and not node.found_all(key):
             # A dict with a missing member: its data is shown, but the read counts as not found.
-            return Denormalized(result.data, result.invalid, False, result.deps)
+            return result.as_not_found()
         return result
 
     def _stable_query_key(self, node: Node, args: tuple[object, ...], key: object) -> object:
@@ -187,13 +203,17 @@ class MemoCache:
 
     def prune(self, entities: Tables) -> None:
         """Drop cached instances whose record is no longer the stored one (bounded memory)."""
-        stale = []
-        for (owner, pk), hit in self._entities.items():
+        for owner, slots in list(self._entities.items()):
             # keyed by entity class (instances) or by collection key (stored lists)
             table = entities.get(owner if isinstance(owner, str) else owner.key)
-            if table is None or table.get(pk) is not hit[0]:
-                stale.append((owner, pk))
-        for item in stale:
-            del self._entities[item]
+            if table is None:
+                del self._entities[owner]
+                continue
+            get = table.get
+            stale = [pk for pk, hit in slots.items() if not _current(hit, get(pk))]
+            for pk in stale:
+                del slots[pk]
+            if not slots:
+                del self._entities[owner]
         self._results.clear()
         self._queries.clear()
