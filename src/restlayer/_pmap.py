@@ -107,9 +107,13 @@ class PMap(Mapping[K, V], Generic[K, V]):
         return PMap(self._map.delete(key))
 
     def update(self, changes: Mapping[K, V]) -> PMap[K, V]:
-        """A new map with every item of `changes` set."""
+        """A new map with every item of `changes` set (a bulk change rewrites the table: see `_bulk`)."""
         if not changes:
             return self
+        if _bulk(len(changes), len(self)):
+            rows = self._dict.copy() if self._dict is not None else dict(self._map.items())
+            rows.update(changes)
+            return PMap.adopt(rows)
         return PMap(self._map.update(changes))
 
     def to_dict(self) -> dict[K, object]:
@@ -183,6 +187,10 @@ class OrderedPMap(PMap[K, V]):
     def update(self, changes: Mapping[K, V]) -> OrderedPMap[K, V]:
         if not changes:
             return self
+        if _bulk(len(changes), len(self)):  # lineage would hold too many keys to help anyway
+            rows = self._ordered_rows()
+            rows.update(changes)
+            return _adopted(rows)
         present = self._map
         m = present.update(changes)
         for key in changes:
@@ -197,6 +205,13 @@ class OrderedPMap(PMap[K, V]):
         out._log = self._order_log()
         out._length = self._length
         return out
+
+    def _ordered_rows(self) -> dict[K, V]:
+        """A new dict of the items in insertion order (an adopted table's dict is in that order)."""
+        if self._dict is not None:
+            return self._dict.copy()
+        present = self._map
+        return {key: present[key] for key in self.in_order()}
 
     def _lineage_after(self, changed: tuple[K, ...]) -> Lineage[K, V]:
         """A derived version's lineage: this version and its recent ancestors, with the keys changed since each."""
@@ -237,6 +252,13 @@ class OrderedPMap(PMap[K, V]):
         return self._ordered
 
 
+def _adopted(rows: dict[K, V]) -> OrderedPMap[K, V]:
+    """An entity table keeping `rows` as is (`OrderedPMap.adopt`, typed as one)."""
+    out: OrderedPMap[K, V] = object.__new__(OrderedPMap)
+    out._adopt(rows)
+    return out
+
+
 _LOG_LOCK = threading.Lock()
 
 #: An entity table's recent ancestors (weakly held) with the keys set or deleted since each: MemoCache
@@ -244,6 +266,17 @@ _LOG_LOCK = threading.Lock()
 Lineage: TypeAlias = "tuple[tuple[weakref.ref[OrderedPMap[K, V]], tuple[K, ...]], ...]"
 _MAX_LINEAGE = 4
 _MAX_CHANGED = 64
+
+
+def _bulk(changed: int, size: int) -> bool:
+    """Whether setting `changed` keys of a `size`-key map rewrites it as a new dict instead of trie inserts.
+
+    When a write sets more than `_MAX_CHANGED` keys and at least half the map (a refetched list
+    replacing its table's rows), copying the dict is several times cheaper than inserting each key
+    into the trie, and the new table is read by plain dict lookups. The copy is O(size) <= O(2 * changed),
+    and so is the trie a later small write builds from it: the cost stays proportional to the bulk write.
+    """
+    return changed > _MAX_CHANGED and changed * 2 >= size
 
 
 def changed_between(old: Mapping[K, V] | None, new: Mapping[K, V] | None) -> tuple[K, ...] | None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import gc
+import weakref
 from typing import Any
 
 import pytest
@@ -23,6 +25,21 @@ async def test_fetch_returns_the_stored_read_itself(ctrl: Controller, res: Any, 
     assert todo is ctrl.cache(res.Todo.get, id=1) is ctrl.get(Todo, {"id": 1})
     assert ctrl.get_state()["endpoints"][res.Todo.get.key({"id": 1})] == "1"
     assert len(gets(api, "/todos/1")) == 1
+
+
+def test_a_replaced_result_is_not_kept_alive_by_the_memo() -> None:
+    """A result written over is dropped from the memo at once, with the instances only its read held."""
+    ep = RestEndpoint(path="/todos", url_prefix="http://x.test", schema=[Todo])
+    ctrl = Controller()
+    ctrl.set_response(ep, [{"id": 1, "title": "a"}])
+    first = ctrl.get_response(ep).data
+    assert first is not None
+    gone = weakref.ref(first[0])
+    ctrl.set_response(ep, [{"id": 1, "title": "b"}])
+    assert [todo.title for todo in ctrl.get_response(ep).data or []] == ["b"]
+    del first
+    gc.collect()
+    assert gone() is None
 
 
 async def test_state_by_key_and_attribute_and_snapshots(ctrl: Controller, res: Any) -> None:

@@ -83,6 +83,22 @@ def test_identity_follows_record_not_equality() -> None:
     assert new[1] is old[1]
 
 
+def test_forget_drops_the_read_of_that_container_only() -> None:
+    """A forgotten input is read afresh (equal, new list, same instances); reads keyed by value stay."""
+    r = base()
+    memo = MemoCache()
+    first = memo.denormalize([Todo], r.result, r.entities)
+    one = memo.denormalize(Todo, "1", r.entities)
+    memo.forget([Todo], list(r.result))  # an equal but other container: not the one read
+    assert memo.denormalize([Todo], r.result, r.entities) is first
+    memo.forget([Todo], r.result)
+    memo.forget(Todo, "1")  # a pk is shared by every read of it: nothing is dropped
+    again = memo.denormalize([Todo], r.result, r.entities)
+    assert again == first and again is not first
+    assert again[0] is first[0] is one
+    assert memo.denormalize(Todo, "1", r.entities) is one
+
+
 def test_entity_read_is_the_list_element() -> None:
     """Check: MemoCache().denormalize(Todo, "1", ...) is element 0 of the list read."""
     r = base()

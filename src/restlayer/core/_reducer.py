@@ -78,7 +78,7 @@ def _set_response(state: State, action: act.SetResponse) -> tuple[State, BaseExc
         assert isinstance(error, BaseException)  # an error SetResponse carries the exception (set_error checks)
         return _error(state, action, error, action.error_policy, optimistic), None
     try:
-        return normalize_response(state, action).evolve(optimistic=optimistic), None
+        return normalize_response(state, action, optimistic=optimistic), None
     except Exception as exc:  # normalization of untrusted data: any failure is a 400
         where = (exc.schema, exc.path) if isinstance(exc, SchemaError) else ("", ())
         error = ProcessingError(f"Error processing {action.key}: {exc}", schema=where[0], path=where[1])
@@ -87,11 +87,14 @@ def _set_response(state: State, action: act.SetResponse) -> tuple[State, BaseExc
         return _error(state, action, error, policy, optimistic), error
 
 
-def normalize_response(state: State, action: act.SetResponse, *, guess: bool = False) -> State:
+def normalize_response(
+    state: State, action: act.SetResponse, *, guess: bool = False, optimistic: tuple[act.Fetch, ...] | None = None
+) -> State:
     """`state` with the response normalized in (entities, endpoints, meta); may raise.
 
     Only an optimistic `guess` may give a created item a placeholder pk; a reply
     (from the server or `set_response`) without a usable pk raises SchemaError.
+    `optimistic`: the pending optimistic fetches of the new state (default: `state`'s).
     """
     meta = {"fetched_at": action.fetched_at, "date": action.date, "expires_at": action.expires_at}
     result = normalize(action.endpoint.schema, action.response, action.args, state, meta, placeholders=guess)
@@ -110,6 +113,7 @@ def normalize_response(state: State, action: act.SetResponse, *, guess: bool = F
         entities_meta=result.entities_meta,
         endpoints=endpoints,
         meta=state.meta.set(action.key, key_meta),
+        optimistic=state.optimistic if optimistic is None else optimistic,
     )
 
 

@@ -97,8 +97,17 @@ class State(Mapping[str, object]):
         )
 
     def evolve(self, **changes: Unpack[_Tables]) -> State:
-        """A new state with some tables replaced (the others shared)."""
-        return replace(self, **changes)
+        """A new state with some tables replaced (the others shared).
+
+        `dataclasses.replace` without its per-call field walk: every store change makes one.
+        """
+        if not _FIELD_SET.issuperset(changes):
+            return replace(self, **changes)  # raises the TypeError naming the unknown field
+        new = object.__new__(type(self))
+        values = new.__dict__
+        values.update(self.__dict__)
+        values.update(changes)
+        return new
 
     def to_dict(self) -> dict[str, Any]:  # arbitrary JSON (by `_plain`) for the caller to read into
         """The store as plain JSON-able data, e.g. `json.dumps(ctrl.get_state().to_dict())` to inspect it.
@@ -127,6 +136,7 @@ if TYPE_CHECKING:
 
 
 _FIELDS: tuple[str, ...] = tuple(f.name for f in fields(State))
+_FIELD_SET = frozenset(_FIELDS)
 
 
 def _plain(value: object) -> object:

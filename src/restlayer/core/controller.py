@@ -149,8 +149,10 @@ class Controller:
             self._failures[action] = failure
         if state is self._state:
             return
-        self._state = state
+        previous, self._state = self._state, state
         self._view = None
+        if isinstance(action, act.SetResponse):
+            self._forget_replaced(action, previous, state)
         if isinstance(action, act.Reset):
             self._resets += 1
             self.memo.clear()
@@ -158,6 +160,12 @@ class Controller:
             self.memo = MemoCache()  # a fresh memo: pruning alone keeps the old table capacity
         if len(self._watchers):
             self._watchers.notify()
+
+    def _forget_replaced(self, action: act.SetResponse, before: State, after: State) -> None:
+        """Let the memo drop its read of a result this response replaced (else it stays until evicted)."""
+        old = before.endpoints.get(action.key)
+        if old is not None and not isinstance(old, (str, int, float)) and old is not after.endpoints.get(action.key):
+            self.memo.forget(action.endpoint.schema, old)
 
     def _current(self) -> State:
         """The committed state with pending optimistic updates applied (cached until the next change)."""
@@ -359,7 +367,7 @@ class Controller:
                 ep, fetch.args, fetch.key, value, fetch.fetched_at, date, date + fetch.data_expiry_length, fetch=fetch
             )
             self.dispatch(action)
-            failure = self._failures.pop(action, None)
+            failure = self._failures.pop(action, None) if self._failures else None  # empty: no weakref made
             if failure is None and self.refetch_overtaken is not None and ep.side_effect:
                 self._refetch_if_overtaken(fetch)
         if _log.isEnabledFor(logging.DEBUG):

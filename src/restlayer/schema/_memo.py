@@ -136,6 +136,20 @@ class MemoCache:
         self._results[slot] = _Entry(node, input, args, entities, result)
         return result
 
+    def forget(self, schema: object, input: object) -> None:
+        """Drop the memoized read of the container `input` (a result the store no longer holds).
+
+        Only memory is at stake: the entry keeps `input`, every instance it built and the
+        tables it read alive until the bounded cache evicts it; reading `input` again rebuilds.
+        """
+        if input is None or isinstance(input, (str, int, float)):
+            return  # keyed by value: other reads share the entry
+        node = compile_schema(schema)
+        slot = (id(node), id(input))
+        entry = self._results.get(slot)
+        if entry is not None and entry.node is node and entry.input is input:
+            del self._results[slot]
+
     def query(self, schema: object, args: Sequence[object], state: object) -> Any:
         """Answer a read of `schema` from the store alone (Query, All, Entity, Collection, dict)."""
         return self.query_detail(schema, args, state).data
