@@ -461,12 +461,12 @@ class DEntity(DPlan):
                         return hit
                 elif hit[0] is record:
                     return ctx.out(self.general, pk) if hit[2] is None else hit[1]
+        if not self.fields and self.same_fields(record):
+            shared = objs[pk] = self.share(record)
+            return shared
         obj = _new(self.cls)
         objs[pk] = obj
         if not self.fields:
-            if self.same_fields(record):
-                object.__setattr__(obj, "__dict__", record)  # shared, as in `share`
-                return obj
             value = self.fill(obj, record, ctx.unvisit, ctx)
         elif self.deep:
             depth = ctx.depth
