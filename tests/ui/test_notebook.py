@@ -79,12 +79,14 @@ box, rc = solara.render(page)
 DISPLAY = "box"
 FETCHED = """
 wait_for(lambda: len(shown) >= 1, "the fetched todo")
-print(json.dumps({"model_id": box.model_id, "texts": texts(box), "shown": shown}))
+with rc.thread_lock:  # the effect runs inside a render pass: read the tree once that pass is over
+    print(json.dumps({"model_id": box.model_id, "texts": texts(box), "shown": shown}))
 """
 CHANGED = """
 ctrl.set(Todo, {"id": 1}, {"id": 1, "title": "renamed in a notebook"})
 wait_for(lambda: "renamed in a notebook" in shown, "the re-render")
-print(json.dumps({"texts": texts(box), "shown": shown}))
+with rc.thread_lock:
+    print(json.dumps({"texts": texts(box), "shown": shown}))
 """
 CLOSE = """
 rc.close()
