@@ -327,14 +327,13 @@ class DPlan:
 class DEntity(DPlan):
     """A plain entity class: the instance for a pk, cached per read (or per MemoCache) by its record.
 
-    `tracked=False` records no dependencies (a one-off read whose cache is its own).
+    `read` is the tracked read (dependencies recorded); `read_once` the one-off read, whose cache is its own.
     """
 
-    def __init__(self, cls: type[Entity], tracked: bool) -> None:
+    def __init__(self, cls: type[Entity]) -> None:
         super().__init__(cls.denormalize_value)
         self.cls = cls
         self.key: str = cls.key
-        self.tracked = tracked
         self.deep = bool(cls.schema)  # may defer descendants (deep data)
         self.defaults: dict[str, object] = dict(cls._defaults)
         self.mutable: list[str] = list(cls._mutable_defaults)
@@ -384,8 +383,7 @@ class DEntity(DPlan):
             return self.general(pk, unvisit)
         record = None if table is None else table.get(pk)
         if record is None or record is _INVALID:
-            if self.tracked:
-                unvisit.deps.append((self.key, pk, table, record))
+            unvisit.deps.append((self.key, pk, table, record))
             return record
         if not isinstance(record, dict):  # not a record normalize wrote: the general engine
             return self.general(pk, unvisit)
@@ -394,13 +392,10 @@ class DEntity(DPlan):
         if hit is not None:
             if not isinstance(hit, tuple):  # an instance sharing its record: its own entry, reading that record alone
                 if hit.__dict__ is record:
-                    if self.tracked:
-                        unvisit.deps.append((self.key, pk, table, record))
+                    unvisit.deps.append((self.key, pk, table, record))
                     return hit
             elif hit[0] is record:
                 deps = hit[2]
-                if not self.tracked:
-                    return self.general(pk, unvisit) if deps is None else hit[1]
                 if type(deps) is not list:  # a cycle back to an instance being built, or deep data
                     return self.general(pk, unvisit)
                 if not unvisit.checking or len(deps) == 1 or deps_valid(unvisit.entities, deps, 1):
@@ -409,13 +404,8 @@ class DEntity(DPlan):
         if not self.fields and self.same_fields(record):
             shared = self.share(record)
             slots[pk] = shared
-            if self.tracked:
-                unvisit.deps.append((self.key, pk, table, record))
+            unvisit.deps.append((self.key, pk, table, record))
             return shared
-        if not self.tracked:
-            obj = self.build_stored(slots, pk, record, unvisit)
-            slots[pk] = (record, obj, ())
-            return obj
         dep: Dep = (self.key, pk, table, record)
         if not self.fields:  # building it reads nothing else: its deps are this read alone
             obj = self.fill(_new(self.cls), record, unvisit, None)
@@ -516,7 +506,9 @@ class DEntity(DPlan):
 
         `ctx`: the untracked read this is part of (None: a tracked read on `unvisit`).
         """
-        if self.same_fields(record):  # every field stored: no default left, a plain copy in that order
+        # Every field stored: a plain copy in that order. Not tested again for a leaf: its reader shares
+        # such a stored record instead, and for one given inline the merge below makes the same dict.
+        if self.fields and self.same_fields(record):
             values = record.copy()
         else:
             values = self.defaults.copy()
@@ -551,7 +543,7 @@ class DArray(DPlan):
         items: list[object] = value
         entity = self.entity
         if entity is not None:
-            leaf = entity.tracked and not entity.fields and not entity.deep  # (fields are filled after __init__)
+            leaf = not entity.fields and not entity.deep  # (fields are filled after __init__)
             if leaf and len(items) >= RUN_MIN:
                 return self.leaves(items, entity, unvisit)
             return self.entities(items, entity, unvisit)

@@ -250,7 +250,7 @@ def _executor_d(node: Node, tracked: bool) -> DenormFn:
             return known
         made: _exec.DPlan  # narrowed to each plan class as it is made
         if _plain_entity(n):
-            made = plans[id(n)] = _executor.DEntity(n, tracked)
+            made = plans[id(n)] = _executor.DEntity(n)
             made.fields = [(f, plan(c), f in n._truthy_defaults) for f, c in n.nested().items() if c is not None]
         elif isinstance(n, Array) and n.node is not None:
             made = plans[id(n)] = _executor.DArray(n.denormalize_value, plan(n.node))
@@ -692,10 +692,7 @@ class _Gen:
             "    if record is None or record is INVALID:",
             *([f"        unvisit.deps.append(({key}, value, table, record))"] if tracked else []),
             "        return record",
-            "    cache = unvisit.cache",
-            f"    slots = cache.get({cls_ref})",
-            "    if slots is None:",
-            f"        slots = cache[{cls_ref}] = {{}}",
+            *self.slots_lines(cls_ref),
             "    hit = slots.get(value)",
             "    if hit.__class__ is not tuple and hit is not None:  # an instance sharing its record",
             "        if hit.__dict__ is record:",
@@ -728,6 +725,16 @@ class _Gen:
         body += self.cache_entry(cls, "", tracked)
         body += ["    return obj", ""]
         self.emit(*body)
+
+    @staticmethod
+    def slots_lines(cls_ref: str) -> list[str]:
+        """Lines binding `slots`: the instance cache's entries of entity class `cls_ref`, by pk."""
+        return [
+            "    cache = unvisit.cache",
+            f"    slots = cache.get({cls_ref})",
+            "    if slots is None:",
+            f"        slots = cache[{cls_ref}] = {{}}",
+        ]
 
     def shared_d(self, cls: type[Entity], key: str) -> tuple[str, list[str]] | None:
         """For an entity without nested members: the test that `record` has exactly its fields, in order,
@@ -769,10 +776,7 @@ class _Gen:
             "    out = []",
             f"    table = unvisit.entities.get({key})",
             "    get = NOTHING.get if table is None else table.get",
-            "    cache = unvisit.cache",
-            f"    slots = cache.get({cls_ref})",
-            "    if slots is None:",
-            f"        slots = cache[{cls_ref}] = {{}}",
+            *self.slots_lines(cls_ref),
             "    for value in value:",
             "        if value is None:",
             "            out.append(None)  # a None member of the response stays None",
@@ -840,10 +844,7 @@ class _Gen:
             "    out = []",
             f"    table = unvisit.entities.get({key})",
             "    get = NOTHING.get if table is None else table.get",
-            "    cache = unvisit.cache",
-            f"    slots = cache.get({cls_ref})",
-            "    if slots is None:",
-            f"        slots = cache[{cls_ref}] = {{}}",
+            *self.slots_lines(cls_ref),
             "    deps = unvisit.deps",
             "    at = -1  # len(deps) just after the current run was appended (another dep since: a new run)",
             "    for value in value:",

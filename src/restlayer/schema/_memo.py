@@ -92,7 +92,7 @@ class MemoCache:
     """Memoized denormalization and store queries (one per store, shared by every reader)."""
 
     def __init__(self) -> None:
-        # Entity instances by (class, pk): two classes sharing one `key` never share instances.
+        # Entity instances by class, then pk: two classes sharing one `key` never share instances.
         self._entities: InstanceCache = {}
         # By (node id, input or its id): the node and input are held by the entry, so their ids stay theirs.
         self._results: dict[tuple[int, object], _Entry] = {}
