@@ -119,3 +119,22 @@ def test_deep_plain_data_is_stored_and_self_containing_data_is_refused() -> None
         normalize(Tagged, {"id": 1, "extra": loop})
     with pytest.raises(SchemaError, match="contains itself"):
         normalize(None, [loop])
+
+
+@pytest.mark.parametrize("case", ["new", "refetch", "older reply", "twice in one reply"])
+def test_no_write_path_keeps_or_changes_the_callers_dict(case: str) -> None:
+    """A stored record is never the caller's dict, its lists are frozen copies, the caller's dict stays as it was."""
+    stored = normalize([Tagged], [{"id": 1, "tags": ["old"], "extra": {}}], meta={"fetched_at": 10})
+    row: Any = {"id": 1, "tags": ["a"]}
+    rows = [row, {"id": 1, "tags": ["a"]}] if case == "twice in one reply" else [row]
+    state = None if case == "new" else stored
+    fetched_at = 5 if case == "older reply" else 20
+    r = normalize([Tagged], rows, state=state, meta={"fetched_at": fetched_at})
+    kept = r.entities["Tagged"]["1"]
+    assert row == {"id": 1, "tags": ["a"]} and type(row["tags"]) is list
+    assert kept is not row and kept["tags"] is not row["tags"]
+    assert kept["tags"] == (["old"] if case == "older reply" else ["a"])
+    with pytest.raises(TypeError, match="read-only"):
+        kept["tags"].append("x")
+    row["tags"].append("later")
+    assert r.entities["Tagged"]["1"]["tags"] == (["old"] if case == "older reply" else ["a"])

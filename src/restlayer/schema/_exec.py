@@ -76,7 +76,9 @@ class Walk:
         self.pending: dict[str, dict[str, object]] = ctx.pending
         self.pending_meta: dict[str, dict[str, Meta]] = ctx.pending_meta
         self.meta: Meta = ctx.meta
+        self.fetched_at: float = ctx.meta["fetched_at"]
         self.stored: dict[str, Lookup] = {}  # entity key -> its stored table's `get` (None: no table)
+        self.stored_meta: dict[str, Lookup] = {}  # the same for the stored meta tables
 
     def stored_get(self, key: str) -> Lookup:
         """The stored table's lookup for `key`, or None when the store has no such table."""
@@ -86,6 +88,17 @@ class Walk:
         get: Lookup = None if table is None else table.get
         self.stored[key] = get
         return get
+
+    def stored_meta_of(self, key: str, pk: str) -> Meta:
+        """The stored meta of `key`/`pk` (a zero meta when there is none)."""
+        get: Lookup
+        if key in self.stored_meta:
+            get = self.stored_meta[key]
+        else:
+            table = self.ctx.entities_meta.get(key)
+            get = self.stored_meta[key] = None if table is None else table.get
+        meta = None if get is None else get(pk)
+        return _NO_META if meta is None else cast("Meta", meta)
 
 
 class NPlan:
@@ -122,31 +135,35 @@ class NEntity(NPlan):
         if type(pk) is not str or pk == "" or pk == "undefined":
             return self.general(value, parent, key, w.ctx)  # anything unusual: the general engine
         spk: str = pk
+        if not self.nested:
+            self.store(spk, src, False, w)
+            return spk
+        ctx = w.ctx
+        depth: int = ctx.depth
+        if depth >= _DEPTH:  # deep data: the general engine defers it
+            return self.general(value, parent, key, ctx)
         record = src.copy()
-        if self.nested:
-            ctx = w.ctx
-            depth: int = ctx.depth
-            if depth >= _DEPTH:  # deep data: the general engine defers it
-                return self.general(value, parent, key, ctx)
-            ctx.depth = depth + 1
-            _walk_members(self.fields, record, record, w)
-            ctx.depth = depth
-        if _has_containers(record):
-            freeze_members(record)  # stored data is read-only
-        self.store(spk, record, w)
+        ctx.depth = depth + 1
+        _walk_members(self.fields, record, record, w)
+        ctx.depth = depth
+        self.store(spk, record, True, w)
         return spk
 
-    def store(self, pk: str, record: dict[str, object], w: Walk) -> None:
-        """Write a new record, or merge with a stored dict by the default rule; the rest via `ctx.store`."""
+    def store(self, pk: str, record: dict[str, object], owned: bool, w: Walk) -> None:
+        """Write a new record, or merge with a stored dict by the default rule; the rest via `ctx.store`.
+
+        An `owned` record was built by this call; any other is the caller's, copied (or merged
+        into a new dict) before it is stored.
+        """
         key = self.key
         table = w.pending.get(key)
         if table is not None and pk in table:
-            w.ctx.store(self.cls, pk, record)  # written earlier in this call: the general merge
+            w.ctx.store(self.cls, pk, _stored_form(record, owned))  # written earlier in this call: the general merge
             return
         get = w.stored_get(key)
         existing = None if get is None else get(pk)
         if existing is not None and type(existing) is not dict:
-            w.ctx.store(self.cls, pk, record)
+            w.ctx.store(self.cls, pk, _stored_form(record, owned))
             return
         if table is None:
             table = {}
@@ -157,20 +174,25 @@ class NEntity(NPlan):
             metas = w.pending_meta[key]
         meta = w.meta
         if existing is None:
-            table[pk] = record
+            table[pk] = _stored_form(record, owned)
             metas[pk] = meta
             return
-        stored_metas = w.ctx.entities_meta.get(key)
-        stored_meta = None if stored_metas is None else stored_metas.get(pk)
-        if stored_meta is None:
-            stored_meta = _NO_META
+        stored_meta = w.stored_meta_of(key, pk)
         stored_record = cast("dict[str, object]", existing)
-        if meta["fetched_at"] < stored_meta["fetched_at"]:  # older data loses
-            table[pk] = {**record, **stored_record}
+        if w.fetched_at < stored_meta["fetched_at"]:  # older data loses
+            table[pk] = _stored_form({**record, **stored_record}, True)
             metas[pk] = stored_meta
-        else:
-            table[pk] = {**stored_record, **record}
-            metas[pk] = meta
+            return
+        table[pk] = _stored_form({**stored_record, **record}, True)
+        metas[pk] = meta
+
+
+def _stored_form(record: dict[str, object], owned: bool) -> dict[str, object]:
+    """`record` as the store keeps it: this call's own copy, its plain lists and dicts frozen."""
+    out = record if owned else record.copy()
+    if _has_containers(out):
+        freeze_members(out)  # stored data is read-only
+    return out
 
 
 def _walk_members(fields: list[tuple[str, NPlan]], out: dict[str, object], parent: object, w: Walk) -> None:
