@@ -95,6 +95,14 @@ class ByteStream:
 
 async def read_body(response: httpx.Response, cap: int | None) -> httpx.Response:
     """Read the decoded body, at most `max_body_size` bytes; the reply with its content."""
+    if _known_within(response, cap):
+        try:
+            await response.aread()  # the common case, read in place (no copy of the reply)
+        except httpx.HTTPError as exc:
+            raise transport_error(response.url, exc, response) from exc
+        finally:
+            await response.aclose()
+        return response
     chunks: list[bytes] = []
     size = 0
     try:
@@ -113,6 +121,20 @@ async def read_body(response: httpx.Response, cap: int | None) -> httpx.Response
     finally:
         await response.aclose()
     return _with_content(response, b"".join(chunks))
+
+
+def _known_within(response: httpx.Response, cap: int | None) -> bool:
+    """Whether the body cannot exceed `cap` once decoded: no cap, or an unencoded body of a declared length within it.
+
+    (The HTTP layer never reads past a declared Content-Length, and an unencoded body decodes to itself.)
+    """
+    if cap is None:
+        return True
+    headers = response.headers
+    if headers.get("content-encoding", "identity").lower() != "identity":
+        return False
+    length = headers.get("content-length")
+    return length is not None and length.isdigit() and int(length) <= cap
 
 
 async def parse_reply(
