@@ -69,6 +69,20 @@ async def test_decoded_body_under_the_cap_is_read_whole(api: LocalServer) -> Non
     assert await ep({"kib": 1024}) == "0" * MIB
 
 
+@pytest.mark.parametrize("cap", [1000, 5000])
+async def test_an_unencoded_body_of_declared_length_over_the_cap_fails(api: LocalServer, cap: int) -> None:
+    ep = RestEndpoint(path="/_test/list", url_prefix=api.url, max_body_size=cap)
+    with pytest.raises(BodyTooLargeError, match=f"max_body_size={cap}"):
+        await ep({"n": 100})  # about 5.6 KB, sent with its Content-Length
+
+
+@pytest.mark.parametrize("cap", [6000, None])
+async def test_an_unencoded_body_within_the_cap_or_uncapped_is_read_whole(api: LocalServer, cap: int | None) -> None:
+    ep = RestEndpoint(path="/_test/list", url_prefix=api.url, max_body_size=cap)
+    rows = await ep({"n": 100})
+    assert [row["id"] for row in rows] == list(range(1, 101))
+
+
 # -- total deadline --------------------------------------------------------------------------
 
 
