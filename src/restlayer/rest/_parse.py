@@ -14,6 +14,7 @@ from typing import Final
 
 import httpx
 
+from restlayer._json import loads
 from restlayer.errors import BodyTooLargeError, DecodeError, EmptyBodyError, RestLayerError, TransportError
 
 _TEXT_LIKE: Final = re.compile(r"\btext\b|\bxml\b|\bhtml\b|\bjavascript\b|\bcss\b|\bcsv\b|\burlencoded\b")
@@ -202,7 +203,7 @@ async def _parse_content(response: httpx.Response, content: str, schema_set: boo
 def parse_json(response: httpx.Response) -> object:
     """Parsed JSON body; a body that is not JSON (or nests too deeply) is a status-400 DecodeError."""
     try:
-        return json.loads(response.content)
+        return loads(response.content)
     except ValueError as exc:
         raise DecodeError(f"{response.url}: invalid JSON response: {exc}", status=400, response=response) from exc
     except RecursionError as exc:
