@@ -316,6 +316,6 @@ def merge_tables(
                 changes[key] = OrderedPMap.adopt(rows) if ordered else PMap.adopt(rows)
             else:
                 changes[key] = OrderedPMap(rows) if ordered else PMap(rows)
-        elif rows:  # a table whose rows all stayed the same is kept, the same object
+        else:
             changes[key] = (OrderedPMap.of(current) if ordered else current).update(rows)
     return tables.update(changes)
