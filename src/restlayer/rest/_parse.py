@@ -132,8 +132,8 @@ def _known_within(response: httpx.Response, cap: int | None) -> bool:
     if cap is None:
         return True
     headers = response.headers
-    if headers.get("content-encoding", "identity").lower() != "identity":
-        return False
+    if headers.get("content-encoding", "identity").lower() != "identity" or "transfer-encoding" in headers:
+        return False  # decoded, or framed by chunks rather than by the declared length
     length = headers.get("content-length")
     return length is not None and length.isdigit() and int(length) <= cap
 
