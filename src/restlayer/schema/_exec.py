@@ -82,23 +82,23 @@ class Walk:
 
     def stored_get(self, key: str) -> Lookup:
         """The stored table's lookup for `key`, or None when the store has no such table."""
-        if key in self.stored:
-            return self.stored[key]
-        table = self.ctx.entities.get(key)
-        get: Lookup = None if table is None else table.get
-        self.stored[key] = get
-        return get
+        cache = self.stored
+        return cache[key] if key in cache else _remember_get(cache, self.ctx.entities, key)
 
     def stored_meta_of(self, key: str, pk: str) -> Meta:
         """The stored meta of `key`/`pk` (a zero meta when there is none)."""
-        get: Lookup
-        if key in self.stored_meta:
-            get = self.stored_meta[key]
-        else:
-            table = self.ctx.entities_meta.get(key)
-            get = self.stored_meta[key] = None if table is None else table.get
+        cache = self.stored_meta
+        get = cache[key] if key in cache else _remember_get(cache, self.ctx.entities_meta, key)
         meta = None if get is None else get(pk)
         return _NO_META if meta is None else cast("Meta", meta)
+
+
+def _remember_get(cache: dict[str, Lookup], tables: Mapping[str, Mapping[str, object]], key: str) -> Lookup:
+    """`tables[key].get` (None: no such table), kept in `cache` for the rest of the call."""
+    table = tables.get(key)
+    get: Lookup = None if table is None else table.get
+    cache[key] = get
+    return get
 
 
 class NPlan:
