@@ -3,7 +3,8 @@
 `python3 dev.py setup` runs this (with the project's .venv python) where a C compiler and
 the Python headers are present; `python build_compiled.py` builds in place, next to the
 sources (`src/restlayer/.../_x.cpython-*.so`, ignored by git), so the editable install
-imports the compiled modules; `--clean` removes them again. The wheel build hook
+imports the compiled modules, and records which sources it compiled (`BUILT_FROM`), so
+a build older than its sources is found however it was made; `--clean` removes both. The wheel build hook
 (`hatch_build.py`) uses `build()` for binary wheels. Without a compiler nothing is built
 and the same modules run as plain Python.
 """
@@ -23,6 +24,8 @@ SRC = ROOT / "src"
 
 #: The modules compiled by mypyc, relative to src/ (each also runs as plain Python).
 COMPILED = ("restlayer/schema/_exec.py",)
+#: The `source_hash()` an in-place build was made from (outside the package, ignored by git).
+BUILT_FROM = SRC / ".restlayer-compiled-from"
 
 
 def toolchain_missing() -> str | None:
@@ -54,8 +57,16 @@ def built_files(root: Path = SRC) -> list[Path]:
     return out
 
 
+def built_from() -> str | None:
+    """The `source_hash()` the in-place compiled modules were built from (None: none built here)."""
+    if not built_files() or not BUILT_FROM.exists():
+        return None
+    return BUILT_FROM.read_text()
+
+
 def clean() -> None:
     """Remove the compiled modules, so the plain-Python sources are imported again."""
+    BUILT_FROM.unlink(missing_ok=True)
     for path in built_files():
         path.unlink()
 
@@ -91,9 +102,11 @@ def main() -> int:
         print(f"restlayer: not compiling ({missing}); the plain-Python modules are used")
         return 1
     clean()
+    digest = source_hash()  # the sources as this build reads them
     made = build(SRC)
     if not made:
         return 1
+    BUILT_FROM.write_text(digest)
     print("restlayer: compiled", ", ".join(p.name for p in made))
     return 0
 

@@ -14,6 +14,8 @@ import sys
 import venv
 from pathlib import Path
 
+import build_compiled
+
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
@@ -43,11 +45,8 @@ def setup() -> None:
     _compile()
 
 
-COMPILED_STAMP = VENV / ".restlayer-compiled-hash"
-
-
 def _compile() -> None:
-    """Build the optional compiled engine (build_compiled.py) when its sources changed; skip without a compiler.
+    """Build the optional compiled engine (build_compiled.py) unless it was built from the current sources.
 
     A stale compiled module would shadow its edited source, so it is removed before any rebuild.
     RESTLAYER_PURE=1 at setup leaves the package pure Python (no build).
@@ -56,25 +55,21 @@ def _compile() -> None:
     out = subprocess.run([str(BIN / "python"), "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True)
     digest, missing = [*out.stdout.splitlines(), ""][:2]
     if os.environ.get("RESTLAYER_PURE", "") not in ("", "0") or missing:
-        if compiled_built():
+        if build_compiled.built_files():
             _run(BIN / "python", "build_compiled.py", "--clean")
-        COMPILED_STAMP.unlink(missing_ok=True)
         if missing:
             print(f"+ not compiling the engine ({missing}): the pure-Python modules run", flush=True)
         return
-    if COMPILED_STAMP.exists() and COMPILED_STAMP.read_text() == digest and compiled_built():
+    if build_compiled.built_from() == digest:
         return
-    COMPILED_STAMP.unlink(missing_ok=True)
-    if _run(BIN / "python", "build_compiled.py") == 0:
-        COMPILED_STAMP.write_text(digest)
-    else:
+    if _run(BIN / "python", "build_compiled.py") != 0:
         _run(BIN / "python", "build_compiled.py", "--clean")
         print("  compiling the engine failed: the pure-Python modules run", flush=True)
 
 
 def compiled_built() -> bool:
-    """Whether the compiled engine sits next to its sources (built by `_compile`)."""
-    return COMPILED_STAMP.exists() and any((ROOT / "src/restlayer/schema").glob("_exec.*.so"))
+    """Whether a compiled engine sits next to its sources, with the record of what it was built from."""
+    return build_compiled.built_from() is not None
 
 
 #: Programs some tests drive -> their Debian package (redis-server: shared-store tests; chromium: browser
