@@ -117,6 +117,8 @@ _MAX_COMPILED = 4096
 
 def _signature(schema: object) -> Hashable:
     """A hashable description of a shorthand, so equal shorthands share one node."""
+    if type(schema) is list and len(schema) == 1 and isinstance(schema[0], type):
+        return ("list", schema[0])  # `[Todo]`, the common case, without the general walk
     if isinstance(schema, list):
         return ("list", *(_signature(s) for s in schema))
     if isinstance(schema, dict):
@@ -137,10 +139,7 @@ def compile_schema(schema: object) -> Node | None:
             return cast("type[Entity]", schema)  # an Entity class (or one built to the same protocol)
         raise DefinitionError(f"{schema.__name__} is not a schema (expected an Entity subclass)")
     if isinstance(schema, (dict, list)):
-        if type(schema) is list and len(schema) == 1 and isinstance(schema[0], type):
-            signature: Hashable = ("list", schema[0])  # `[Todo]`, the common case: `_signature`'s answer, sooner
-        else:
-            signature = _signature(schema)
+        signature = _signature(schema)
         node = _compiled.get(signature)
         if node is None:
             node = _compile_shorthand(schema)
