@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any, Final, overload
 import httpx
 
 from restlayer._args import split_call
-from restlayer._json import loads
 from restlayer._typing import B, E, P, Self, T, T_co
 from restlayer.errors import NetworkError, ParamError, RestLayerError
 from restlayer.graphql._errors import GQLNetworkError
@@ -255,7 +254,7 @@ class GQLEndpoint(RestEndpoint[T_co]):
     async def parse_response(self, response: httpx.Response) -> object:
         """`data` of the reply; `errors` or a non-2xx status raise GQLNetworkError."""
         try:
-            body = loads(response.content)
+            body = json.loads(response.content)
         except ValueError as exc:
             raise NetworkError(
                 f"{response.url}: GraphQL reply (status {response.status_code}) is not JSON: {exc}",

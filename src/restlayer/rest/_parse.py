@@ -14,7 +14,6 @@ from typing import Final
 
 import httpx
 
-from restlayer._json import loads
 from restlayer.errors import BodyTooLargeError, DecodeError, EmptyBodyError, RestLayerError, TransportError
 
 _TEXT_LIKE: Final = re.compile(r"\btext\b|\bxml\b|\bhtml\b|\bjavascript\b|\bcss\b|\bcsv\b|\burlencoded\b")
@@ -203,7 +202,7 @@ async def _parse_content(response: httpx.Response, content: str, schema_set: boo
 def parse_json(response: httpx.Response) -> object:
     """Parsed JSON body; a body that is not JSON (or nests too deeply) is a status-400 DecodeError."""
     try:
-        return loads(response.content)
+        return json.loads(response.content)
     except ValueError as exc:
         raise DecodeError(f"{response.url}: invalid JSON response: {exc}", status=400, response=response) from exc
     except RecursionError as exc:
