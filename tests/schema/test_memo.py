@@ -84,7 +84,7 @@ def test_identity_follows_record_not_equality() -> None:
 
 
 def test_forget_drops_the_read_of_that_container_only() -> None:
-    """A forgotten input is read afresh (equal, new list, same instances); reads keyed by value stay."""
+    """A forgotten input is read afresh: equal, a new list, the same instances (a pk's read too)."""
     r = base()
     memo = MemoCache()
     first = memo.denormalize([Todo], r.result, r.entities)
@@ -92,7 +92,7 @@ def test_forget_drops_the_read_of_that_container_only() -> None:
     memo.forget([Todo], list(r.result))  # an equal but other container: not the one read
     assert memo.denormalize([Todo], r.result, r.entities) is first
     memo.forget([Todo], r.result)
-    memo.forget(Todo, "1")  # a pk is shared by every read of it: nothing is dropped
+    memo.forget(Todo, "1")  # a pk's read is rebuilt from the instance cache: the same instance
     again = memo.denormalize([Todo], r.result, r.entities)
     assert again == first and again is not first
     assert again[0] is first[0] is one

@@ -164,7 +164,7 @@ class Controller:
     def _forget_replaced(self, action: act.SetResponse, before: State, after: State) -> None:
         """Let the memo drop its read of a result this response replaced (else it stays until evicted)."""
         old = before.endpoints.get(action.key)
-        if old is not None and not isinstance(old, (str, int, float)) and old is not after.endpoints.get(action.key):
+        if old is not None and old is not after.endpoints.get(action.key):
             self.memo.forget(action.endpoint.schema, old)
 
     def _current(self) -> State:

@@ -137,17 +137,18 @@ class MemoCache:
         return result
 
     def forget(self, schema: object, input: object) -> None:
-        """Drop the memoized read of the container `input` (a result the store no longer holds).
+        """Drop the memoized read of `input` (a result the store no longer holds).
 
-        Only memory is at stake: the entry keeps `input`, every instance it built and the
-        tables it read alive until the bounded cache evicts it; reading `input` again rebuilds.
+        Only time and memory are at stake: the entry keeps `input`, every instance it built
+        and the tables it read alive until the bounded cache evicts it, and a replaced pk's
+        entry would only be checked and found stale. Reading `input` again rebuilds it, with
+        the same instances for records that did not change (they are cached by pk).
         """
-        if input is None or isinstance(input, (str, int, float)):
-            return  # keyed by value: other reads share the entry
         node = compile_schema(schema)
-        slot = (id(node), id(input))
+        hashable = input is None or isinstance(input, (str, int, float))
+        slot = (id(node), input if hashable else id(input))
         entry = self._results.get(slot)
-        if entry is not None and entry.node is node and entry.input is input:
+        if entry is not None and entry.node is node and (hashable or entry.input is input):
             del self._results[slot]
 
     def query(self, schema: object, args: Sequence[object], state: object) -> Any:
