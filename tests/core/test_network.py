@@ -159,3 +159,22 @@ async def test_close_ends_waiting_live_and_suspense_with_closed_error(res: Any, 
     with pytest.raises(ClosedError):
         await ctrl.suspense(gated, name=gates.name())
     gates.open(name)
+
+
+async def test_dle_after_close_reports_closed_error_instead_of_loading_forever(
+    res: Any, gated: Any, gates: Gates
+) -> None:
+    ctrl = Controller()
+    await ctrl.fetch(res.Todo.get, id=1)
+    name = gates.name()
+    first = ctrl.dle(gated, name=name)  # starts the background fetch
+    assert first.loading and first.error is None
+    await gates.arrived(name)
+    ctrl.close()
+    for never_fetched in (name, gates.name()):  # the one whose fetch was cut off, and a new key
+        state = ctrl.dle(gated, name=never_fetched)
+        assert state.data is None and not state.loading
+        assert isinstance(state.error, ClosedError)
+    stored = ctrl.dle(res.Todo.get, id=1)  # data already stored still reads as it is
+    assert stored.error is None and not stored.loading and present(stored.data).id == 1
+    gates.open(name)

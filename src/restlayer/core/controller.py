@@ -322,15 +322,16 @@ class Controller:
         self.dispatch(self._new_fetch(endpoint, args, future=future))
         return await future
 
-    def _start(self, endpoint: Endpoint[object], args: tuple[object, ...], polling: _Polling | None = None) -> None:
-        """Start a background fetch nobody awaits (needs a running loop; otherwise skipped)."""
+    def _start(self, endpoint: Endpoint[object], args: tuple[object, ...], polling: _Polling | None = None) -> bool:
+        """Start a background fetch nobody awaits; False when none can start (no running loop, or closed)."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return
+            return False
         if self.closed:
-            return
+            return False
         self.dispatch(self._new_fetch(endpoint, args, background=True, polling=polling))
+        return True
 
     # ----- the manager API: what managers call to act on the store ------------------------------
     def poll(self, endpoint: Endpoint[object], args: tuple[object, ...], frequency: float) -> None:
@@ -606,13 +607,18 @@ class Controller:
         if bound is None:
             return DLE(None, False, None)
         response = self._read(endpoint, bound)[0]
-        loading = False
+        loading = stranded = False
         if needs_fetch(response, self.now()):
-            self._start(endpoint, bound)
-            loading = response.expiry_status != ExpiryStatus.VALID
+            started = self._start(endpoint, bound)
+            unusable = response.expiry_status != ExpiryStatus.VALID
+            loading = started and unusable
+            stranded = unusable and not started and self.closed  # no fetch will ever bring it
         data = cast("T | None", empty_form(endpoint, bound, self._current())) if loading else response.data
         self._touch(endpoint, bound)
-        return DLE(data, loading, read_error(endpoint, bound, self._current()))
+        error = read_error(endpoint, bound, self._current())
+        if error is None and stranded:
+            error = ClosedError(f"The controller is closed: cannot fetch {endpoint.name}")
+        return DLE(data, loading, error)
 
     @overload
     def cache(self, endpoint: Endpoint[T], skip: None, /) -> T | None: ...
