@@ -358,6 +358,10 @@ def test_normalize_keeps_the_placeholder_for_optimistic_guesses() -> None:
     result = normalize(Collection([Todo]).push, {"title": "draft"}, args=[{}])
     [placeholder] = result.result
     assert placeholder.startswith("MISS-")
+    drafts = [{"title": "a"}, {"title": "b"}]
+    seeded = [normalize(Collection([Todo]).push, drafts, args=[{}], placeholder_seed=s).result for s in "xxy"]
+    assert seeded[0] == seeded[1] != seeded[2]  # one seed, the same placeholders; another seed, others
+    assert len(set(seeded[0])) == 2 and all(pk.startswith("MISS-") for pk in seeded[0])
     with pytest.raises(SchemaError, match="Missing usable primary key"):
         normalize(Collection([Todo]).push, {"title": "draft"}, args=[{}], placeholders=False)
 

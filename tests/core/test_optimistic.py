@@ -142,6 +142,22 @@ async def test_push_without_id_then_reply(ctrl: Controller, res: Any) -> None:
     assert not any(pk.startswith("MISS") for pk in ctrl.get_state()["entities"]["Todo"])
 
 
+async def test_a_pending_create_keeps_its_placeholder_pk_when_the_store_changes(ctrl: Controller, res: Any) -> None:
+    def placeholders() -> list[str]:
+        return [pk for pk in ctrl.get_state()["entities"]["Todo"] if pk.startswith("MISS-")]
+
+    await ctrl.fetch(res.Todo.get_list)
+    task = asyncio.ensure_future(ctrl.fetch(res.Todo.get_list.push, {"title": "new one"}))
+    await asyncio.sleep(0)  # started: its guess shows under a placeholder pk
+    shown = placeholders()
+    assert len(shown) == 1
+    ctrl.set(User, {"id": 5, "username": "other"})  # an unrelated write recomputes the overlay
+    assert placeholders() == shown
+    assert present(ctrl.get_response(res.Todo.get_list).data)[-1].title == "new one"
+    await task
+    assert placeholders() == []
+
+
 async def test_failing_optimistic_guess_is_reported_by_get_error_until_settled(
     ctrl: Controller, res: Any, caplog: Any
 ) -> None:

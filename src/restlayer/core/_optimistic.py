@@ -7,6 +7,7 @@ settled fetch (its entry removed) is replaced or rolled back in one step.
 from __future__ import annotations
 
 import logging
+import uuid
 import weakref
 from typing import TYPE_CHECKING, Any, Final, overload
 
@@ -80,7 +81,7 @@ def apply_optimistic(memo: MemoCache, state: State) -> State:
             entry.endpoint, entry.args, entry.key, value, entry.fetched_at, entry.fetched_at, expires
         )
         try:
-            view = normalize_response(view, action, guess=True)
+            view = normalize_response(view, action, guess=_seed_of(entry))
         except Exception:
             log.exception("optimistic response of %s could not be normalized", entry.key)
     return view
@@ -89,6 +90,15 @@ def apply_optimistic(memo: MemoCache, state: State) -> State:
 #: What `_expected` returns for an entry that shows nothing (it aborted, or expects nothing).
 _SKIP: Final = Sentinel("SKIP")
 _logged: weakref.WeakSet[act.Fetch] = weakref.WeakSet()
+_seeds: weakref.WeakKeyDictionary[act.Fetch, str] = weakref.WeakKeyDictionary()
+
+
+def _seed_of(entry: act.Fetch) -> str:
+    """The entry's own placeholder seed: its guess shows the same "MISS-..." pks every time it is recomputed."""
+    seed = _seeds.get(entry)
+    if seed is None:
+        seed = _seeds[entry] = uuid.uuid4().hex
+    return seed
 
 
 def _expected(memo: MemoCache, view: State, entry: act.Fetch) -> object:

@@ -88,16 +88,29 @@ def _set_response(state: State, action: act.SetResponse) -> tuple[State, BaseExc
 
 
 def normalize_response(
-    state: State, action: act.SetResponse, *, guess: bool = False, optimistic: tuple[act.Fetch, ...] | None = None
+    state: State,
+    action: act.SetResponse,
+    *,
+    guess: str | None = None,
+    optimistic: tuple[act.Fetch, ...] | None = None,
 ) -> State:
     """`state` with the response normalized in (entities, endpoints, meta); may raise.
 
-    Only an optimistic `guess` may give a created item a placeholder pk; a reply
+    Only an optimistic guess may give a created item a placeholder pk, drawn from the
+    seed `guess` (one per pending fetch, so a recomputed guess keeps its pks); a reply
     (from the server or `set_response`) without a usable pk raises SchemaError.
     `optimistic`: the pending optimistic fetches of the new state (default: `state`'s).
     """
     meta = {"fetched_at": action.fetched_at, "date": action.date, "expires_at": action.expires_at}
-    result = normalize(action.endpoint.schema, action.response, action.args, state, meta, placeholders=guess)
+    result = normalize(
+        action.endpoint.schema,
+        action.response,
+        action.args,
+        state,
+        meta,
+        placeholders=guess is not None,
+        placeholder_seed=guess,
+    )
     endpoints = state.endpoints.set(action.key, result.result)
     endpoints = _run_updates(endpoints, action, result.result)
     previous = state.meta.get(action.key)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import copy
 import inspect
-import uuid
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -336,7 +335,7 @@ class Entity:
                     f"Missing usable primary key for {cls.key}: the reply to a create must name the created item",
                     schema=cls.key,
                 )
-            pk = f"MISS-{uuid.uuid4().hex[:12]}"
+            pk = ctx.placeholder()
         message = cls.validate(processed)
         if message:
             raise SchemaError(f"{cls.key} is invalid: {message}", schema=cls.key)

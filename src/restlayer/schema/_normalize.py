@@ -7,7 +7,9 @@ state and the caller's previous state object is never touched.
 
 from __future__ import annotations
 
+import hashlib
 import time
+import uuid
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
@@ -67,13 +69,24 @@ class Normalizer:
         "pending",
         "pending_indexes",
         "pending_meta",
+        "placeholder_seed",
         "placeholders",
+        "placeholders_drawn",
         "working_on",
     )
 
-    def __init__(self, args: tuple[object, ...], meta: Meta, state: object, placeholders: bool = True) -> None:
+    def __init__(
+        self,
+        args: tuple[object, ...],
+        meta: Meta,
+        state: object,
+        placeholders: bool = True,
+        placeholder_seed: str | None = None,
+    ) -> None:
         self.args = args
         self.placeholders = placeholders  # whether a create's item without a pk gets a "MISS-..." one
+        self.placeholder_seed = placeholder_seed
+        self.placeholders_drawn = 0
         self.meta = meta
         self.entities, self.indexes, self.entities_meta = _tables_of(state)
         self.pending: dict[str, dict[str, object]] = {}
@@ -85,6 +98,18 @@ class Normalizer:
         self.depth = 0
         self.deferred: list[_Deferred] | tuple[()] = ()  # a list once something is deferred
         self.working_on: _Deferred | None = None
+
+    def placeholder(self) -> str:
+        """A `"MISS-..."` pk for a created item without one: random, or drawn from `placeholder_seed`.
+
+        Drawn from a seed, the n-th placeholder of a call is the same in every call with that
+        seed: an optimistic guess recomputed over a changed store keeps the pks it showed.
+        """
+        if self.placeholder_seed is None:
+            return f"MISS-{uuid.uuid4().hex[:12]}"
+        self.placeholders_drawn += 1
+        text = f"{self.placeholder_seed}:{self.placeholders_drawn}".encode()
+        return f"MISS-{hashlib.blake2b(text, digest_size=6).hexdigest()}"
 
     # ----- reads ---------------------------------------------------------------------
     def get(self, key: str, pk: str) -> object:
@@ -280,17 +305,20 @@ def normalize(
     meta: Mapping[str, float] | None = None,
     *,
     placeholders: bool = True,
+    placeholder_seed: str | None = None,
 ) -> NormalizedResult:
     """Normalize `input` by `schema` into new tables merged over `state` (never modified).
 
     Under a create schema (`push`, `unshift`, `assign`, `add_with`) an item without a
     usable pk is stored under a `"MISS-..."` placeholder, which an optimistic guess
     needs; `placeholders=False` makes it a SchemaError instead (a server's reply).
+    Placeholders are random unless `placeholder_seed` is given: then every call with
+    that seed gives the same ones.
     """
     from restlayer.schema._invalidate import Invalidate
 
     node = compile_schema(schema)
-    ctx = Normalizer(tuple(args), default_meta(meta), state, placeholders)
+    ctx = Normalizer(tuple(args), default_meta(meta), state, placeholders, placeholder_seed)
     if node is None:
         return ctx.commit(freeze(input))  # stored data never aliases the caller's objects
     if not isinstance(node, Invalidate) and (input is None or isinstance(input, (str, int, float))):
@@ -306,7 +334,7 @@ def normalize(
         try:
             result = fast(input, input, None, ctx)
         except RecursionError:  # deeper than the generated functions go: redo it all generally
-            ctx = Normalizer(ctx.args, ctx.meta, state, placeholders)
+            ctx = Normalizer(ctx.args, ctx.meta, state, placeholders, placeholder_seed)
             result = node.normalize_value(input, input, None, ctx)
     if ctx.deferred:
         ctx.finish_deferred()
