@@ -158,6 +158,23 @@ async def test_a_pending_create_keeps_its_placeholder_pk_when_the_store_changes(
     assert placeholders() == []
 
 
+async def test_reads_keep_their_objects_while_a_guess_is_pending_and_other_data_changes(
+    ctrl: Controller, res: Any
+) -> None:
+    await ctrl.fetch(res.Todo.get_list)
+    task = asyncio.ensure_future(ctrl.fetch(res.Todo.partial_update, {"id": 1}, {"title": "guess"}))
+    await asyncio.sleep(0)  # started: its guess shows
+    listed, one = ctrl.cache(res.Todo.get_list), present(ctrl.get(Todo, {"id": 1}))
+    assert one.title == "guess" and present(listed)[0] is one
+    ctrl.set(User, {"id": 5, "username": "other"})  # unrelated: the guess is recomputed, equal
+    assert ctrl.cache(res.Todo.get_list) is listed and ctrl.get(Todo, {"id": 1}) is one
+    ctrl.set(Todo, {"id": 1, "completed": True})  # the record under the guess changed: new objects
+    changed = present(ctrl.get(Todo, {"id": 1}))
+    assert changed is not one and changed.completed
+    assert present(ctrl.cache(res.Todo.get_list))[0] is changed
+    await task
+
+
 async def test_failing_optimistic_guess_is_reported_by_get_error_until_settled(
     ctrl: Controller, res: Any, caplog: Any
 ) -> None:

@@ -12,6 +12,7 @@ import weakref
 from typing import TYPE_CHECKING, Any, Final, overload
 
 from restlayer._args import merge_keywords
+from restlayer._pmap import PMap, changed_between
 from restlayer._sentinel import Sentinel
 from restlayer._typing import E, T
 from restlayer.core import _actions as act
@@ -22,11 +23,12 @@ from restlayer.core.expiry import Response
 from restlayer.errors import AbortOptimistic
 
 if TYPE_CHECKING:
-    from restlayer.core._state import EndpointMeta
+    from restlayer.core._state import EndpointMeta, Record
     from restlayer.core.endpoint import Endpoint
     from restlayer.schema import MemoCache, Schema, SchemaLike
 
 log = logging.getLogger("restlayer")
+Rows = PMap[str, "Record"]  # one entity table of a state: pk -> record
 
 
 class Snapshot:
@@ -61,11 +63,13 @@ class Snapshot:
         return read_error(endpoint, endpoint.bind(*args, **kwargs), self.state)
 
 
-def apply_optimistic(memo: MemoCache, state: State) -> State:
+def apply_optimistic(memo: MemoCache, state: State, previous: tuple[State, State] | None = None) -> State:
     """`state` with every pending optimistic response applied in start order.
 
     An entry whose `get_optimistic_response` fails is skipped and its error is
-    shown as the key's error (`get_error`) until the fetch settles.
+    shown as the key's error (`get_error`) until the fetch settles. `previous`:
+    the last (state, result) pair, whose shown records are kept where nothing
+    under them changed (see `_keep_unchanged`).
     """
     view = state
     for entry in state.optimistic:
@@ -84,7 +88,44 @@ def apply_optimistic(memo: MemoCache, state: State) -> State:
             view = normalize_response(view, action, guess=_seed_of(entry))
         except Exception:
             log.exception("optimistic response of %s could not be normalized", entry.key)
-    return view
+    return view if previous is None else _keep_unchanged(previous, state, view)
+
+
+def _keep_unchanged(previous: tuple[State, State], state: State, view: State) -> State:
+    """`view` with each record the guesses wrote swapped for the one shown before, where that is equal.
+
+    Recomputing the same pending guesses over a store whose records under them did not
+    change gives equal records; keeping the shown objects keeps reads returning the same
+    objects, as they do for stored data (a change of the record itself still gives new ones).
+    """
+    before, shown = previous
+    if before.optimistic != state.optimistic:  # a guess came or went: what it shows is new
+        return view
+    changes = {}
+    for key, table in view.entities.items():
+        base, shown_table = state.entities.get(key), shown.entities.get(key)
+        if table is base or shown_table is None:
+            continue
+        kept = _kept_rows(base, before.entities.get(key), table, shown_table)
+        if kept:
+            changes[key] = table.update(kept)
+    return view.evolve(entities=view.entities.update(changes)) if changes else view
+
+
+def _kept_rows(base: Rows | None, before_base: Rows | None, table: Rows, shown: Rows) -> dict[str, Record]:
+    """The rows of `table` the guesses wrote over `base` that may keep the object `shown` held for them."""
+    written = list(table) if base is None else changed_between(base, table)
+    if written is None:  # not known which rows the guesses wrote: keep nothing
+        return {}
+    kept: dict[str, Record] = {}
+    for pk in written:
+        new, old = table.get(pk), shown.get(pk)
+        if old is None or old is new or old != new:
+            continue
+        stored = None if base is None else base.get(pk)
+        if stored is (None if before_base is None else before_base.get(pk)):  # the record under it is unchanged
+            kept[pk] = old
+    return kept
 
 
 #: What `_expected` returns for an entry that shows nothing (it aborted, or expects nothing).

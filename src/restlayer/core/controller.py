@@ -121,6 +121,10 @@ class Controller:
     ) -> None:
         self.now: Clock = clock or _wall_clock
         self.memo = MemoCache()
+        # Reads of another state than the one readers see (optimistic guesses read the store under
+        # them, the overtaken check the committed one) have their own memo: a read replaces the
+        # cached instance of a pk, and must not replace the one readers were given.
+        self._side_memo = MemoCache()
         self.managers = _with_defaults(managers, max_concurrent_requests, shared)
         self.closed = False
         self._wakeups: set[asyncio.Event] = set()  # `live()` iterators waiting for a change
@@ -129,6 +133,7 @@ class Controller:
         self._state: State = EMPTY_STATE
         self._resets = 0  # how many resets were committed (a fetch dropped by one is retried by readers)
         self._view: State | None = EMPTY_STATE
+        self._overlay: tuple[State, State] | None = None  # the last (state, view) with optimistic guesses
         self._failures: weakref.WeakKeyDictionary[act.SetResponse, BaseException] = weakref.WeakKeyDictionary()
         self._watchers = Watchers(self._read_watched, self._hold, self._unhold)
         self._dispatch = build_chain(self, self.managers, self._commit)
@@ -156,8 +161,10 @@ class Controller:
         if isinstance(action, act.Reset):
             self._resets += 1
             self.memo.clear()
+            self._side_memo.clear()
         elif isinstance(action, act.GC):
             self.memo = MemoCache()  # a fresh memo: pruning alone keeps the old table capacity
+            self._side_memo = MemoCache()
         if len(self._watchers):
             self._watchers.notify()
 
@@ -172,7 +179,12 @@ class Controller:
         view = self._view
         if view is None:
             state = self._state
-            view = self._view = apply_optimistic(self.memo, state) if state.optimistic else state
+            if state.optimistic:
+                view = apply_optimistic(self._side_memo, state, self._overlay)
+                self._overlay = (state, view)
+            else:
+                view, self._overlay = state, None
+            self._view = view
         return view
 
     def get_state(self) -> State:
@@ -388,7 +400,7 @@ class Controller:
     def _refetch_if_overtaken(self, fetch: act.Fetch) -> None:
         """A mutation whose entities hold a later-started write: refetch what `refetch_overtaken` names."""
         state = self._state
-        detail = read_response(self.memo, fetch.endpoint, fetch.args, state)[1]
+        detail = read_response(self._side_memo, fetch.endpoint, fetch.args, state)[1]
         tables = state.entities_meta
         for key, pk in refs_of(detail):
             table = tables.get(key)
