@@ -318,10 +318,6 @@ def test_cycle_memo_sibling_change() -> None:
     assert user2.todos[1].author is user2
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="like the JS GlobalCache, an entity inside a cycle keeps only the deps read up to its own build",
-)
 def test_cycle_memo_sibling_change_reaches_earlier_members() -> None:
     r = cycle_store()
     memo = MemoCache()
@@ -329,6 +325,44 @@ def test_cycle_memo_sibling_change_reaches_earlier_members() -> None:
     r2 = normalize(CTodo, {"id": 11, "title": "B"}, state=r)
     user2 = memo.denormalize(CUser, "1", r2.entities)
     assert user2.todos[0].author is user2
+
+
+class CTag(Entity):
+    id: int = 0
+    name: str = ""
+    key = "CTag"
+
+
+class CTaggedTodo(Entity):
+    id: int = 0
+    author: Any = None
+    tag: CTag | None = None
+    key = "CTaggedTodo"
+
+
+class CTagUser(Entity):
+    id: int = 0
+    todos: list[Any] = []
+    key = "CTagUser"
+    schema = {"todos": [CTaggedTodo]}
+
+
+CTaggedTodo.schema = {"author": CTagUser, "tag": CTag}
+
+
+def test_cycle_memo_sees_a_change_below_the_entity_it_came_back_to() -> None:
+    """Todo 1 -> author -> todos -> Todo 1 (a cycle), and Todo 1 -> tag: a new tag reaches the author's read."""
+    data = {"id": 1, "tag": {"id": 7, "name": "old"}, "author": {"id": 3, "todos": [{"id": 1}]}}
+    r = normalize(CTaggedTodo, data)
+    memo = MemoCache()
+    todo = memo.denormalize(CTaggedTodo, "1", r.entities)
+    assert todo.author.todos[0] is todo
+    r2 = normalize(CTag, {"id": 7, "name": "new"}, state=r)
+    user = memo.denormalize(CTagUser, "3", r2.entities)
+    assert user.todos[0].tag.name == "new"
+    todo2 = memo.denormalize(CTaggedTodo, "1", r2.entities)
+    assert todo2.tag.name == "new" and todo2.author.todos[0] is todo2 and todo2.author is user
+    assert memo.denormalize(CTagUser, "3", r2.entities) is user  # and the same objects while nothing changes
 
 
 # ----- deep data: no recursion limit ---------------------------------------------------------

@@ -101,7 +101,7 @@ InstanceCache: TypeAlias = "dict[type[Entity] | str, Slots]"
 class Unvisit:
     """The state of one denormalization: tables read, args, instance cache, dependencies."""
 
-    __slots__ = ("args", "cache", "checking", "deferred", "deps", "depth", "entities", "indexes", "token")
+    __slots__ = ("args", "cache", "checking", "cycles", "deferred", "deps", "depth", "entities", "indexes", "token")
 
     def __init__(
         self,
@@ -123,6 +123,8 @@ class Unvisit:
         # Entities to fill once the walk has unwound (a list once used)
         self.deferred: list[Deferred] | tuple[()] = ()
         self.token: _ReadToken | None = None
+        # Reads that came back to an entity being built: (its class, pk, the dep recorded there).
+        self.cycles: list[tuple[type[Entity], str, Dep]] = []
 
     def __call__(self, node: Node | None, value: object) -> object:
         """Denormalize `value` by compiled `node`."""
@@ -157,7 +159,10 @@ class Unvisit:
         elif hit is not None and hit[0] is record:
             deps = hit[2]
             if deps is None:  # a cycle back to an entity being built right now
-                self.deps.append((key, pk, table, record))  # what embeds it depends on it too
+                came_back: Dep = (key, pk, table, record)
+                self.deps.append(came_back)  # what embeds it depends on it too (all of it: see `close_cycles`)
+                if self.checking:
+                    self.cycles.append((cls, pk, came_back))
                 return hit[1] if hit[1] is not _IN_PROGRESS else None
             if isinstance(deps, _ReadToken):
                 if deps is self.token:  # deep data built earlier in this same read
@@ -187,6 +192,43 @@ class Unvisit:
         outer.extend(mine)
         slots[pk] = (record, value, mine if len(self.deferred) == queued else self.deferred_token())
         return value
+
+    def close_cycles(self) -> None:
+        """Give every entity built inside a cycle the deps of the entity the cycle came back to.
+
+        Coming back to an entity still being built records only that entity's record, so the
+        entities on the way back (which embed it) would stay cached when something it reads
+        later changes. Once it is built its deps are complete: they become theirs.
+        """
+        by_root: dict[tuple[type[Entity], str], set[int]] = {}
+        for cls, pk, came_back in self.cycles:
+            by_root.setdefault((cls, pk), set()).add(id(came_back))
+        for (cls, pk), marks in by_root.items():
+            root = self.slots(cls).get(pk)
+            if isinstance(root, tuple) and root[2] is not None:
+                self._share_deps(root[2], marks)
+        self.cycles = []
+
+    def _share_deps(self, full: EntryDeps, marks: set[int]) -> None:
+        """Set the deps of each entry read in `full` whose own deps hold a `marks` dep to `full`."""
+        if not isinstance(full, list):
+            return
+        classes: dict[str, list[type[Entity]]] = {}
+        for owner in self.cache:
+            if isinstance(owner, type):
+                classes.setdefault(owner.key, []).append(owner)
+        for dep in full:
+            if type(dep) is not tuple:  # a run of leaf reads: no cycle passes through those
+                continue
+            key, pk = dep[0], dep[1]
+            for cls in classes.get(key, ()):
+                slots = self.cache[cls]
+                entry = slots.get(pk)
+                if not isinstance(entry, tuple) or len(entry) != 3 or entry[2] is full:
+                    continue
+                own = entry[2]
+                if isinstance(own, list) and any(id(item) in marks for item in own):
+                    slots[pk] = (entry[0], entry[1], full)
 
     def slots(self, owner: type[Entity] | str) -> Slots:
         """The cache entries of entity class (or collection key) `owner`, by pk."""

@@ -127,6 +127,8 @@ class MemoCache:
         gc_pause()  # a hit above allocates next to nothing; a rebuild is a bulk call
         try:
             value = denormalize_with(unvisit, node, input)
+            if unvisit.cycles:
+                unvisit.close_cycles()
         finally:
             gc_resume()
         invalid = value is INVALID
