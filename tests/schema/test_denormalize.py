@@ -365,6 +365,41 @@ def test_cycle_memo_sees_a_change_below_the_entity_it_came_back_to() -> None:
     assert memo.denormalize(CTagUser, "3", r2.entities) is user  # and the same objects while nothing changes
 
 
+class LTag(Entity):
+    id: int = 0
+    name: str = ""
+    key = "LTag"
+
+
+class LTodo(Entity):
+    id: int = 0
+    userId: int = 0
+    author: Any = None
+    tag: LTag | None = None
+    key = "LTodo"
+
+
+class LUser(Entity):
+    id: int = 0
+    todos: list[Any] = []
+    key = "LUser"
+    schema = {"todos": Collection([LTodo], nest_key=lambda parent, key: {"userId": parent["id"]})}
+
+
+LTodo.schema = {"author": LUser, "tag": LTag}
+
+
+def test_cycle_memo_through_a_nested_collection_sees_a_change_below_its_root() -> None:
+    """Todo 1 -> author -> the user's todos (a stored list) -> Todo 1: the list's cached read renews too."""
+    data = {"id": 1, "userId": 3, "tag": {"id": 7, "name": "old"}, "author": {"id": 3, "todos": [{"id": 1}]}}
+    r = normalize(LTodo, data)
+    memo = MemoCache()
+    assert memo.denormalize(LTodo, "1", r.entities).author.todos[0].tag.name == "old"
+    r2 = normalize(LTag, {"id": 7, "name": "new"}, state=r)
+    user = memo.denormalize(LUser, "3", r2.entities)
+    assert user.todos[0].tag.name == "new" and user.todos[0].author is user
+
+
 # ----- deep data: no recursion limit ---------------------------------------------------------
 class Link(Entity):
     id: int = 0

@@ -213,22 +213,21 @@ class Unvisit:
         """Set the deps of each entry read in `full` whose own deps hold a `marks` dep to `full`."""
         if not isinstance(full, list):
             return
-        classes: dict[str, list[type[Entity]]] = {}
+        owners: dict[str, list[type[Entity] | str]] = {}  # entity key -> the cache's owners of that key
         for owner in self.cache:
-            if isinstance(owner, type):
-                classes.setdefault(owner.key, []).append(owner)
+            owners.setdefault(owner if isinstance(owner, str) else owner.key, []).append(owner)
         for dep in full:
             if type(dep) is not tuple:  # a run of leaf reads: no cycle passes through those
                 continue
             key, pk = dep[0], dep[1]
-            for cls in classes.get(key, ()):
-                slots = self.cache[cls]
+            for owner in owners.get(key, ()):
+                slots = self.cache[owner]
                 entry = slots.get(pk)
-                if not isinstance(entry, tuple) or len(entry) != 3 or entry[2] is full:
+                if not isinstance(entry, tuple) or entry[2] is full:
                     continue
                 own = entry[2]
                 if isinstance(own, list) and any(id(item) in marks for item in own):
-                    slots[pk] = (entry[0], entry[1], full)
+                    slots[pk] = (entry[0], entry[1], full, *entry[3:])  # a stored list's entry keeps its schema
 
     def slots(self, owner: type[Entity] | str) -> Slots:
         """The cache entries of entity class (or collection key) `owner`, by pk."""
