@@ -34,7 +34,7 @@ def test_invalidate_primitive_is_the_pk(value: object, pk: str) -> None:
     assert r.entities["User"][pk] is INVALID
 
 
-@pytest.mark.parametrize("value", [{}, {"id": None}, "", None])
+@pytest.mark.parametrize("value", [{}, {"id": None}, "", None, "undefined", {"id": "undefined"}])
 def test_invalidate_without_pk_raises_400(value: object) -> None:
     with pytest.raises(SchemaError) as info:
         normalize(Invalidate(User), value)

@@ -99,6 +99,15 @@ def test_forget_drops_the_read_of_that_container_only() -> None:
     assert memo.denormalize(Todo, "1", r.entities) is one
 
 
+def test_inputs_that_compare_equal_but_name_other_pks_are_read_apart() -> None:
+    """1, 1.0 and True are equal in Python, but name the pks "1", "1.0" and "true"."""
+    r = normalize([User], [{"id": "1", "username": "one"}, {"id": "1.0", "username": "float"}, {"id": "true"}])
+    memo = MemoCache()
+    names = [getattr(memo.denormalize(User, pk, r.entities), "username", None) for pk in (1, 1.0, True)]
+    assert names == [denormalize(User, pk, r.entities).username for pk in (1, 1.0, True)]
+    assert names[:2] == ["one", "float"]
+
+
 def test_entity_read_is_the_list_element() -> None:
     """Check: MemoCache().denormalize(Todo, "1", ...) is element 0 of the list read."""
     r = base()

@@ -31,6 +31,11 @@ _UNUSABLE_PKS = (None, "", "undefined")
 _MUTABLE = (list, dict, set, bytearray)
 
 
+def usable_pk(pk: str | None) -> str | None:
+    """`pk`, or None when it cannot name an entity (missing, empty, or the text "undefined")."""
+    return None if pk in _UNUSABLE_PKS else pk
+
+
 def _is_classvar(annotation: object) -> bool:
     text = annotation if isinstance(annotation, str) else repr(annotation)
     return "ClassVar" in text
@@ -305,7 +310,7 @@ class Entity:
             except AttributeError:  # pk() read a field the response does not have
                 return None
             pk = None if pk is None else to_text(pk)
-        return None if pk in _UNUSABLE_PKS else pk
+        return usable_pk(pk)
 
     @classmethod
     def normalize_value(cls, value: object, parent: object, key: str | None, ctx: Normalizer) -> object:

@@ -9,6 +9,7 @@ from restlayer._text import to_text
 from restlayer._typing import E, T
 from restlayer.errors import DefinitionError, SchemaError
 from restlayer.schema._base import Schema, required_node, schema_name
+from restlayer.schema._entity import usable_pk
 from restlayer.schema._union import Union
 
 if TYPE_CHECKING:
@@ -57,7 +58,7 @@ class Invalidate(Schema[T]):
             processed = node.process(value, parent, key, ctx.args)
             pk = node.compute_pk(processed if processed is not None else value, parent, key, ctx.args)
         elif isinstance(value, (str, int)) and not isinstance(value, bool):
-            pk = to_text(value) or None
+            pk = usable_pk(to_text(value))
         else:
             raise SchemaError(f"Expected an object or a primary key, found {type(value).__name__}", schema=repr(self))
         if pk is None:
