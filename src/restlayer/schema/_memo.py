@@ -83,12 +83,6 @@ class _Entry:
         return self.result.unchanged_in(entities)
 
 
-def _slot(node: Node | None, input: object, hashable: bool) -> tuple[object, ...]:
-    """A read's key in the result memo: the node's id and the input by value and type (1, 1.0 and
-    True are equal but name different pks), or by id when the input is a container."""
-    return (id(node), input.__class__, input) if hashable else (id(node), id(input))
-
-
 def _current(hit: Hit, record: object) -> bool:
     """Whether cache entry `hit` was built from `record` (a bare instance is its record's own entry)."""
     return hit[0] is record if isinstance(hit, tuple) else hit.__dict__ is record
@@ -100,7 +94,8 @@ class MemoCache:
     def __init__(self) -> None:
         # Entity instances by class, then pk: two classes sharing one `key` never share instances.
         self._entities: InstanceCache = {}
-        # By `_slot`: the node and input are held by the entry, so their ids stay theirs.
+        # By node id and input: a scalar by value and type (1, 1.0 and True are equal but name other
+        # pks), a container by id. The node and input are held by the entry, so their ids stay theirs.
         self._results: dict[tuple[object, ...], _Entry] = {}
         # By node id: the node, and the query keys of its recent argument tuples.
         self._queries: dict[int, tuple[Node, list[tuple[tuple[object, ...], object]]]] = {}
@@ -118,7 +113,7 @@ class MemoCache:
         node = compile_schema(schema)
         args = tuple(args)
         hashable = input is None or isinstance(input, (str, int, float))
-        slot = _slot(node, input, hashable)
+        slot = (id(node), input.__class__, input) if hashable else (id(node), id(input))
         entry = self._results.get(slot)
         if (
             entry is not None
@@ -154,7 +149,7 @@ class MemoCache:
         """
         node = compile_schema(schema)
         hashable = input is None or isinstance(input, (str, int, float))
-        slot = _slot(node, input, hashable)
+        slot = (id(node), input.__class__, input) if hashable else (id(node), id(input))
         entry = self._results.get(slot)
         if entry is not None and entry.node is node and (hashable or entry.input is input):
             del self._results[slot]
