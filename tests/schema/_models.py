@@ -35,6 +35,29 @@ class Group(Entity):
     name: str = ""
 
 
+# A cycle with data below it: a todo's author owns todos (back to the todo), and each todo has a tag.
+class CycleTag(Entity):
+    id: int = 0
+    name: str = ""
+
+
+class CycleTodo(Entity):
+    id: int = 0
+    title: str = ""
+    author: Any = None
+    tag: CycleTag | None = None
+
+
+class CycleUser(Entity):
+    id: int = 0
+    name: str = ""
+    todos: list[Any] = []
+    schema = {"todos": [CycleTodo]}
+
+
+CycleTodo.schema = {"author": CycleUser, "tag": CycleTag}
+
+
 def plain(value: Any) -> Any:
     """Tables (PMaps) and values as plain dicts/lists, for readable comparisons."""
     from collections.abc import Mapping

@@ -21,7 +21,7 @@ from restlayer.schema import (
     to_plain,
 )
 
-from ._models import Todo, User
+from ._models import CycleTag, CycleTodo, CycleUser, Todo, User
 
 DEFAULT_AUTHOR = User(id=0, username="nobody")
 
@@ -327,55 +327,26 @@ def test_cycle_memo_sibling_change_reaches_earlier_members() -> None:
     assert user2.todos[0].author is user2
 
 
-class CTag(Entity):
-    id: int = 0
-    name: str = ""
-    key = "CTag"
-
-
-class CTaggedTodo(Entity):
-    id: int = 0
-    author: Any = None
-    tag: CTag | None = None
-    key = "CTaggedTodo"
-
-
-class CTagUser(Entity):
-    id: int = 0
-    todos: list[Any] = []
-    key = "CTagUser"
-    schema = {"todos": [CTaggedTodo]}
-
-
-CTaggedTodo.schema = {"author": CTagUser, "tag": CTag}
-
-
 def test_cycle_memo_sees_a_change_below_the_entity_it_came_back_to() -> None:
     """Todo 1 -> author -> todos -> Todo 1 (a cycle), and Todo 1 -> tag: a new tag reaches the author's read."""
     data = {"id": 1, "tag": {"id": 7, "name": "old"}, "author": {"id": 3, "todos": [{"id": 1}]}}
-    r = normalize(CTaggedTodo, data)
+    r = normalize(CycleTodo, data)
     memo = MemoCache()
-    todo = memo.denormalize(CTaggedTodo, "1", r.entities)
+    todo = memo.denormalize(CycleTodo, "1", r.entities)
     assert todo.author.todos[0] is todo
-    r2 = normalize(CTag, {"id": 7, "name": "new"}, state=r)
-    user = memo.denormalize(CTagUser, "3", r2.entities)
+    r2 = normalize(CycleTag, {"id": 7, "name": "new"}, state=r)
+    user = memo.denormalize(CycleUser, "3", r2.entities)
     assert user.todos[0].tag.name == "new"
-    todo2 = memo.denormalize(CTaggedTodo, "1", r2.entities)
+    todo2 = memo.denormalize(CycleTodo, "1", r2.entities)
     assert todo2.tag.name == "new" and todo2.author.todos[0] is todo2 and todo2.author is user
-    assert memo.denormalize(CTagUser, "3", r2.entities) is user  # and the same objects while nothing changes
-
-
-class LTag(Entity):
-    id: int = 0
-    name: str = ""
-    key = "LTag"
+    assert memo.denormalize(CycleUser, "3", r2.entities) is user  # and the same objects while nothing changes
 
 
 class LTodo(Entity):
     id: int = 0
     userId: int = 0
     author: Any = None
-    tag: LTag | None = None
+    tag: CycleTag | None = None
     key = "LTodo"
 
 
@@ -386,7 +357,7 @@ class LUser(Entity):
     schema = {"todos": Collection([LTodo], nest_key=lambda parent, key: {"userId": parent["id"]})}
 
 
-LTodo.schema = {"author": LUser, "tag": LTag}
+LTodo.schema = {"author": LUser, "tag": CycleTag}
 
 
 def test_cycle_memo_through_a_nested_collection_sees_a_change_below_its_root() -> None:
@@ -395,7 +366,7 @@ def test_cycle_memo_through_a_nested_collection_sees_a_change_below_its_root() -
     r = normalize(LTodo, data)
     memo = MemoCache()
     assert memo.denormalize(LTodo, "1", r.entities).author.todos[0].tag.name == "old"
-    r2 = normalize(LTag, {"id": 7, "name": "new"}, state=r)
+    r2 = normalize(CycleTag, {"id": 7, "name": "new"}, state=r)
     user = memo.denormalize(LUser, "3", r2.entities)
     assert user.todos[0].tag.name == "new" and user.todos[0].author is user
 

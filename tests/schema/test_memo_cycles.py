@@ -13,41 +13,17 @@ from hypothesis import strategies as st
 
 from restlayer.schema import Entity, MemoCache, denormalize, normalize
 
-
-class PTag(Entity):
-    id: int = 0
-    name: str = ""
-    key = "PTag"
-
-
-class PTodo(Entity):
-    id: int = 0
-    title: str = ""
-    author: Any = None
-    tag: PTag | None = None
-    key = "PTodo"
-
-
-class PUser(Entity):
-    id: int = 0
-    name: str = ""
-    todos: list[Any] = []
-    key = "PUser"
-    schema = {"todos": [PTodo]}
-
-
-PTodo.schema = {"author": PUser, "tag": PTag}
+from ._models import CycleTag, CycleTodo, CycleUser
 
 ids = st.integers(1, 3)
 names = st.sampled_from(["a", "b", "c"])
 tags = st.builds(lambda i, n: {"id": i, "name": n}, ids, names)
 todos = st.builds(lambda i, t, a, g: {"id": i, "title": t, "author": a, "tag": g}, ids, names, ids, tags)
 users = st.builds(lambda i, n, ts: {"id": i, "name": n, "todos": ts}, ids, names, st.lists(todos, max_size=3))
-writes = st.lists(
-    st.one_of(st.tuples(st.just(PUser), users), st.tuples(st.just(PTodo), todos), st.tuples(st.just(PTag), tags)),
-    min_size=1,
-    max_size=6,
+entity_writes = (
+    st.tuples(st.just(CycleUser), users) | st.tuples(st.just(CycleTodo), todos) | st.tuples(st.just(CycleTag), tags)
 )
+writes = st.lists(entity_writes, min_size=1, max_size=6)
 
 
 def unrolled(value: object, depth: int = 0) -> object:
@@ -68,7 +44,7 @@ def test_memoized_reads_of_cyclic_data_match_plain_reads(steps: list[tuple[type[
     state = None
     for n, (schema, data) in enumerate(steps):
         state = normalize(schema, data, state=state, meta={"fetched_at": n, "date": n, "expires_at": 10**9})
-        for cls in (PUser, PTodo, PTag):
+        for cls in (CycleUser, CycleTodo, CycleTag):
             for pk in map(str, range(1, 4)):
                 memoized = memo.denormalize(cls, pk, state.entities)
                 assert unrolled(memoized) == unrolled(denormalize(cls, pk, state.entities)), (cls.key, pk, n)

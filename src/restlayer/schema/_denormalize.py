@@ -203,19 +203,17 @@ class Unvisit:
         by_root: dict[tuple[type[Entity], str], set[int]] = {}
         for cls, pk, came_back in self.cycles:
             by_root.setdefault((cls, pk), set()).add(id(came_back))
-        for (cls, pk), marks in by_root.items():
-            root = self.slots(cls).get(pk)
-            if isinstance(root, tuple) and root[2] is not None:
-                self._share_deps(root[2], marks)
-        self.cycles = []
-
-    def _share_deps(self, full: EntryDeps, marks: set[int]) -> None:
-        """Set the deps of each entry read in `full` whose own deps hold a `marks` dep to `full`."""
-        if not isinstance(full, list):
-            return
         owners: dict[str, list[type[Entity] | str]] = {}  # entity key -> the cache's owners of that key
         for owner in self.cache:
             owners.setdefault(owner if isinstance(owner, str) else owner.key, []).append(owner)
+        for (cls, pk), marks in by_root.items():
+            root = self.slots(cls).get(pk)
+            if isinstance(root, tuple) and isinstance(root[2], list):
+                self._share_deps(root[2], marks, owners)
+        self.cycles = []
+
+    def _share_deps(self, full: list[DepItem], marks: set[int], owners: dict[str, list[type[Entity] | str]]) -> None:
+        """Set the deps of each entry read in `full` whose own deps hold a `marks` dep to `full`."""
         for dep in full:
             if type(dep) is not tuple:  # a run of leaf reads: no cycle passes through those
                 continue
