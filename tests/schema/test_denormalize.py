@@ -20,6 +20,7 @@ from restlayer.schema import (
     normalize,
     to_plain,
 )
+from restlayer.schema._base import MAX_DEPTH
 
 from ._models import CycleTag, CycleTodo, CycleUser, Todo, User
 
@@ -342,6 +343,31 @@ def test_cycle_memo_sees_a_change_below_the_entity_it_came_back_to() -> None:
     assert memo.denormalize(CycleUser, "3", r2.entities) is user  # and the same objects while nothing changes
 
 
+def test_cycle_memo_an_entity_reaching_into_a_closed_cycle_from_outside_sees_a_change_below_its_root() -> None:
+    """User 3 -> todo 1 -> author user 3 (a cycle); user 4, read after user 3, lists todo 1 too: a change to
+    user 3's other todo reaches user 4's read (user 4 took todo 1's deps before the cycle was closed)."""
+    todos = [{"id": 1, "author": 3}, {"id": 2, "title": "old", "author": 3}]
+    r = normalize([CycleUser], [{"id": 3, "todos": todos}, {"id": 4, "todos": [{"id": 1}]}])
+    memo = MemoCache()
+    assert memo.denormalize([CycleUser], r.result, r.entities)[1].todos[0].author.todos[1].title == "old"
+    r2 = normalize(CycleTodo, {"id": 2, "title": "new"}, state=r)
+    users = memo.denormalize([CycleUser], r.result, r2.entities)
+    assert users[1].todos[0].author.todos[1].title == "new"
+    assert users[1].todos[0] is users[0].todos[0]
+
+
+def test_cycle_memo_an_inner_cycle_leaves_the_deps_of_the_entity_it_came_back_to_whole() -> None:
+    """Todo 1 -> author user 3 -> todos: todo 2 (back to user 3) and todo 1 (back to todo 1), then todo 1's
+    tag: closing user 3's cycle must not give todo 1 user 3's smaller deps, so a new tag name is seen."""
+    data = {"id": 1, "tag": {"id": 7, "name": "old"}, "author": {"id": 3, "todos": [{"id": 2, "author": 3}, {"id": 1}]}}
+    r = normalize(CycleTodo, data)
+    memo = MemoCache()
+    assert memo.denormalize(CycleTodo, "1", r.entities).tag.name == "old"
+    r2 = normalize(CycleTag, {"id": 7, "name": "new"}, state=r)
+    todo = memo.denormalize(CycleTodo, "1", r2.entities)
+    assert todo.tag.name == "new" and todo.author.todos[1] is todo
+
+
 class LTodo(Entity):
     id: int = 0
     userId: int = 0
@@ -421,6 +447,57 @@ def test_deep_memo_read_sees_a_change_far_down_the_chain() -> None:
     while node.id != 2_999:
         node = node.next if node.next is not None else node.items[0]
     assert node.name == "changed"
+
+
+@pytest.mark.parametrize("deep", [MAX_DEPTH + 1], ids=["deferred"])
+def test_deep_memo_an_entity_reading_deep_data_of_the_same_read_sees_a_change_below_it(deep: int) -> None:
+    """Link 100 lists link `deep` of a long chain, read earlier in the same read: one whose build deferred its
+    descendants (deep data) or the deferred one itself. Its deps there are incomplete, so a change far down
+    the chain must renew link 100 too."""
+    r = normalize(Link, {**_chain(MAX_DEPTH + 16), "items": [{"id": 100, "items": [{"id": deep}]}]})
+    memo = MemoCache()
+    assert memo.denormalize(Link, "1", r.entities).items[0].items[0].id == deep
+    r2 = normalize(Link, {"id": MAX_DEPTH + 16, "name": "changed"}, state=r)
+    node = memo.denormalize(Link, "100", r2.entities).items[0]
+    while node.next is not None or node.items:
+        node = node.next if node.next is not None else node.items[0]
+    assert node.name == "changed"
+
+
+class ShelvedLink(Entity):
+    id: int = 0
+    name: str = ""
+    next: Any = None
+    shelf: Any = None
+    key = "ShelvedLink"
+
+
+class Shelf(Entity):
+    id: int = 0
+    links: list[Any] = []
+    key = "Shelf"
+    schema = {"links": Collection([ShelvedLink], nest_key=lambda parent, key: {"shelf": parent["id"]})}
+
+
+ShelvedLink.schema = {"next": ShelvedLink, "shelf": Shelf}
+
+
+@pytest.mark.parametrize("deep", [MAX_DEPTH + 1], ids=["deferred"])
+def test_deep_memo_a_stored_list_holding_deep_data_of_the_same_read_sees_a_change_below_it(deep: int) -> None:
+    """Link 1 of a long chain is on shelf 9, whose stored list holds link `deep` (read earlier in the same read,
+    its deps incomplete): the list's cached read is renewed by a change far down the chain, and read again."""
+    data: dict[str, Any] = {"id": MAX_DEPTH + 16, "name": "old"}
+    for i in range(MAX_DEPTH + 15, 0, -1):
+        data = {"id": i, "next": data}
+    r = normalize(ShelvedLink, {**data, "shelf": {"id": 9, "links": [{"id": deep}]}})
+    memo = MemoCache()
+    assert memo.denormalize(ShelvedLink, "1", r.entities).shelf.links[0].id == deep
+    r2 = normalize(ShelvedLink, {"id": MAX_DEPTH + 16, "name": "new"}, state=r)
+    for read in (memo.denormalize(Shelf, "9", r2.entities), memo.denormalize(ShelvedLink, "1", r2.entities).shelf):
+        node = read.links[0]
+        while node.next is not None:
+            node = node.next
+        assert node.name == "new"
 
 
 def test_deep_ring_of_stored_entities_closes_on_the_same_instance() -> None:

@@ -89,7 +89,7 @@ class _ReadToken:
 #: alone) is its own entry, valid while `instance.__dict__ is record`.
 #: An untracked read's entries record no deps: `()`.
 EntryDeps: TypeAlias = "list[DepItem] | tuple[()] | _ReadToken | None"
-Hit: TypeAlias = "tuple[object, object, EntryDeps] | tuple[object, object, list[DepItem], object] | Entity"
+Hit: TypeAlias = "tuple[object, object, EntryDeps] | tuple[object, object, list[DepItem] | _ReadToken, object] | Entity"
 #: An instance to fill once the walk has unwound: (class, pk, record, table read, instance).
 Deferred: TypeAlias = "tuple[type[Entity], str, Mapping[str, object], Mapping[str, object] | None, Entity]"
 #: The instances of one entity class (or the lists of one collection key) by pk.
@@ -101,7 +101,19 @@ InstanceCache: TypeAlias = "dict[type[Entity] | str, Slots]"
 class Unvisit:
     """The state of one denormalization: tables read, args, instance cache, dependencies."""
 
-    __slots__ = ("args", "cache", "checking", "cycles", "deferred", "deps", "depth", "entities", "indexes", "token")
+    __slots__ = (
+        "args",
+        "cache",
+        "checking",
+        "cycles",
+        "deferred",
+        "deps",
+        "depth",
+        "entities",
+        "indexes",
+        "owners",
+        "token",
+    )
 
     def __init__(
         self,
@@ -123,8 +135,10 @@ class Unvisit:
         # Entities to fill once the walk has unwound (a list once used)
         self.deferred: list[Deferred] | tuple[()] = ()
         self.token: _ReadToken | None = None
-        # Reads that came back to an entity being built: (its class, pk, the dep recorded there).
-        self.cycles: list[tuple[type[Entity], str, Dep]] = []
+        # Entries whose deps were not known when read (see `came_back`): owner -> pk -> the deps recorded there.
+        self.cycles: dict[type[Entity] | str, dict[str, list[Dep]]] = {}
+        # The cache's owners by entity key, and how many owners the cache had (see `_share_deps`).
+        self.owners: tuple[int, dict[str, list[type[Entity] | str]]] | None = None
 
     def __call__(self, node: Node | None, value: object) -> object:
         """Denormalize `value` by compiled `node`."""
@@ -160,9 +174,9 @@ class Unvisit:
             deps = hit[2]
             if deps is None:  # a cycle back to an entity being built right now
                 came_back: Dep = (key, pk, table, record)
-                self.deps.append(came_back)  # what embeds it depends on it too (all of it: see `close_cycles`)
+                self.deps.append(came_back)  # what embeds it depends on it too (all of it: see `close_cycle`)
                 if self.checking:
-                    self.cycles.append((cls, pk, came_back))
+                    self.came_back(cls, pk, came_back)
                 return hit[1] if hit[1] is not _IN_PROGRESS else None
             if isinstance(deps, _ReadToken):
                 if deps is self.token:  # deep data built earlier in this same read
@@ -191,41 +205,72 @@ class Unvisit:
         self.deps = outer
         outer.extend(mine)
         slots[pk] = (record, value, mine if len(self.deferred) == queued else self.deferred_token())
+        if self.cycles and cls in self.cycles:
+            self.close_cycle(cls, pk, mine)
         return value
 
-    def close_cycles(self) -> None:
-        """Give every entity built inside a cycle the deps of the entity the cycle came back to.
-
-        Coming back to an entity still being built records only that entity's record, so the
-        entities on the way back (which embed it) would stay cached when something it reads
-        later changes. Once it is built its deps are complete: they become theirs.
+    def came_back(self, owner: type[Entity] | str, pk: str, dep: Dep) -> None:
+        """Note that a read recorded `dep` for entity class `owner`'s `pk` while its deps are not known: it is
+        still being built (a cycle back to it, or it waits as deep data).
         """
-        by_root: dict[tuple[type[Entity], str], set[int]] = {}
-        for cls, pk, came_back in self.cycles:
-            by_root.setdefault((cls, pk), set()).add(id(came_back))
-        owners: dict[str, list[type[Entity] | str]] = {}  # entity key -> the cache's owners of that key
-        for owner in self.cache:
-            owners.setdefault(owner if isinstance(owner, str) else owner.key, []).append(owner)
-        for (cls, pk), marks in by_root.items():
-            root = self.slots(cls).get(pk)
-            if isinstance(root, tuple) and isinstance(root[2], list):
-                self._share_deps(root[2], marks, owners)
-        self.cycles = []
+        roots = self.cycles.get(owner)
+        if roots is None:
+            roots = self.cycles[owner] = {}
+        came = roots.get(pk)
+        if came is None:
+            roots[pk] = [dep]
+        else:
+            came.append(dep)
 
-    def _share_deps(self, full: list[DepItem], marks: set[int], owners: dict[str, list[type[Entity] | str]]) -> None:
-        """Set the deps of each entry read in `full` whose own deps hold a `marks` dep to `full`."""
+    def close_cycle(self, cls: type[Entity], pk: str, mine: list[DepItem]) -> None:
+        """Give the entries built inside the cycle root `cls`/`pk` that came back to it its deps, `mine`.
+
+        Called as the root is cached (once `mine` is complete): coming back to it recorded its record
+        alone, so the entries on the way back (which embed it) would stay cached when something it reads
+        changes. Closed at once, a later read of them, even from outside the cycle, takes all of it. Its
+        ancestors, still being built, are left alone: their deps will hold all of `mine`.
+        """
+        roots = self.cycles.get(cls)
+        came = None if roots is None else roots.pop(pk, None)
+        if came is None:
+            return
+        if not roots:
+            del self.cycles[cls]
+        entry = self.slots(cls).get(pk)
+        assert isinstance(entry, tuple)
+        self._share_deps(mine, {id(dep) for dep in came}, entry[2])
+
+    def close_cycles(self) -> None:
+        """At the end of a read, trust each entry that read an entity `close_cycle` never closed in this read only.
+
+        Such an entity was deferred (deep data, filled after the walk), and what read it as it waited may lie
+        anywhere in the read, so it is found among all the read's deps.
+        """
+        marks = {id(dep) for roots in self.cycles.values() for came in roots.values() for dep in came}
+        self.cycles = {}
+        self._share_deps(self.deps, marks, self.deferred_token())
+
+    def _share_deps(self, full: list[DepItem], marks: set[int], deps: EntryDeps) -> None:
+        """Set to `deps` the deps of each entry read in `full` whose own deps hold a `marks` dep."""
+        owners = self.owners
+        if owners is None or owners[0] != len(self.cache):  # built once, again only when an owner was added
+            by_key: dict[str, list[type[Entity] | str]] = {}
+            for owner in self.cache:
+                by_key.setdefault(owner if isinstance(owner, str) else owner.key, []).append(owner)
+            owners = self.owners = (len(self.cache), by_key)
+        by_key, cache = owners[1], self.cache
         for dep in full:
             if type(dep) is not tuple:  # a run of leaf reads: no cycle passes through those
                 continue
-            key, pk = dep[0], dep[1]
-            for owner in owners.get(key, ()):
-                slots = self.cache[owner]
+            for owner in by_key.get(dep[0], ()):
+                slots = cache[owner]
+                pk = dep[1]
                 entry = slots.get(pk)
-                if not isinstance(entry, tuple) or entry[2] is full:
+                if type(entry) is not tuple:  # missing, or an instance sharing its record (it read nothing else)
                     continue
                 own = entry[2]
-                if isinstance(own, list) and any(id(item) in marks for item in own):
-                    slots[pk] = (entry[0], entry[1], full, *entry[3:])  # a stored list's entry keeps its schema
+                if type(own) is list and own is not deps and not marks.isdisjoint(map(id, own)):
+                    slots[pk] = (entry[0], entry[1], deps, *entry[3:])  # a stored list's entry keeps its schema
 
     def slots(self, owner: type[Entity] | str) -> Slots:
         """The cache entries of entity class (or collection key) `owner`, by pk."""
@@ -243,22 +288,18 @@ class Unvisit:
         """
         key = coll.key
         table = self.entities.get(key)
-        record = None if table is None else table.get(pk)
+        record: Any = None if table is None else table.get(pk)  # a stored list (or dict), as the node reads it
         if record is None or record is INVALID:
             self.deps.append((key, pk, table, record))
             return record
         item = coll.node.node
         slots = self.slots(key)
         hit = slots.get(pk)
-        if (
-            isinstance(hit, tuple)
-            and hit[0] is record
-            and len(hit) == 4
-            and hit[3] is item
-            and (not self.checking or deps_valid(self.entities, hit[2], 1))
-        ):
-            self.deps.extend(hit[2])
-            return hit[1]
+        if isinstance(hit, tuple) and hit[0] is record and len(hit) == 4 and hit[3] is item:
+            deps = hit[2]
+            if type(deps) is list and (not self.checking or deps_valid(self.entities, deps, 1)):
+                self.deps.extend(deps)  # (a token set by `close_cycles`: built again)
+                return hit[1]
         outer = self.deps
         mine: list[DepItem] = [(key, pk, table, record)]
         self.deps = mine

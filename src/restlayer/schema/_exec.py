@@ -443,12 +443,15 @@ class DEntity(DPlan):
             unvisit.deps = outer
             outer.extend(mine)
             slots[pk] = (record, obj, mine)
-            return obj
-        queued = len(unvisit.deferred)
-        obj = self.build_stored(slots, pk, record, unvisit)
-        unvisit.deps = outer
-        outer.extend(mine)
-        slots[pk] = (record, obj, mine if len(unvisit.deferred) == queued else unvisit.deferred_token())
+        else:
+            queued = len(unvisit.deferred)
+            obj = self.build_stored(slots, pk, record, unvisit)
+            unvisit.deps = outer
+            outer.extend(mine)
+            slots[pk] = (record, obj, mine if len(unvisit.deferred) == queued else unvisit.deferred_token())
+        cycles = unvisit.cycles
+        if cycles and self.cls in cycles:  # a cycle came back to an instance of this class being built
+            unvisit.close_cycle(self.cls, pk, mine)  # (see `Unvisit.close_cycle`)
         return obj
 
     def read_once(self, pk: str, seen: Seen, ctx: Once) -> object:

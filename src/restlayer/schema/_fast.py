@@ -759,11 +759,17 @@ class _Gen:
         deps = "mine"
         if cls.schema:  # a descendant deferred (deep data): these deps are incomplete
             deps = "mine if len(unvisit.deferred) == queued else unvisit.deferred_token()"
-        return [
+        lines = [
             indent + "    unvisit.deps = outer",
             indent + "    outer.extend(mine)",
             indent + f"    slots[value] = (record, obj, {deps})",
         ]
+        if cls.schema:  # held while it is built (`build_d`): a cycle may have come back to it
+            lines += [
+                indent + f"    if unvisit.cycles and {self.const(cls)} in unvisit.cycles:",
+                indent + f"        unvisit.close_cycle({self.const(cls)}, value, mine)",
+            ]
+        return lines
 
     def entity_array(self, name: str, cls: type[Entity], fn: str, general: str) -> None:
         """A list of pks of one plain entity class: the lookups and the build written into the loop."""
