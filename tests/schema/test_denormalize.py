@@ -449,7 +449,7 @@ def test_deep_memo_read_sees_a_change_far_down_the_chain() -> None:
     assert node.name == "changed"
 
 
-@pytest.mark.parametrize("deep", [MAX_DEPTH + 1], ids=["deferred"])
+@pytest.mark.parametrize("deep", [MAX_DEPTH - 1, MAX_DEPTH + 1], ids=["built-deferring", "deferred"])
 def test_deep_memo_an_entity_reading_deep_data_of_the_same_read_sees_a_change_below_it(deep: int) -> None:
     """Link 100 lists link `deep` of a long chain, read earlier in the same read: one whose build deferred its
     descendants (deep data) or the deferred one itself. Its deps there are incomplete, so a change far down
@@ -482,7 +482,7 @@ class Shelf(Entity):
 ShelvedLink.schema = {"next": ShelvedLink, "shelf": Shelf}
 
 
-@pytest.mark.parametrize("deep", [MAX_DEPTH + 1], ids=["deferred"])
+@pytest.mark.parametrize("deep", [MAX_DEPTH - 1, MAX_DEPTH + 1], ids=["built-deferring", "deferred"])
 def test_deep_memo_a_stored_list_holding_deep_data_of_the_same_read_sees_a_change_below_it(deep: int) -> None:
     """Link 1 of a long chain is on shelf 9, whose stored list holds link `deep` (read earlier in the same read,
     its deps incomplete): the list's cached read is renewed by a change far down the chain, and read again."""

@@ -180,7 +180,10 @@ class Unvisit:
                 return hit[1] if hit[1] is not _IN_PROGRESS else None
             if isinstance(deps, _ReadToken):
                 if deps is self.token:  # deep data built earlier in this same read
-                    self.deps.append((key, pk, table, record))
+                    read: Dep = (key, pk, table, record)
+                    self.deps.append(read)
+                    if self.checking:  # its deps are incomplete, so are the reader's (see `close_cycles`)
+                        self.came_back(cls, pk, read)
                     return hit[1]
             elif not self.checking or len(deps) == 1 or deps_valid(self.entities, deps, 1):
                 self.deps.extend(deps)
@@ -210,8 +213,9 @@ class Unvisit:
         return value
 
     def came_back(self, owner: type[Entity] | str, pk: str, dep: Dep) -> None:
-        """Note that a read recorded `dep` for entity class `owner`'s `pk` while its deps are not known: it is
-        still being built (a cycle back to it, or it waits as deep data).
+        """Note that a read recorded `dep` for entity class (or collection key) `owner`'s `pk` while its deps
+        are not known: it is still being built (a cycle back to it, or it waits as deep data), or its entry holds
+        this read's token (deep data read earlier in this read).
         """
         roots = self.cycles.get(owner)
         if roots is None:
@@ -241,10 +245,10 @@ class Unvisit:
         self._share_deps(mine, {id(dep) for dep in came}, entry[2])
 
     def close_cycles(self) -> None:
-        """At the end of a read, trust each entry that read an entity `close_cycle` never closed in this read only.
+        """At the end of a read, make each entry that read one `close_cycle` left open trusted by this read only.
 
-        Such an entity was deferred (deep data, filled after the walk), and what read it as it waited may lie
-        anywhere in the read, so it is found among all the read's deps.
+        That one was deferred (deep data, filled after the walk) or holds this read's token (its deps are
+        incomplete), and what read it may lie anywhere in the read, so it is found among all the read's deps.
         """
         marks = {id(dep) for roots in self.cycles.values() for came in roots.values() for dep in came}
         self.cycles = {}
@@ -297,8 +301,14 @@ class Unvisit:
         hit = slots.get(pk)
         if isinstance(hit, tuple) and hit[0] is record and len(hit) == 4 and hit[3] is item:
             deps = hit[2]
-            if type(deps) is list and (not self.checking or deps_valid(self.entities, deps, 1)):
-                self.deps.extend(deps)  # (a token set by `close_cycles`: built again)
+            if type(deps) is list:
+                if not self.checking or deps_valid(self.entities, deps, 1):
+                    self.deps.extend(deps)
+                    return hit[1]
+            elif deps is self.token and self.checking:  # read earlier in this read, its deps incomplete
+                read: Dep = (key, pk, table, record)
+                self.deps.append(read)
+                self.came_back(key, pk, read)  # so are the reader's (see `close_cycles`)
                 return hit[1]
         outer = self.deps
         mine: list[DepItem] = [(key, pk, table, record)]
