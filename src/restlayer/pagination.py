@@ -82,19 +82,27 @@ def next_url_in_body(field: str = "next") -> NextPage:
 
 def link_header(rel: str = "next") -> NextPage:
     """The URL of the reply's `Link` header entry with relation `rel` (RFC 8288)."""
+    return _LinkHeader(rel)
 
-    def next_page(page: Page[object]) -> Mapping[str, object] | None:
+
+class _LinkHeader:
+    """`link_header`'s reader: it needs the page's HTTP reply, which `paginate` requests when it has none."""
+
+    reads_reply = True  # a page served without a reply of its own (a shared fetch, a shared store) is requested
+
+    def __init__(self, rel: str) -> None:
+        self.rel = rel
+
+    def __call__(self, page: Page[object]) -> Mapping[str, object] | None:
         if page.response is None:
             raise RestLayerError(
-                f"{page.endpoint.name}: this page was shared with a concurrent fetch of the same URL, "
-                "so its Link header is not available; paginate without fetching those pages elsewhere at once"
+                f"{page.endpoint.name}: this page has no HTTP reply to read its Link header from "
+                "(it was served without a request of its own)"
             )
-        link = page.response.links.get(rel)
+        link = page.response.links.get(self.rel)
         if not link or not link.get("url"):
             return None
         return params_from_url(page.endpoint, page.params, link["url"])
-
-    return next_page
 
 
 def params_from_url(endpoint: RestEndpoint[object, ...], params: Mapping[str, object], url: str) -> dict[str, object]:
@@ -146,6 +154,10 @@ async def paginate(
         seen.add(key)
         replies.clear()
         data = await ctrl.fetch(paged, current)
+        if not replies and getattr(next_page, "reads_reply", False):
+            # Served without a request of this walk (joined another fetch of the URL, or read from a
+            # shared store): the reader needs the reply's headers, so ask the server for them.
+            await paged(current)
         yield data
         current = next_page(Page(data, current, replies[-1] if replies else None, endpoint))
     if current is not None:

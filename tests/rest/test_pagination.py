@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -54,6 +55,19 @@ async def test_link_header(api: Any) -> None:
     assert [[t.id for t in p] for p in pages] == [[4, 5], [6]]
     queries = [r.query for r in api.requests.matching("GET", "/todos")]
     assert queries[0] == "limit=2&userId=2" and "page=2" in queries[-1]
+
+
+async def test_link_header_walks_of_one_url_at_once_read_the_same_pages(api: Any) -> None:
+    """The second walk joins the first one's fetch of page 1 (no reply of its own) and still reads the header."""
+    todos = resource(path="/todos/:id", schema=Todo, url_prefix=api.url)
+
+    async def walk(ctrl: Controller) -> list[list[int]]:
+        pages = paginate(ctrl, todos.get_list, {"userId": 2, "limit": 2}, next_page=link_header())
+        return [[t.id for t in page] async for page in pages]
+
+    async with Controller() as ctrl:
+        first, second = await asyncio.gather(walk(ctrl), walk(ctrl))
+    assert first == second == [[4, 5], [6]]
 
 
 def test_blocking_form(api: Any) -> None:
@@ -111,5 +125,5 @@ def test_readers_take_members_of_objects_and_need_the_reply_for_headers() -> Non
         next = "c2"
 
     assert cursor_in_body()(Page(Body(), {"limit": 2}, None, endpoint)) == {"limit": 2, "cursor": "c2"}
-    with pytest.raises(RestLayerError, match="Link header is not available"):
+    with pytest.raises(RestLayerError, match="no HTTP reply to read its Link header"):
         link_header()(Page([], {}, None, endpoint))

@@ -5,16 +5,21 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import secrets
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import httpx
 import pytest
 import redis.asyncio as aioredis
 from redis.crc import key_slot
 
 from examples.redis_server import RedisServer
 from restlayer.core import Controller, SharedManager
-from restlayer.errors import SharedStoreError
+from restlayer.errors import ResetError, SharedStoreError
+from restlayer.rest import RestEndpoint
 from restlayer.stores import RedisStore
 from tests.core._models import Clock, Todo, gets
 
@@ -280,3 +285,76 @@ async def test_set_of_an_entity_reaches_the_other_controller(make: Make, res: An
     await reader.suspense(res.Todo.get, id=5)
     writer.set(Todo, {"id": 5}, {"id": 5, "title": "set by another process"})
     await until(reader, lambda: title(reader.get(Todo, {"id": 5})) == "set by another process")
+
+
+async def test_a_push_reaches_the_other_controllers_list_and_later_read_throughs(
+    make: Make, res: Any, api: Any
+) -> None:
+    """A push rewrites the stored list, not only the new entity: both are shared (and so are later reads)."""
+    writer, reader = make(), make()
+    await started(writer, reader)
+    await writer.fetch(res.Todo.get_list, {"userId": 1})
+    await shared(writer).flush()
+    await reader.suspense(res.Todo.get_list, {"userId": 1})
+    created = await writer.fetch(res.Todo.get_list.push, {"userId": 1}, {"title": "pushed", "userId": 1})
+    await shared(writer).flush()
+    await until(reader, lambda: created.id in [t.id for t in reader.cache(res.Todo.get_list, {"userId": 1}) or []])
+    late = make()
+    await started(late)
+    requests = len(gets(api, "/todos"))
+    listed = await late.suspense(res.Todo.get_list, {"userId": 1})
+    assert [t.id for t in listed] == [1, 2, 3, created.id]
+    assert len(gets(api, "/todos")) == requests  # read through Redis, the pushed todo included
+
+
+async def test_a_reset_releases_the_fleet_lock_of_the_request_it_drops(make: Make, api: Any, raw: Any) -> None:
+    """The dropped request writes nothing, so the reset itself must free its key for the other processes."""
+    ctrl = make()
+    await started(ctrl)
+    gate = RestEndpoint(path="/_test/gate/:name", url_prefix=api.url)
+    name = "reset-" + secrets.token_hex(4)
+    store = shared(ctrl).store
+    assert isinstance(store, RedisStore)
+    fetching = asyncio.ensure_future(ctrl.fetch(gate, name=name))
+    async with httpx.AsyncClient() as client:
+        arrived = await client.get(f"{api.url}/_test/gate/{name}/arrivals", params={"count": 1}, timeout=20)
+        assert arrived.status_code == 200
+        assert await raw.exists(store.lock_key(gate.key({"name": name})))  # taken before the request went out
+        ctrl.reset_entire_store()
+        with pytest.raises(ResetError):
+            await fetching
+        await shared(ctrl).flush()
+        assert not await raw.exists(store.lock_key(gate.key({"name": name})))
+        (await client.post(f"{api.url}/_test/gate/{name}/open", timeout=10)).raise_for_status()
+
+
+_UNCLOSED = """
+import asyncio, sys
+from restlayer import Controller, RestEndpoint
+from restlayer.core import SharedManager
+from restlayer.stores import RedisStore
+
+async def main(redis_url, api_url):
+    ctrl = Controller(shared=SharedManager(RedisStore(redis_url, namespace=sys.argv[3])))
+    await ctrl.fetch(RestEndpoint(path="/todos/1", url_prefix=api_url))
+    # returns with the write of that reply still queued, and without ctrl.close()
+
+asyncio.run(main(sys.argv[1], sys.argv[2]))
+print("asyncio.run returned")
+"""
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="tasks count cancellation requests from Python 3.11")
+def test_asyncio_run_returns_when_a_shared_controller_is_left_open(
+    redis_server: RedisServer, api: Any, namespace: str
+) -> None:
+    """asyncio.run cancels the write loop mid-write; a client turning that into a connection error must not
+    keep it looping (a hang, so the child runs under a generous limit)."""
+    child = subprocess.run(
+        [sys.executable, "-c", _UNCLOSED, redis_server.url, api.url, namespace],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert "asyncio.run returned" in child.stdout, child.stderr[-2000:]

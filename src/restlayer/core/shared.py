@@ -21,15 +21,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from restlayer.core import _actions as act
 from restlayer.core._patch import EntityRow, IndexRow, Meta, Patch, merge_patch
+from restlayer.core._read import read_response
 from restlayer.core.manager import Manager, Next
 from restlayer.errors import ResetError, SharedStoreError
-from restlayer.schema import INVALID, normalize
+from restlayer.schema import INVALID, MemoCache
+from restlayer.schema._normalize import written_by
 
 if TYPE_CHECKING:
     from restlayer.core._state import State
@@ -82,6 +84,9 @@ class SharedStore(Protocol):
     async def read(self, key: str) -> Snapshot | None:
         """The stored response of endpoint `key` with its entities' current rows, or None."""
 
+    async def rows(self, refs: Sequence[Ref]) -> list[EntityRow]:
+        """The current rows of the entities `refs` name (those stored; the rest left out)."""
+
     async def keys(self) -> list[str]:
         """Every stored endpoint key (for `invalidate_all` and `expire_all`)."""
 
@@ -97,6 +102,7 @@ class SharedStore(Protocol):
 
 Queued = Write | Callable[[], Awaitable[Write]]
 _ATTEMPTS = 8  # rounds of read / lock / wait before a waiter fetches without the lock
+_FILL_ROUNDS = 4  # levels of entities a read-through looks for beyond its snapshot's rows
 
 
 class SharedManager(Manager):
@@ -214,6 +220,7 @@ class SharedManager(Manager):
             try:
                 await self.store.open(self._on_patch)
             except SharedStoreError as exc:
+                _raise_if_cancelling(exc)
                 self._went_offline(exc)
                 self._first.set()
                 await asyncio.sleep(delay)
@@ -222,6 +229,7 @@ class SharedManager(Manager):
             if self._closed:  # closed while opening (some clients swallow the cancellation)
                 await self._close_store()
                 return
+            _raise_if_cancelling()
             delay = 0.05
             self._came_online()
             if not await self._run_until_dropped():
@@ -308,18 +316,21 @@ class SharedManager(Manager):
             return
         if isinstance(action, act.Reset):
             self._drop_pending()
+            self._release_locks(controller)
+        before = controller.get_committed_state()
         next(action)
-        self._write_through(controller, action)
+        self._write_through(controller, action, before)
 
-    def _write_through(self, controller: Controller, action: act.Action) -> None:
+    def _write_through(self, controller: Controller, action: act.Action, before: State) -> None:
+        """Queue the write of what `action` changed (`before`: the committed state it was applied to)."""
         if isinstance(action, act.SetResponse):
-            self._response_written(controller, action)
+            self._response_written(controller, action, before)
         elif not self._may_write():
             return
         elif isinstance(action, act.Set):
             meta = {"fetched_at": action.date, "date": action.date, "expires_at": action.expires_at}
             rows, indexes, _ = _touched(
-                controller.get_committed_state(), action.schema, action.value, action.args, meta
+                before, controller.get_committed_state(), action.schema, action.value, action.args, meta
             )
             self._enqueue(Write(Patch(entities=rows, indexes=indexes), now=controller.now()))
         elif isinstance(action, act.Invalidate):
@@ -341,7 +352,7 @@ class SharedManager(Manager):
 
         return build
 
-    def _response_written(self, controller: Controller, action: act.SetResponse) -> None:
+    def _response_written(self, controller: Controller, action: act.SetResponse, before: State) -> None:
         """Queue a committed response (or just release the key's lock when nothing was stored)."""
         held = self._tokens.pop(action.fetch, None) if action.fetch is not None else None
         unlock = () if held is None else (held,)
@@ -362,7 +373,7 @@ class SharedManager(Manager):
             return
         meta = {"fetched_at": action.fetched_at, "date": action.date, "expires_at": action.expires_at}
         try:
-            rows, indexes, refs = _touched(state, action.endpoint.schema, action.response, action.args, meta)
+            rows, indexes, refs = _touched(before, state, action.endpoint.schema, action.response, action.args, meta)
         except Exception:  # the reducer stored it, so this does not happen; never break the caller
             log.exception("could not share %s", action.key)
             return
@@ -392,6 +403,7 @@ class SharedManager(Manager):
                     await self._write_one(item)
             finally:
                 self._queue.task_done()
+            _raise_if_cancelling()
 
     async def _write_one(self, item: Queued) -> None:
         if isinstance(item, Write):
@@ -400,6 +412,7 @@ class SharedManager(Manager):
             write = item if isinstance(item, Write) else await item()
             await self.store.write(write)
         except SharedStoreError as exc:
+            _raise_if_cancelling(exc)
             self._went_offline(exc)
         except (TypeError, ValueError) as exc:  # a value JSON cannot hold: kept local only
             log.warning("not shared (not JSON): %s", exc)
@@ -433,7 +446,7 @@ class SharedManager(Manager):
                 self._enqueue(Write(Patch(released=(key,)), unlock=((key, found),), now=controller.now()))
             return
         if isinstance(found, Snapshot):
-            self._use(actions, found)
+            await self._use(controller, actions, found)
             return
         if isinstance(found, str):
             self._tokens[actions[0]] = (key, found)
@@ -450,10 +463,12 @@ class SharedManager(Manager):
                 return
             try:
                 extended = await self.store.extend(key, token, self.lock_ms)
+                _raise_if_cancelling()
                 log.debug("lock of %s extended: %s", key, extended)
                 if not extended:
                     return
             except SharedStoreError as exc:
+                _raise_if_cancelling(exc)
                 self._went_offline(exc)
                 return
 
@@ -493,9 +508,10 @@ class SharedManager(Manager):
                 if not waiters:
                     del self._waiters[key]
 
-    def _use(self, actions: list[act.Fetch], snapshot: Snapshot) -> None:
+    async def _use(self, controller: Controller, actions: list[act.Fetch], snapshot: Snapshot) -> None:
         """Store a backend snapshot as if this process had fetched it, then answer the callers."""
         first = actions[0]
+        reset = controller.get_committed_state().last_reset
         meta = snapshot.meta
         self._replay(
             act.SetResponse(
@@ -510,9 +526,44 @@ class SharedManager(Manager):
         )
         if snapshot.entities:
             self._replay(act.Merge(Patch(entities=snapshot.entities)))
+        try:
+            await self._add_missing(controller, first)
+        except SharedStoreError as exc:
+            _raise_if_cancelling(exc)
+            self._went_offline(exc)
+        dropped = controller.get_committed_state().last_reset != reset
         for action in actions:
             if action.future is not None and not action.future.done():
-                action.future.set_result(snapshot.response)
+                if dropped:  # a reset came while the rows were read: like a request in flight, dropped
+                    action.future.set_exception(ResetError())
+                else:
+                    action.future.set_result(snapshot.response)
+
+    async def _add_missing(self, controller: Controller, fetch: act.Fetch) -> None:
+        """Read from the backend the entities the stored snapshot names but lacks, and store them.
+
+        A snapshot holds the rows its response referenced when it was written; a stored
+        list another process grew since (a push) names entities beyond those.
+        """
+        asked: set[Ref] = set()
+        for _ in range(_FILL_ROUNDS):  # each round reaches one level deeper (an entity that names more)
+            detail = read_response(MemoCache(), fetch.endpoint, fetch.args, controller.get_committed_state())[1]
+            missing = [] if detail is None else [(k, pk) for k, pk, _, record in detail.deps if record is None]
+            missing = [ref for ref in dict.fromkeys(missing) if ref not in asked]
+            if not missing:
+                return
+            asked.update(missing)
+            rows = await self.store.rows(missing)
+            if not rows:
+                return
+            self._replay(act.Merge(Patch(entities=tuple(rows))))
+
+    def _release_locks(self, controller: Controller) -> None:
+        """Reset: the requests holding fleet locks are dropped and will write nothing, so release the locks now."""
+        tokens, self._tokens = self._tokens, {}
+        for key, token in tokens.values():
+            if (key, token) in self._held:
+                self._enqueue(Write(Patch(released=(key,)), unlock=((key, token),), now=controller.now()))
 
     def _drop_pending(self) -> None:
         """Reset: fetches waiting on the backend fail like in-flight requests do."""
@@ -521,6 +572,19 @@ class SharedManager(Manager):
             for action in actions:
                 if action.future is not None and not action.future.done():
                     action.future.set_exception(ResetError())
+
+
+def _raise_if_cancelling(error: BaseException | None = None) -> None:
+    """Re-raise a cancellation that the backend's client swallowed or turned into a connection error.
+
+    Some clients (redis-py) answer a cancellation in the middle of a call that way; a
+    task that then went on looping would never end, and `asyncio.run` would wait for
+    it forever. (Python 3.11+, where tasks count cancellation requests.)
+    """
+    task = asyncio.current_task()
+    cancelling = getattr(task, "cancelling", None)
+    if cancelling is not None and cancelling():
+        raise asyncio.CancelledError from error
 
 
 def _fresh(controller: Controller, key: str) -> bool:
@@ -541,13 +605,17 @@ def _usable(snapshot: Snapshot | None, now: float) -> bool:
 
 
 def _touched(
-    state: State, schema: object, value: object, args: tuple[object, ...], meta: Meta
+    before: State, state: State, schema: object, value: object, args: tuple[object, ...], meta: Meta
 ) -> tuple[tuple[EntityRow, ...], tuple[IndexRow, ...], tuple[Ref, ...]]:
-    """The committed rows of every entity `value` writes, its index entries, and their refs."""
-    alone = normalize(schema, value, args, None, meta)
+    """The committed rows (in `state`) of every entity `value` wrote over `before`, its index entries, their refs.
+
+    Normalized over `before` (the state it was stored in), not alone: a push or a remove
+    also rewrites the stored collections it lands in.
+    """
+    written = written_by(schema, value, args, before, meta)
     rows: list[EntityRow] = []
     refs: list[Ref] = []
-    for key, table in alone.entities.items():
+    for key, table in written.rows.items():
         stored, stored_meta = state.entities.get(key), state.entities_meta.get(key)
         for pk in table:
             record = None if stored is None else stored.get(pk)
@@ -558,7 +626,7 @@ def _touched(
             rows.append((key, pk, None if record is INVALID else record, _meta3(row_meta)))
     indexes: list[IndexRow] = [
         (key, field_name, value_text, None if pk is INVALID else pk)
-        for key, fields in alone.indexes.items()
+        for key, fields in written.indexes.items()
         for field_name, values in fields.items()
         for value_text, pk in values.items()
     ]

@@ -315,12 +315,51 @@ def normalize(
     Placeholders are random unless `placeholder_seed` is given: then every call with
     that seed gives the same ones.
     """
+    ctx, result = _run(schema, input, args, state, meta, placeholders, placeholder_seed)
+    return ctx.commit(result)
+
+
+class Written(NamedTuple):
+    """What one normalize call writes over a state: entity rows and index entries, not yet merged."""
+
+    rows: Mapping[str, Mapping[str, object]]  # entity key (or stored collection key) -> pk -> record
+    indexes: Mapping[str, Mapping[str, Mapping[str, str | InvalidType]]]  # key -> field -> value -> pk
+
+
+@no_gc
+def written_by(
+    schema: object,
+    input: object,
+    args: Sequence[object] = (),
+    state: object = None,
+    meta: Mapping[str, float] | None = None,
+) -> Written:
+    """The rows `normalize(schema, input, args, state, meta)` writes over `state`.
+
+    Over the state a response was stored in, this names every row that response
+    changed, stored collections it grew or shrank included (a push changes the
+    lists already stored, so normalizing it alone would miss them).
+    """
+    ctx, _ = _run(schema, input, args, state, meta, True, None)
+    return Written(ctx.pending, ctx.pending_indexes)
+
+
+def _run(
+    schema: object,
+    input: object,
+    args: Sequence[object],
+    state: object,
+    meta: Mapping[str, float] | None,
+    placeholders: bool,
+    placeholder_seed: str | None,
+) -> tuple[Normalizer, object]:
+    """Walk `input` by `schema` over `state`: the call's pending writes and the normalized result."""
     from restlayer.schema._invalidate import Invalidate
 
     node = compile_schema(schema)
     ctx = Normalizer(tuple(args), default_meta(meta), state, placeholders, placeholder_seed)
     if node is None:
-        return ctx.commit(freeze(input))  # stored data never aliases the caller's objects
+        return ctx, freeze(input)  # stored data never aliases the caller's objects
     if not isinstance(node, Invalidate) and (input is None or isinstance(input, (str, int, float))):
         found = "null" if input is None else type(input).__name__
         raise SchemaError(
@@ -338,4 +377,4 @@ def normalize(
             result = node.normalize_value(input, input, None, ctx)
     if ctx.deferred:
         ctx.finish_deferred()
-    return ctx.commit(result)
+    return ctx, result

@@ -18,7 +18,7 @@ import contextlib
 import json
 import logging
 import secrets
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 
 try:
     import redis.asyncio as aioredis
@@ -31,6 +31,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("RedisStore needs redis-py: pip install 'restlayer[redis]'") from exc
 
 from restlayer.core import Patch, Snapshot, Write
+from restlayer.core._patch import EntityRow
 from restlayer.errors import SharedStoreError
 from restlayer.stores._codec import dumps, endpoint_record, lifetime_ms, parse_endpoint, parse_entity, snapshot
 
@@ -277,17 +278,22 @@ class RedisStore:
             parsed = parse_endpoint(stored[b"d"], key)
             if parsed is None:
                 return None
-            deps = parsed.deps
-            rows = []
-            if deps:
-                pipe = client.pipeline(transaction=False)
-                for ref in deps:
-                    pipe.hget(self.entity_key(*ref), "d")
-                for text in await pipe.execute():
-                    row = None if text is None else parse_entity(text)
-                    if row is not None:
-                        rows.append(row)
+            rows = await self._rows(client, parsed.deps)
         return snapshot(parsed, rows, b"x" in stored)
+
+    async def rows(self, refs: Sequence[tuple[str, str]]) -> list[EntityRow]:
+        """The current rows of the entities `refs` name (those stored)."""
+        async with self._calls() as client:
+            return await self._rows(client, refs)
+
+    async def _rows(self, client: aioredis.Redis, refs: Sequence[tuple[str, str]]) -> list[EntityRow]:
+        if not refs:
+            return []
+        pipe = client.pipeline(transaction=False)
+        for ref in refs:
+            pipe.hget(self.entity_key(*ref), "d")
+        texts = await pipe.execute()
+        return [row for row in (parse_entity(text) for text in texts if text is not None) if row is not None]
 
     async def keys(self) -> list[str]:
         """Every endpoint key stored in the namespace."""

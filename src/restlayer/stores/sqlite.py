@@ -13,7 +13,7 @@ import json
 import secrets
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from restlayer.core import Patch, Snapshot, Write
@@ -158,15 +158,17 @@ class SQLiteStore:
             parsed = parse_endpoint(found[0], key)
             if parsed is None:
                 return None
-            rows = []
-            for ref in parsed.deps:
-                text = db.execute("SELECT data FROM entities WHERE key = ? AND pk = ?", ref).fetchone()
-                row = None if text is None else parse_entity(text[0])
-                if row is not None:
-                    rows.append(row)
+            rows = _rows(db, parsed.deps)
         except sqlite3.Error as exc:
             raise SharedStoreError(f"{self.path}: {exc}") from exc
         return snapshot(parsed, rows, bool(found[1]))
+
+    async def rows(self, refs: Sequence[tuple[str, str]]) -> list[EntityRow]:
+        """The current rows of the entities `refs` name (those stored)."""
+        try:
+            return _rows(self._conn(), refs)
+        except sqlite3.Error as exc:
+            raise SharedStoreError(f"{self.path}: {exc}") from exc
 
     async def keys(self) -> list[str]:
         """Every stored endpoint key."""
@@ -182,6 +184,17 @@ class SQLiteStore:
     async def extend(self, key: str, token: str, ttl_ms: int) -> bool:
         """One process per file: the lock stays held."""
         return True
+
+
+def _rows(db: sqlite3.Connection, refs: Sequence[tuple[str, str]]) -> list[EntityRow]:
+    """The stored rows of `refs` (a malformed one is logged and left out)."""
+    rows = []
+    for ref in refs:
+        text = db.execute("SELECT data FROM entities WHERE key = ? AND pk = ?", ref).fetchone()
+        row = None if text is None else parse_entity(text[0])
+        if row is not None:
+            rows.append(row)
+    return rows
 
 
 __all__ = ["SQLiteStore"]
