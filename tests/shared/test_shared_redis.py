@@ -358,3 +358,14 @@ def test_asyncio_run_returns_when_a_shared_controller_is_left_open(
         check=False,
     )
     assert "asyncio.run returned" in child.stdout, child.stderr[-2000:]
+
+
+async def test_a_remove_reaches_the_other_controllers_list(make: Make, res: Any) -> None:
+    writer, reader = make(), make()
+    await started(writer, reader)
+    await writer.fetch(res.Todo.get_list, {"userId": 1})
+    await shared(writer).flush()
+    await reader.suspense(res.Todo.get_list, {"userId": 1})
+    writer.set_response(res.Todo.get_list.remove, {"userId": 1}, {"id": 3}, {"id": 3, "userId": 1})
+    await shared(writer).flush()
+    await until(reader, lambda: [t.id for t in reader.cache(res.Todo.get_list, {"userId": 1}) or []] == [1, 2])
