@@ -93,3 +93,37 @@ def test_a_watcher_holds_what_it_reads_now_not_what_it_first_read(clock: Clock) 
     policy.sweep()
     assert sorted(ctrl.get_state().entities["Todo"]) == ["2", "3"]  # todo 1 is no longer held
     ctrl.close()
+
+
+def test_a_watcher_removed_by_another_callback_is_not_called_in_that_round(ctrl: Controller) -> None:
+    """A parent stopping a child on a change: the child sees nothing after its stop function returned."""
+    get: RestEndpoint[Any] = RestEndpoint(path="/todos/:id", schema=Todo, url_prefix=PREFIX)
+    ctrl.set_response(get, {"id": 1}, {"id": 1, "title": "a"})
+    child_saw: list[str] = []
+    stops: list[Any] = []
+    ctrl.watch(get, {"id": 1}, callback=lambda todo: stops[0]())
+    stops.append(ctrl.watch(get, {"id": 1}, callback=lambda todo: child_saw.append(todo.title)))
+    ctrl.set_response(get, {"id": 1}, {"id": 1, "title": "b"})
+    assert child_saw == []
+
+
+def test_a_watcher_removed_mid_round_keeps_the_holds_of_the_others(clock: Clock) -> None:
+    """Removed mid-round, a watcher used to be re-read and release its old holds twice: a todo another
+    watcher still read was then swept."""
+    policy = GCPolicy(interval_ms=10**9)
+    ctrl = Controller(clock=clock, gc_policy=policy)
+    listing: RestEndpoint[Any] = RestEndpoint(path="/todos", schema=[Todo], url_prefix=PREFIX)
+    get: RestEndpoint[Any] = RestEndpoint(path="/todos/:id", schema=Todo, url_prefix=PREFIX)
+    ctrl.set_response(listing, None, [{"id": 1}, {"id": 2}])
+    ctrl.set_response(get, {"id": 2}, {"id": 2})
+    stops: list[Any] = []
+    ctrl.watch(listing, callback=lambda todos: stops[0]())
+    stops.append(ctrl.watch(listing, callback=lambda todos: None))
+    seen: list[Any] = []
+    ctrl.watch(get, {"id": 2}, callback=seen.append)  # holds todo 2 throughout
+    ctrl.set_response(listing, None, [{"id": 1}, {"id": 3}])
+    clock.advance(10**9)
+    policy.sweep()
+    assert "2" in ctrl.get_state().entities["Todo"]
+    assert ctrl.get_response(get, id=2).data is not None and seen == []
+    ctrl.close()

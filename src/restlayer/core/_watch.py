@@ -48,7 +48,7 @@ def _never() -> bool:
 class Watcher:
     """One `watch()` registration: what it reads, the last value seen and its GC hold."""
 
-    __slots__ = ("args", "callback", "endpoint", "key", "last", "refs", "unchanged")
+    __slots__ = ("active", "args", "callback", "endpoint", "key", "last", "refs", "unchanged")
 
     def __init__(self, endpoint: Endpoint[T], args: tuple[object, ...], callback: Callable[[T], object]) -> None:
         self.endpoint: Endpoint[object] = endpoint
@@ -59,6 +59,7 @@ class Watcher:
         self.last: object = None
         self.refs: list[tuple[str, str]] = []
         self.unchanged: Callable[[], bool] = _never
+        self.active = True  # False once removed: a round already under way skips it
 
 
 class Watchers:
@@ -89,6 +90,7 @@ class Watchers:
             if removed:
                 return
             removed = True
+            watcher.active = False
             if watcher in self._items:
                 self._items.remove(watcher)
             self._release(watcher.key, watcher.refs)
@@ -106,7 +108,8 @@ class Watchers:
             while self._again:
                 self._again = False
                 for watcher in list(self._items):
-                    if not watcher.unchanged():
+                    # a callback earlier in this round may have removed it: its hold is gone, so is its call
+                    if watcher.active and not watcher.unchanged():
                         self._check(watcher)
         finally:
             self._busy = False
