@@ -9,6 +9,7 @@ import pytest
 from restlayer.core import Controller, GCPolicy
 from restlayer.core.gc import MIN_LIFETIME
 from restlayer.errors import NetworkError
+from restlayer.rest import RestEndpoint
 from tests.core._models import Clock, Todo
 
 
@@ -70,4 +71,24 @@ async def test_failed_fetches_are_swept_like_data(res: Any, clock: Clock) -> Non
     clock.advance(MIN_LIFETIME + 1)
     assert policy.sweep() == 20
     assert ctrl.get_state()["meta"] == {}
+    ctrl.close()
+
+
+def test_a_sweep_keeps_the_objects_of_what_it_did_not_remove(clock: Clock) -> None:
+    """Removing other entities is no change to a held one: its reads stay the same objects (a list's too)."""
+    policy = GCPolicy(interval_ms=10**9)
+    ctrl = Controller(clock=clock, gc_policy=policy)
+    get: RestEndpoint[Any] = RestEndpoint(path="/todos/:id", schema=Todo, url_prefix="http://127.0.0.1:9")
+    listing: RestEndpoint[Any] = RestEndpoint(path="/todos", schema=[Todo], url_prefix="http://127.0.0.1:9")
+    ctrl.set_response(listing, None, [{"id": 1, "title": "kept"}])
+    ctrl.set_response(get, {"id": 2}, {"id": 2, "title": "garbage"})
+    unwatch = ctrl.watch(listing, callback=lambda todos: None)
+    before = ctrl.cache(listing)
+    ctrl.cache(get, id=2)  # read once, then released: swept once expired
+    clock.advance(10**9)
+    assert policy.sweep() == 2  # todo 2 and its endpoint key
+    assert "2" not in ctrl.get_state().entities["Todo"]
+    after = ctrl.cache(listing)
+    assert after is before and after is not None and after[0] is ctrl.get(Todo, "1")
+    unwatch()
     ctrl.close()

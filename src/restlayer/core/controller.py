@@ -163,8 +163,8 @@ class Controller:
             self.memo.clear()
             self._side_memo.clear()
         elif isinstance(action, act.GC):
-            self.memo = MemoCache()  # a fresh memo: pruning alone keeps the old table capacity
-            self._side_memo = MemoCache()
+            self.memo.prune(state.entities)  # what stays keeps its identity; the memory of the rest is returned
+            self._side_memo.prune(state.entities)
         if len(self._watchers):
             self._watchers.notify()
 

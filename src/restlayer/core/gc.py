@@ -96,7 +96,7 @@ class GCPolicy:
             return 0
         action = self.collect(controller.get_committed_state(), controller.now())
         if action is not None:
-            controller.dispatch(action)  # the controller starts a fresh memo once it is applied
+            controller.dispatch(action)  # the controller prunes its memo once it is applied
             self._compact()
         else:
             controller.memo.prune(controller.get_committed_state().entities)

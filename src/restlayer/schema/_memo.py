@@ -206,18 +206,21 @@ class MemoCache:
         self._queries.clear()
 
     def prune(self, entities: Tables) -> None:
-        """Drop cached instances whose record is no longer the stored one (bounded memory)."""
-        for owner, slots in list(self._entities.items()):
+        """Drop what `entities` no longer backs: instances whose record changed or went, reads that did.
+
+        What stays keeps its identity (a sweep that removed other data changes no reader's objects),
+        and the cache's tables are rebuilt, so the memory of what went is returned.
+        """
+        kept: InstanceCache = {}
+        for owner, slots in self._entities.items():
             # keyed by entity class (instances) or by collection key (stored lists)
             table = entities.get(owner if isinstance(owner, str) else owner.key)
             if table is None:
-                del self._entities[owner]
                 continue
             get = table.get
-            stale = [pk for pk, hit in slots.items() if not _current(hit, get(pk))]
-            for pk in stale:
-                del slots[pk]
-            if not slots:
-                del self._entities[owner]
-        self._results.clear()
-        self._queries.clear()
+            current = {pk: hit for pk, hit in slots.items() if _current(hit, get(pk))}
+            if current:
+                kept[owner] = current
+        self._entities = kept
+        self._results = {slot: entry for slot, entry in self._results.items() if entry.valid_for(entities)}
+        self._queries = dict(self._queries)
