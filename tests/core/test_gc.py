@@ -92,3 +92,14 @@ def test_a_sweep_keeps_the_objects_of_what_it_did_not_remove(clock: Clock) -> No
     assert after is before and after is not None and after[0] is ctrl.get(Todo, "1")
     unwatch()
     ctrl.close()
+
+
+async def test_reads_after_close_schedule_no_sweep(res: Any, clock: Clock) -> None:
+    policy = GCPolicy(interval_ms=10**9)
+    ctrl = Controller(clock=clock, gc_policy=policy)
+    await ctrl.fetch(res.Todo.get, id=1)
+    assert policy.scheduled
+    ctrl.close()
+    assert not policy.scheduled
+    assert ctrl.cache(res.Todo.get, id=1) is not None  # reads keep working, holds are still counted
+    assert not policy.scheduled

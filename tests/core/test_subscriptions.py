@@ -8,7 +8,7 @@ import pytest
 
 from restlayer.core import Controller, SubscriptionManager
 from restlayer.core.subscriptions import Poll
-from restlayer.errors import RestLayerError
+from restlayer.errors import ClosedError, RestLayerError
 from restlayer.rest import RestEndpoint
 from tests.core._models import Clock, Recorder, polled, stored
 
@@ -73,3 +73,11 @@ async def test_subscription_context_manager(rctrl: Controller, rec: Recorder, re
         await rec.wait_for(polled(key), count=2)
         assert subscriptions(rctrl).next_poll(key) is not None
     assert subscriptions(rctrl).next_poll(key) is None
+
+
+async def test_subscribe_on_a_closed_controller_raises_and_schedules_nothing(res: Any) -> None:
+    ctrl = Controller()
+    ctrl.close()
+    with pytest.raises(ClosedError):
+        await ctrl.subscribe(res.Todo.get.extend(poll_frequency=100), id=1)
+    assert subscriptions(ctrl).polls == {}

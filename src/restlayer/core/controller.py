@@ -530,10 +530,12 @@ class Controller:
     @overload
     async def subscribe(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> None: ...
     async def subscribe(self, endpoint: Endpoint[object], *args: object, **kwargs: object) -> None:
-        """Poll `endpoint(*args)` every `poll_frequency` ms until unsubscribed."""
+        """Poll `endpoint(*args)` every `poll_frequency` ms until unsubscribed (`ClosedError` once closed)."""
         bound = self._bind(endpoint, args, kwargs)
         if bound is None:
             return
+        if self.closed:
+            raise ClosedError(f"The controller is closed: cannot subscribe to {endpoint.name}")
         if endpoint.poll_frequency is None:
             raise RestLayerError(f"{endpoint.name}: subscribe needs poll_frequency")
         self.dispatch(act.Subscribe(endpoint, bound, endpoint.key(*bound)))

@@ -37,10 +37,16 @@ class GCPolicy:
         self.queued_entities: set[EntityRef] = set()
         self._controller: Controller | None = None
         self._handle: asyncio.TimerHandle | None = None
+        self._stopped = False  # its controller closed: counting goes on (reads still work), sweeping does not
 
     def init(self, controller: Controller) -> None:
         """Attach to the controller whose store this policy sweeps."""
         self._controller = controller
+
+    @property
+    def scheduled(self) -> bool:
+        """Whether a periodic sweep is scheduled (from the first hold on a running loop until the controller closes)."""
+        return self._handle is not None
 
     # ----- reference counting --------------------------------------------------------
     def acquire(self, key: str | None, refs: Iterable[EntityRef]) -> None:
@@ -110,7 +116,7 @@ class GCPolicy:
         self.queued_entities = set(self.queued_entities)
 
     def _ensure_timer(self) -> None:
-        if self._handle is not None:
+        if self._handle is not None or self._stopped:
             return
         try:
             loop = asyncio.get_running_loop()
@@ -124,7 +130,8 @@ class GCPolicy:
         self._ensure_timer()
 
     def cleanup(self) -> None:
-        """Stop the periodic sweep."""
+        """Stop the periodic sweep for good (its controller closed)."""
+        self._stopped = True
         if self._handle is not None:
             self._handle.cancel()
             self._handle = None

@@ -123,7 +123,7 @@ class SubscriptionManager(Manager):
 
     def _due(self, poll: Poll) -> None:
         controller = self._controller
-        if controller is None or self.polls.get(poll.key) is not poll:
+        if controller is None or controller.closed or self.polls.get(poll.key) is not poll:
             return
         controller.poll(poll.endpoint, poll.args, poll.frequency)
         poll.polled(controller.now())
