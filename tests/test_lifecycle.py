@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import secrets
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -68,6 +69,25 @@ async def test_async_with_closes_polling_and_the_loop_client(api: Any) -> None:
         assert (await ctrl.fetch(todos.get, id=1)).id == 1
     assert client.is_closed
     assert get_client() is not client  # a later request opens a new client
+
+
+async def test_leaving_async_with_lets_another_controllers_request_finish(api: Any) -> None:
+    """The shared client is closed by the last request still on it, not under another controller's feet."""
+    gate = RestEndpoint(path="/_test/gate/:name", url_prefix=api.url)
+    name = f"left-open-{secrets.token_hex(4)}"
+    other = Controller()
+    fetching = asyncio.ensure_future(other.fetch(gate, name=name))
+    async with httpx.AsyncClient() as client:
+        arrived = await client.get(f"{api.url}/_test/gate/{name}/arrivals", params={"count": 1}, timeout=20)
+        assert arrived.status_code == 200
+        shared = get_client()
+        async with Controller():
+            pass  # leaving it closes the loop's shared client...
+        assert not shared.is_closed  # ...once the other controller's request is done
+        (await client.post(f"{api.url}/_test/gate/{name}/open", timeout=10)).raise_for_status()
+    assert await fetching == {"gate": name, "arrival": 1}
+    assert shared.is_closed and get_client() is not shared
+    other.close()
 
 
 def test_module_level_resource_works_across_several_asyncio_runs(api: Any) -> None:

@@ -214,6 +214,8 @@ class Controller:
     async def __aexit__(self, *exc_info: object) -> None:
         """Leaving `async with Controller() as ctrl:` closes it and this loop's shared HTTP client.
 
+        Requests other controllers still have on that client finish first (the last one closes it).
+
         A shared store first gets every queued write (bounded), then its connections are closed.
         """
         from restlayer.rest import aclose

@@ -31,6 +31,9 @@ DEFAULTS: dict[str, object] = {"follow_redirects": True, "timeout": DEFAULT_TIME
 _CLIENT_OPTIONS = frozenset(inspect.signature(httpx.AsyncClient.__init__).parameters) - {"self"}
 
 _clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = weakref.WeakKeyDictionary()
+#: Requests under way on each shared client, and the clients `aclose()` retired while some were.
+_in_use: dict[httpx.AsyncClient, int] = {}
+_retired: set[httpx.AsyncClient] = set()
 _last: tuple[asyncio.AbstractEventLoop, httpx.AsyncClient] | None = None
 _options: dict[str, object] = dict(DEFAULTS)
 _factory: Callable[[], httpx.AsyncClient] | None = None
@@ -87,13 +90,37 @@ def get_client() -> httpx.AsyncClient:
 
 
 async def aclose() -> None:
-    """Close the running loop's shared client; a later request opens a new one."""
+    """Close the running loop's shared client; a later request opens a new one.
+
+    Requests still under way on it (another controller's) finish first: the last one closes it.
+    """
     global _last
     loop = asyncio.get_running_loop()
     client = _clients.pop(loop, None)
     if _last is not None and _last[0] is loop:
         _last = None
-    if client is not None:
+    if client is None:
+        return
+    if client in _in_use:
+        _retired.add(client)
+    else:
+        await client.aclose()
+
+
+def hold(client: httpx.AsyncClient) -> None:
+    """A request (or stream) starts on shared `client`: `aclose()` lets it finish instead of cutting it off."""
+    _in_use[client] = _in_use.get(client, 0) + 1
+
+
+async def release(client: httpx.AsyncClient) -> None:
+    """That request is done; the last one on a client that `aclose()` retired closes it."""
+    left = _in_use[client] - 1
+    if left:
+        _in_use[client] = left
+        return
+    del _in_use[client]
+    if client in _retired:
+        _retired.discard(client)
         await client.aclose()
 
 

@@ -31,7 +31,7 @@ from restlayer.errors import (
     StatusError,
 )
 from restlayer.rest._body import RequestParts
-from restlayer.rest._client import get_client
+from restlayer.rest._client import get_client, hold, release
 from restlayer.rest._parse import ByteStream, parse_reply, read_body, status_message, transport_error
 from restlayer.rest._path import compile_path
 from restlayer.rest._retry import Retry
@@ -423,14 +423,20 @@ class RestEndpoint(Generic[T_co, Params, Args]):
         own_names = {str(name).lower() for name, _ in _header_items(own)} - _BODY_HEADERS
         sending = self._send(client, request, follow, auth, own_names)
         deadline = self.total_timeout
-        if deadline is None:
-            return await sending
+        shared = self.client is None
+        if shared:  # leaving another controller's `async with` closes the shared client after this request
+            hold(client)
         try:
+            if deadline is None:
+                return await sending
             return await asyncio.wait_for(sending, deadline)
         except asyncio.TimeoutError as exc:
             raise DeadlineExceededError(
                 f"{url}: no complete reply within total_timeout={deadline}s", status=500
             ) from exc
+        finally:
+            if shared:
+                await release(client)
 
     async def _send(
         self, client: httpx.AsyncClient, request: httpx.Request, follow: bool, auth: object, own_names: set[str]

@@ -8,6 +8,7 @@ import httpx
 from httpx_sse import ServerSentEvent, aconnect_sse
 
 from restlayer.rest import get_client
+from restlayer.rest._client import hold, release
 from restlayer.streams._stream import Backoff, Covers, ServerStopped, Stream, decode_json
 from restlayer.streams._writes import Handler, Message, Target
 
@@ -46,8 +47,17 @@ class SSEStream(Stream):
         self.timeout = timeout
 
     async def _messages(self) -> AsyncGenerator[Message | None, None]:
-        async for message in self._read(self.client or get_client()):
-            yield message
+        if self.client is not None:
+            async for message in self._read(self.client):
+                yield message
+            return
+        client = get_client()
+        hold(client)  # a controller closing the shared client lets this stream run on until it ends
+        try:
+            async for message in self._read(client):
+                yield message
+        finally:
+            await release(client)
 
     async def _read(self, client: httpx.AsyncClient) -> AsyncGenerator[Message | None, None]:
         headers = dict(self.headers)
