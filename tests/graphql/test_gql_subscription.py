@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections.abc import AsyncIterator
 
 import httpx
@@ -47,6 +48,36 @@ async def test_subscription_events_are_stored_like_query_results(api: LocalServe
     assert stored is not None and stored.title == "by subscription"
     cached = ctrl.cache(changed.endpoint, {"id": "1"})
     assert cached is not None and cached["todoChanged"] is stored
+
+
+async def test_leaving_the_loop_early_without_aclose_closes_the_socket_and_logs_nothing(api: LocalServer) -> None:
+    """A `return` out of `async for` leaves the generator to the interpreter, which finalizes it in a task
+    of its own: that task must close the socket, and nothing may be reported to the loop."""
+    changed = GQLEndpoint(f"{api.url}/graphql").subscription(TODO_CHANGED, {"todoChanged": Todo})
+    ctrl = Controller()
+    loop = asyncio.get_running_loop()
+    reported: list[dict[str, object]] = []
+    loop.set_exception_handler(lambda _, context: reported.append(context))
+
+    async def first_event() -> str:
+        async for data in changed.events(ctrl, {"id": "1"}):
+            return str(data["todoChanged"].title)
+        raise AssertionError("the subscription ended without an event")
+
+    try:
+        for _ in range(3):
+            assert await first_event() == "delectus aut autem"
+        gc.collect()
+        for _ in range(10):  # a finalizing task may start others (the socket's own closing)
+            finalizing = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+            if not finalizing:
+                break
+            await asyncio.wait_for(asyncio.gather(*finalizing, return_exceptions=True), 10)
+    finally:
+        loop.set_exception_handler(None)
+        ctrl.close()
+    assert reported == []
+    assert [task for task in asyncio.all_tasks() if task is not asyncio.current_task()] == []
 
 
 class Restart:

@@ -161,14 +161,16 @@ class GQLEvents(Generic[T_co]):
                 lost: TransportError = exc
             else:
                 self.connects += 1
+                session = _Session(socket, sub, controller, args)
                 try:
-                    async with contextlib.aclosing(_session(socket, sub, controller, args)) as events:
-                        async for data in events:
-                            delivered = True
-                            yield data
+                    async for data in session:
+                        delivered = True
+                        yield data
                     return
                 except _Lost as exc:
                     lost = exc
+                finally:
+                    await session.close()
             failures = 1 if delivered else failures + 1
             if sub.retries is not None and failures > sub.retries:
                 raise TransportError(
@@ -208,53 +210,85 @@ async def _open(sub: GQLSubscription[object]) -> ClientConnection:
         raise TransportError(f"{sub.ws_url}: cannot open the subscription socket: {exc}", status=500) from exc
 
 
-async def _session(
-    socket: ClientConnection, sub: GQLSubscription[T_co], controller: Controller | None, args: tuple[object, ...]
-) -> AsyncGenerator[T_co, None]:
-    """One connection: init, subscribe, yield each event's data; GraphQL errors raise GQLNetworkError,
-    a lost connection `_Lost`. Always completes the operation (unless the server did) and closes the socket."""
-    from websockets.exceptions import ConnectionClosed, WebSocketException
+class _Session(Generic[T_co]):
+    """One connection: init, subscribe, then each event's data; GraphQL errors raise GQLNetworkError, a lost
+    connection `_Lost`. `close()` completes the operation (unless the server did) and closes the socket.
 
-    url = sub.ws_url
-    keepalive = socket.keepalive_task
-    completed = False
-    try:
-        await socket.send(json.dumps({"type": "connection_init", "payload": {}}))
-        await _expect_ack(socket, url)
-        variables = args[0] if args else {}
-        payload = {"query": sub.endpoint.get_query(variables), "variables": variables}
-        await socket.send(json.dumps({"id": _OP_ID, "type": "subscribe", "payload": payload}))
-        async for frame in socket:
-            message = _decode(frame, url)
-            kind = message.get("type")
-            if kind == "ping":
-                await socket.send(json.dumps({"type": "pong"}))
-            elif kind == "error" and message.get("id") == _OP_ID:
-                completed = True
-                errors = message.get("payload")
-                raise GQLNetworkError(errors if isinstance(errors, list) else [errors])
-            elif kind == "complete" and message.get("id") == _OP_ID:
-                completed = True
-                return
-            elif kind == "next" and message.get("id") == _OP_ID:
-                data = _deliver(controller, sub.endpoint, args, message.get("payload"))
+    A plain async iterator, not a generator: a loop left early leaves only `_run` for the interpreter to
+    finalize, which closes this (two generators finalized at once would clash, and leave the socket open).
+    """
+
+    def __init__(
+        self,
+        socket: ClientConnection,
+        sub: GQLSubscription[T_co],
+        controller: Controller | None,
+        args: tuple[object, ...],
+    ) -> None:
+        self.socket = socket
+        self.sub = sub
+        self.controller = controller
+        self.args = args
+        self.keepalive = socket.keepalive_task  # cancelled by the library on close, without waiting for it
+        self.subscribed = False
+        self.completed = False
+
+    def __aiter__(self) -> _Session[T_co]:
+        return self
+
+    async def __anext__(self) -> T_co:
+        from websockets.exceptions import ConnectionClosed, WebSocketException
+
+        url = self.sub.ws_url
+        try:
+            if not self.subscribed:
+                await self._subscribe()
+            while True:
+                data = await self._frame(_decode(await self.socket.recv(), url))
                 if data is not None:
-                    yield data
-        raise _Lost(f"{url}: the server closed the subscription socket (code {socket.close_code})", status=500)
-    except ConnectionClosed as exc:
-        code = None if exc.rcvd is None else exc.rcvd.code
-        if reopens(code):
-            raise _Lost(f"{url}: subscription socket lost: {exc}", status=500) from exc
-        raise TransportError(f"{url}: subscription socket failed: {exc}", status=500) from exc
-    except WebSocketException as exc:
-        raise TransportError(f"{url}: subscription socket failed: {exc}", status=500) from exc
-    finally:
+                    return data
+        except ConnectionClosed as exc:
+            code = None if exc.rcvd is None else exc.rcvd.code
+            if reopens(code):
+                raise _Lost(f"{url}: subscription socket lost: {exc}", status=500) from exc
+            raise TransportError(f"{url}: subscription socket failed: {exc}", status=500) from exc
+        except WebSocketException as exc:
+            raise TransportError(f"{url}: subscription socket failed: {exc}", status=500) from exc
+
+    async def _subscribe(self) -> None:
+        self.subscribed = True
+        await self.socket.send(json.dumps({"type": "connection_init", "payload": {}}))
+        await _expect_ack(self.socket, self.sub.ws_url)
+        variables = self.args[0] if self.args else {}
+        payload = {"query": self.sub.endpoint.get_query(variables), "variables": variables}
+        await self.socket.send(json.dumps({"id": _OP_ID, "type": "subscribe", "payload": payload}))
+
+    async def _frame(self, message: Frame) -> T_co | None:
+        """The data of one frame (None: a frame with nothing to yield); the server's end of it raises."""
+        kind = message.get("type")
+        if kind == "ping":
+            await self.socket.send(json.dumps({"type": "pong"}))
+        elif kind == "error" and message.get("id") == _OP_ID:
+            self.completed = True
+            errors = message.get("payload")
+            raise GQLNetworkError(errors if isinstance(errors, list) else [errors])
+        elif kind == "complete" and message.get("id") == _OP_ID:
+            self.completed = True
+            raise StopAsyncIteration
+        elif kind == "next" and message.get("id") == _OP_ID:
+            return _deliver(self.controller, self.sub.endpoint, self.args, message.get("payload"))
+        return None
+
+    async def close(self) -> None:
+        """Complete the operation (unless the server did) and close the socket."""
+        from websockets.exceptions import WebSocketException
+
         with contextlib.suppress(WebSocketException, OSError):
-            if not completed:
-                await socket.send(json.dumps({"id": _OP_ID, "type": "complete"}))
-        await socket.close()
-        if keepalive is not None:  # cancelled by the library on close, without waiting for it
-            await asyncio.wait({keepalive})
+            if not self.completed:
+                await self.socket.send(json.dumps({"id": _OP_ID, "type": "complete"}))
+        await self.socket.close()
+        if self.keepalive is not None:
+            await asyncio.wait({self.keepalive})
 
 
 async def _expect_ack(socket: ClientConnection, url: str) -> None:
