@@ -503,3 +503,44 @@ async def test_fetch_of_a_move_returns_the_moved_item_now_in_its_new_list(ctrl: 
     assert isinstance(moved, Todo) and moved.userId == 2
     assert [t.id for t in present(ctrl.cache(res.PlainTodo.get_list, userId=1))] == [1, 2]
     assert present(ctrl.cache(res.PlainTodo.get_list, userId=2))[-1] is moved
+
+
+def test_set_response_with_data_the_schema_cannot_read_raises_and_changes_nothing(res: Any) -> None:
+    """It used to record a ProcessingError in the key's meta (a failure of a fetch that never ran) and return."""
+    ctrl = Controller()
+    ctrl.set_response(res.Todo.get, {"id": 1}, {"id": 1, "title": "stored"})
+    before = ctrl.get_state()
+    for bad in ({"title": "no pk"}, [{"id": 1}], b'{"id": 1}'):
+        with pytest.raises(ProcessingError, match="Error processing"):
+            ctrl.set_response(res.Todo.get, {"id": 1}, bad)
+    assert ctrl.get_state() is before
+    assert ctrl.get_error(res.Todo.get, id=1) is None
+    assert ctrl.cache(res.Todo.get, id=1) == Todo(id=1, title="stored")
+
+
+def test_wrong_kinds_of_arguments_are_param_errors_naming_them(res: Any) -> None:
+    ctrl = Controller()
+    nothing: Any = None  # what a caller's mistake passes, past the type checker
+    wrong: list[Any] = [None, res.Todo, "GET /todos/1"]
+    for not_an_endpoint in wrong:
+        with pytest.raises(ParamError, match="expected an endpoint"):
+            ctrl.set_response(not_an_endpoint, {"id": 1}, {"id": 1})
+        with pytest.raises(ParamError, match="expected an endpoint"):
+            ctrl.cache(not_an_endpoint, {"id": 1})
+    with pytest.raises(ParamError, match="is not a schema"):
+        ctrl.set(res.Todo.get, {"id": 1}, {"id": 1})
+    with pytest.raises(ParamError, match="test_key must be a function"):
+        ctrl.expire_all(nothing)
+    with pytest.raises(ParamError, match="callback must be callable"):
+        ctrl.watch(res.Todo.get, {"id": 1}, callback=nothing)
+    assert ctrl.get_state().entities == {}
+
+
+def test_a_stored_result_that_does_not_fit_the_schema_reads_as_invalid(res: Any) -> None:
+    """An `update=` that returns the wrong shape for a list: reads report INVALID (a refetch mends it)."""
+    broken = res.Todo.get.extend(update=lambda pk, *args: {res.Todo.get_list.key(): lambda old: 5})
+    ctrl = Controller()
+    ctrl.set_response(res.Todo.get_list, [{"id": 1}])
+    ctrl.set_response(broken, {"id": 2}, {"id": 2})
+    response = ctrl.get_response(res.Todo.get_list)
+    assert response.data is None and response.expiry_status == ExpiryStatus.INVALID

@@ -10,7 +10,7 @@ import pytest
 from restlayer.errors import RestLayerError, SchemaError
 from restlayer.schema import INVALID, Entity, denormalize, normalize
 
-from ._models import Todo, User, meta
+from ._models import CycleTodo, CycleUser, Todo, User, meta
 
 
 class PriceLevel(Entity):
@@ -453,3 +453,16 @@ def test_none_nested_schema_member_is_refused() -> None:
     Later.schema = {"author": None}  # reassigned after class creation: refused when first used
     with pytest.raises(TypeError, match=r"schema\['author'\] is None"):
         normalize(Later, {"id": 1, "author": {"id": 2}})
+
+
+def test_cyclic_entities_print_compare_and_refuse_a_plain_form() -> None:
+    """repr, == and to_dict of data that contains itself used to overflow the stack."""
+    data = {"id": 1, "title": "t", "author": {"id": 7, "name": "u", "todos": [{"id": 1}]}}
+    result = normalize(CycleTodo, data)
+    first = denormalize(CycleTodo, result.result, result.entities)
+    second = denormalize(CycleTodo, result.result, result.entities)
+    assert first is not second and first == second
+    assert isinstance(first.author, CycleUser) and "..." in repr(first)
+    assert first != first.replace(title="other")
+    with pytest.raises(RestLayerError, match="contains itself"):
+        first.to_dict()

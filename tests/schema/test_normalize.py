@@ -370,3 +370,11 @@ def test_state_whose_tables_are_not_mappings_is_a_param_error() -> None:
 
     with pytest.raises(ParamError, match="a store table must be a mapping, got list"):
         normalize(Thing, {"id": 1}, state={"entities": {"Thing": [1, 2]}})
+
+
+@pytest.mark.parametrize("data", [b'{"id": 1}', bytearray(b"1"), {1, 2}, frozenset({"1"})])
+def test_binary_or_set_input_raises_400_like_a_scalar(data: object) -> None:
+    """Read as a pk before, a bytes or set reply replaced a stored result with nothing readable."""
+    with pytest.raises(SchemaError, match="Unexpected input") as caught:
+        normalize(Todo, data)
+    assert caught.value.status == 400

@@ -83,6 +83,8 @@ def _set_response(state: State, action: act.SetResponse) -> tuple[State, BaseExc
         where = (exc.schema, exc.path) if isinstance(exc, SchemaError) else ("", ())
         error = ProcessingError(f"Error processing {action.key}: {exc}", schema=where[0], path=where[1])
         error.__cause__ = exc
+        if action.fetch is None:  # a direct write (`set_response`): its caller gets the error, the store is left as is
+            return state, error
         policy = _policy(action.endpoint, error)
         return _error(state, action, error, policy, optimistic), error
 

@@ -42,6 +42,7 @@ from restlayer.core.shared import SharedManager, SharedStore
 from restlayer.core.subscriptions import SubscriptionManager
 from restlayer.errors import ClosedError, ParamError, ResetError, RestLayerError
 from restlayer.schema import MemoCache, Schema, SchemaLike
+from restlayer.schema._base import compile_schema
 
 Clock = Callable[[], float]
 _log = logging.getLogger("restlayer")
@@ -236,8 +237,7 @@ class Controller:
         """Canonical args, or None for "don't fetch" (`ctrl.dle(ep, None)`)."""
         if not kwargs and len(args) == 1 and args[0] is None:
             return None
-        bound: tuple[object, ...] = endpoint.bind(*args, **kwargs)
-        return bound
+        return _bound(endpoint, args, kwargs)
 
     # ----- reads --------------------------------------------------------------------------------
     def _read(self, endpoint: Endpoint[T], args: tuple[object, ...]) -> tuple[Response[T], Refs]:
@@ -441,7 +441,7 @@ class Controller:
 
     async def fetch(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> T:
         """Send the request (GETs of one key share it), store the result, return the stored read of it."""
-        bound = endpoint.bind(*args, **kwargs)
+        bound = _bound(endpoint, args, kwargs)
         try:
             value = await self._fetch(endpoint, bound)
         except Exception:
@@ -452,7 +452,7 @@ class Controller:
 
     async def fetch_if_stale(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> T:
         """The stored data while usable and unexpired, else `fetch`."""
-        bound = endpoint.bind(*args, **kwargs)
+        bound = _bound(endpoint, args, kwargs)
         response = self._read(endpoint, bound)[0]
         if response.expiry_status != ExpiryStatus.INVALID and self.now() <= response.expires_at:
             _log.debug("read %s served from the store", endpoint.key(*bound))
@@ -462,14 +462,21 @@ class Controller:
 
     # ----- writes ---------------------------------------------------------------------------------
     def set_response(self, endpoint: Endpoint[object], *args: object, **kwargs: object) -> None:
-        """Store `response` (the last positional argument) as the result of `endpoint(*args)`."""
+        """Store `response` (the last positional argument) as the result of `endpoint(*args)`.
+
+        A response the schema cannot read raises `ProcessingError` (status 400) and changes nothing.
+        """
         if not args:
             raise ParamError("set_response(endpoint, *args, response): the response is missing")
         *rest, response = args
-        bound = endpoint.bind(*rest, **kwargs)
+        bound = _bound(endpoint, tuple(rest), kwargs)
         now = self.now()
         expires = now + expiry_length(endpoint.data_expiry_length, DATA_EXPIRY, "data_expiry_length")
-        self.dispatch(act.SetResponse(endpoint, bound, endpoint.key(*bound), response, now, now, expires))
+        action = act.SetResponse(endpoint, bound, endpoint.key(*bound), response, now, now, expires)
+        self.dispatch(action)
+        failure = self._failures.pop(action, None) if self._failures else None
+        if failure is not None:
+            raise failure
 
     def set_error(self, endpoint: Endpoint[object], *args: object, **kwargs: object) -> None:
         """Store `error` (the last positional argument) for `endpoint(*args)`; data stays."""
@@ -478,7 +485,7 @@ class Controller:
         *rest, error = args
         if not isinstance(error, BaseException):
             raise ParamError(f"set_error(endpoint, *args, error): the error must be an exception, not {error!r}")
-        bound = endpoint.bind(*rest, **kwargs)
+        bound = _bound(endpoint, tuple(rest), kwargs)
         now = self.now()
         expires = now + expiry_length(endpoint.error_expiry_length, ERROR_EXPIRY, "error_expiry_length")
         self.dispatch(
@@ -495,6 +502,10 @@ class Controller:
         """
         if not args:
             raise ParamError("set(schema, *args, value): the value is missing")
+        if compile_schema(schema) is None:
+            raise ParamError(
+                f"set(schema, *args, value): {schema!r} is not a schema (an Entity class, [Entity], a Collection, ...)"
+            )
         *rest, value = args
         bound = merge_keywords(tuple(rest), kwargs)
         if callable(value) and not isinstance(value, type):
@@ -517,11 +528,11 @@ class Controller:
 
     def invalidate_all(self, test_key: Callable[[str], bool]) -> None:
         """`invalidate` every stored endpoint result whose key passes `test_key`."""
-        self.dispatch(act.InvalidateAll(test_key))
+        self.dispatch(act.InvalidateAll(_key_test("invalidate_all", test_key)))
 
     def expire_all(self, test_key: Callable[[str], bool]) -> None:
         """Make every result whose key passes `test_key` stale: served, but refetched in the background."""
-        self.dispatch(act.ExpireAll(test_key))
+        self.dispatch(act.ExpireAll(_key_test("expire_all", test_key)))
 
     def reset_entire_store(self) -> None:
         """Empty the store; in-flight fetches fail with ResetError and their replies are dropped."""
@@ -655,6 +666,8 @@ class Controller:
         self, endpoint: Endpoint[T], *args: object, callback: Callable[[T], object], **kwargs: object
     ) -> Callable[[], None]:
         """Call `callback(data)` whenever the denormalized value really changes; returns `unwatch()`."""
+        if not callable(callback):
+            raise ParamError(f"watch: callback must be callable, not {callback!r}")
         bound = self._bind(endpoint, args, kwargs)
         if bound is None:
             return lambda: None
@@ -717,3 +730,19 @@ class Controller:
             unwatch()
             if polls:
                 await self.unsubscribe(endpoint, *bound)
+
+
+def _bound(endpoint: Endpoint[object], args: tuple[object, ...], kwargs: dict[str, object]) -> tuple[object, ...]:
+    """`endpoint.bind(*args, **kwargs)`; ParamError when `endpoint` is not an endpoint at all."""
+    bind = getattr(endpoint, "bind", None)
+    if bind is None or not callable(getattr(endpoint, "key", None)):
+        raise ParamError(f"expected an endpoint (RestEndpoint, a resource's .get, ...), not {endpoint!r}")
+    bound: tuple[object, ...] = bind(*args, **kwargs)
+    return bound
+
+
+def _key_test(name: str, test_key: Callable[[str], bool]) -> Callable[[str], bool]:
+    """`test_key`, checked callable (it runs inside the store's update)."""
+    if not callable(test_key):
+        raise ParamError(f"{name}(test_key): test_key must be a function of a store key, not {test_key!r}")
+    return test_key

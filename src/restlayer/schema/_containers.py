@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 from restlayer._typing import E, T
 from restlayer.errors import SchemaError
-from restlayer.schema._base import INVALID, Schema, compile_schema, normalize_members, schema_name
+from restlayer.schema._base import INVALID, InvalidType, Schema, compile_schema, normalize_members, schema_name
 from restlayer.schema._frozen import FrozenDict, FrozenList, freeze, freeze_members
 
 if TYPE_CHECKING:
@@ -76,10 +76,12 @@ class Array(Schema[list[T]]):
             raise
         return FrozenList(out)
 
-    def denormalize_value(self, value: list[object], unvisit: Unvisit) -> list[object]:
+    def denormalize_value(self, value: list[object], unvisit: Unvisit) -> list[object] | InvalidType:
         node = self.node
         if node is None:
             return value
+        if not isinstance(value, (list, tuple)):  # not what normalize stores (an `update=` gone wrong): unusable
+            return INVALID
         out: list[object] = []
         for item in value:
             if item is None:

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import copy
 import inspect
+import reprlib
+import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from restlayer._text import to_text
 from restlayer._typing import Self, dataclass_transform
-from restlayer.errors import DefinitionError, ParamError, SchemaError
+from restlayer.errors import DefinitionError, ParamError, RestLayerError, SchemaError
 from restlayer.schema._annotated import annotated_schemas
 from restlayer.schema._base import INVALID, MAX_DEPTH, InvalidType, Node, compile_schema, normalize_members
 from restlayer.schema._frozen import CONTAINERS as _CONTAINERS
@@ -39,6 +41,10 @@ def usable_pk(pk: str | None) -> str | None:
 def _is_classvar(annotation: object) -> bool:
     text = annotation if isinstance(annotation, str) else repr(annotation)
     return "ClassVar" in text
+
+
+#: The (entity, entity) pairs `==` is comparing in this thread: a cycle back to one decides nothing.
+_comparing = threading.local()
 
 
 @dataclass_transform(kw_only_default=True, frozen_default=True, eq_default=True)
@@ -119,7 +125,17 @@ class Entity:
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return self.__dict__ == other.__dict__
+        if other is self:
+            return True
+        pairs = _comparing.__dict__.setdefault("pairs", set())
+        pair = (id(self), id(other))
+        if pair in pairs:  # a cycle came back to a pair still being compared: it decides nothing
+            return True
+        pairs.add(pair)
+        try:
+            return self.__dict__ == other.__dict__
+        finally:
+            pairs.discard(pair)
 
     def __hash__(self) -> int:
         try:
@@ -127,7 +143,8 @@ class Entity:
         except TypeError:
             return hash(self.__class__)
 
-    def __repr__(self) -> str:
+    @reprlib.recursive_repr()
+    def __repr__(self) -> str:  # an entity met again inside itself (cyclic data) shows as "..."
         body = ", ".join(f"{k}={v!r}" for k, v in self.__dict__.items())
         return f"{type(self).__name__}({body})"
 
@@ -138,8 +155,8 @@ class Entity:
         return self
 
     def to_dict(self) -> dict[str, Any]:
-        """The fields as a plain dict (nested entities converted too)."""
-        return {k: _plain(v) for k, v in self.__dict__.items()}
+        """The fields as a plain dict (nested entities converted too); cyclic data raises RestLayerError."""
+        return {k: _plain(v, (id(self),)) for k, v in self.__dict__.items()}
 
     def replace(self, **changes: object) -> Self:
         """A copy with some fields changed (the instance itself never changes)."""
@@ -447,19 +464,25 @@ def _make_pk_view(cls: type[Entity]) -> type[Entity]:
     return view
 
 
-def _plain(value: object) -> object:
-    """Plain-data form of a denormalized value."""
+def _plain(value: object, path: tuple[int, ...] = ()) -> object:
+    """Plain-data form of a denormalized value (`path`: ids of the entities it lies in)."""
     if isinstance(value, Entity):
-        return value.to_dict()
+        if id(value) in path:
+            raise RestLayerError(
+                f"{value.__class__.__name__} {value.__dict__.get('id')!r} contains itself (cyclic data): "
+                "it has no plain form; read it through a schema without the cycle"
+            )
+        inner = (*path, id(value))
+        return {k: _plain(v, inner) for k, v in value.__dict__.items()}
     if isinstance(value, list):
-        return [_plain(v) for v in value]
+        return [_plain(v, path) for v in value]
     if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
+        return {k: _plain(v, path) for k, v in value.items()}
     return value
 
 
 def to_plain(value: object) -> Any:  # plain JSON data the caller reads into
-    """Convert denormalized data (entities, lists, dicts) to plain dicts and lists."""
+    """Convert denormalized data (entities, lists, dicts) to plain dicts and lists; cyclic data raises."""
     return _plain(value)
 
 

@@ -287,6 +287,10 @@ def as_tables(tables: object, depth: int, ordered: bool = False) -> object:
     return PMap({k: as_tables(v, depth - 1, ordered) for k, v in tables.items()})
 
 
+#: Top-level inputs no schema but `Invalidate` reads: scalars, and binary or set values JSON never gives.
+_NOT_DATA = (str, int, float, bytes, bytearray, memoryview, set, frozenset)
+
+
 def default_meta(meta: Mapping[str, float] | None) -> dict[str, float]:
     """Fill in `fetched_at` 0, `date` now, `expires_at` infinity for what `meta` leaves out."""
     now = time.time() * 1000
@@ -360,7 +364,7 @@ def _run(
     ctx = Normalizer(tuple(args), default_meta(meta), state, placeholders, placeholder_seed)
     if node is None:
         return ctx, freeze(input)  # stored data never aliases the caller's objects
-    if not isinstance(node, Invalidate) and (input is None or isinstance(input, (str, int, float))):
+    if not isinstance(node, Invalidate) and (input is None or isinstance(input, _NOT_DATA)):
         found = "null" if input is None else type(input).__name__
         raise SchemaError(
             f'Unexpected input given to normalize. Expected type to be "object", found "{found}"',
