@@ -637,8 +637,11 @@ class _Gen:
             return self.leaf_array(name, node.node, fn, self.const(node.denormalize_value))
         if _plain_entity(node.node):
             return self.entity_array(name, node.node, fn, self.const(node.denormalize_value))
+        general = self.const(node.denormalize_value)
         self.emit(
             f"def {name}(value, unvisit):",
+            "    if not isinstance(value, (list, tuple)):  # not what normalize stores: the general engine's answer",
+            f"        return {general}(value, unvisit)",
             "    out = []",
             "    for item in value:",
             "        if item is None:",
@@ -775,7 +778,11 @@ class _Gen:
         """A list of pks of one plain entity class: the lookups and the build written into the loop."""
         key, cls_ref = self.const(cls.key), self.const(cls)
         tracked = self.mode == "d"
-        body = [f"def {name}(value, unvisit):"]
+        body = [
+            f"def {name}(value, unvisit):",
+            "    if not isinstance(value, (list, tuple)):  # not what normalize stores: the general engine's answer",
+            f"        return {general}(value, unvisit)",
+        ]
         if cls.schema:  # deep data: the general engine defers entities this deep
             body += ["    if unvisit.depth >= MAX_DEPTH:", f"        return {general}(value, unvisit)"]
         body += [
