@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from restlayer.core import Controller
-from restlayer.errors import NetworkError
+from restlayer.errors import NetworkError, ParamError
 from restlayer.rest import RestEndpoint
 from tests._present import present, record
 from tests.core._gate import Gates
@@ -57,6 +57,17 @@ async def test_failing_mutation_to_status_400_rolls_back(ctrl: Controller, res: 
     with pytest.raises(NetworkError):
         await task
     assert present(ctrl.get(Todo, "2")).title == "quis ut nam facilis"
+
+
+async def test_body_json_cannot_encode_is_a_param_error_and_rolls_back(ctrl: Controller, res: Any) -> None:
+    """A body json cannot encode (here a set) fails as a ParamError, and the optimistic update is undone."""
+    await ctrl.fetch(res.Todo.get_list)
+    before = ctrl.get_state()
+    with pytest.raises(ParamError, match=r"Todo\.partial_update: .*body\['title'\]: set") as info:
+        await ctrl.fetch(res.Todo.partial_update, {"id": 1}, {"title": {1}})
+    assert isinstance(info.value.__cause__, TypeError)
+    after = ctrl.get_state()
+    assert after.entities == before.entities and after.optimistic == ()
 
 
 async def test_partial_update_aborts_when_not_stored(ctrl: Controller, res: Any) -> None:

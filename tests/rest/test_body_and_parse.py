@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import datetime
+import decimal
 from pathlib import Path
 
 import httpx
@@ -28,6 +30,29 @@ def test_text_body_keeps_the_callers_headers_only() -> None:
 def test_unsupported_body_names_its_type() -> None:
     with pytest.raises(ParamError, match="object"):
         RequestParts(None).encode("POST", object())
+
+
+@pytest.mark.parametrize(
+    ("body", "where"),
+    [
+        ({"when": datetime.datetime(2024, 1, 1)}, r"body\['when'\]: datetime is not JSON-serializable"),
+        ([1, {"n": decimal.Decimal("1.5")}], r"body\[1\]\['n'\]: Decimal is not"),
+        ({b"title": "x"}, r"body: key b'title' is a bytes"),
+    ],
+)
+def test_json_body_json_cannot_encode_is_a_param_error(body: object, where: str) -> None:
+    """What json.dumps refuses is a ParamError naming the endpoint and the member, with json's error as cause."""
+    with pytest.raises(ParamError, match=rf"^ep: the request body cannot be sent as JSON: {where}") as info:
+        RequestParts(None).encode("POST", body, "ep")
+    assert isinstance(info.value.__cause__, TypeError)
+
+
+def test_json_body_containing_itself_is_a_param_error() -> None:
+    body: dict[str, object] = {}
+    body["self"] = [body]
+    with pytest.raises(ParamError, match=r"body\['self'\]\[0\]: contains itself") as info:
+        RequestParts(None).encode("POST", body, "ep")
+    assert isinstance(info.value.__cause__, ValueError)
 
 
 def _reply(body: bytes, content_type: str | None, status: int = 200) -> httpx.Response:

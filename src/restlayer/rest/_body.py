@@ -16,9 +16,47 @@ _CHUNK: Final = 65536
 Content = str | bytes | AsyncIterator[bytes]
 
 
-def dumps(value: object) -> bytes:
-    """JSON body text: compact, non-ASCII kept, UTF-8 (serialized exactly once)."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+_JSON_SCALARS: Final = (str, int, float, bool, type(None))
+
+
+def _unencodable(value: object, path: str, seen: set[int]) -> str | None:
+    """Where in `value` json cannot encode and why (e.g. `body['when']: datetime`); None if nowhere found."""
+    if isinstance(value, _JSON_SCALARS):
+        return None
+    if not isinstance(value, (dict, list, tuple)):
+        return f"{path}: {type(value).__name__} is not JSON-serializable"
+    if id(value) in seen:
+        return f"{path}: contains itself (a circular reference)"
+    seen.add(id(value))
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, _JSON_SCALARS):
+                return f"{path}: key {key!r} is a {type(key).__name__} (JSON keys are str, int, float, bool or None)"
+            found = _unencodable(item, f"{path}[{key!r}]", seen)
+            if found:
+                return found
+    else:
+        for index, item in enumerate(value):
+            found = _unencodable(item, f"{path}[{index}]", seen)
+            if found:
+                return found
+    seen.discard(id(value))
+    return None
+
+
+def dumps(value: object, endpoint: str = "request") -> bytes:
+    """JSON body text: compact, non-ASCII kept, UTF-8 (serialized exactly once).
+
+    A body json cannot encode is a `ParamError` naming `endpoint` and the member at fault.
+    """
+    try:
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+    except (TypeError, ValueError, RecursionError) as exc:
+        try:
+            where = _unencodable(value, "body", set())
+        except RecursionError:
+            where = None
+        raise ParamError(f"{endpoint}: the request body cannot be sent as JSON: {where or exc}") from exc
 
 
 async def _read_sync_file(read: Callable[[int], bytes | str]) -> AsyncIterator[bytes]:
@@ -86,14 +124,15 @@ class RequestParts:
         is_form = "data" in init or "files" in init
         self.json_headers = headers if sets_type or is_form else {**_JSON_CONTENT_TYPE, **headers}
 
-    def encode(self, method: str, body: object) -> tuple[dict[str, object], dict[str, str]]:
-        """The request options for `body` (method and encoded `content` set) and the headers it needs."""
+    def encode(self, method: str, body: object, endpoint: str = "request") -> tuple[dict[str, object], dict[str, str]]:
+        """The request options for `body` (method and encoded `content` set) and the headers it needs;
+        `endpoint` names the endpoint in errors."""
         init = dict(self.extra)
         init["method"] = method
         if body is None:
             return init, self.json_headers
         if isinstance(body, (dict, list)):
-            init["content"] = dumps(body)
+            init["content"] = dumps(body, endpoint)
             return init, self.json_headers
         init["content"] = encode_content(body)
         return init, self.plain_headers

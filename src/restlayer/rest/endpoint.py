@@ -390,7 +390,7 @@ class RestEndpoint(Generic[T_co, Params, Args]):
         parts = self._parts
         if parts.source is not self.request_init:
             parts = self._parts = RequestParts(self.request_init)
-        init, headers = parts.encode(self.method, body)
+        init, headers = parts.encode(self.method, body, self.name)
         result = self.get_headers(dict(headers))
         if inspect.isawaitable(result):
             result = await result
