@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from datetime import timedelta
 
 from restlayer.errors import ParamError
@@ -27,12 +28,29 @@ def to_ms(value: object, name: str) -> float | None:
     raise ParamError(f"{name} must be milliseconds (a number) or a datetime.timedelta, not {value!r}")
 
 
+def _check_range(endpoint: str, name: str, ms: float) -> None:
+    """Refuse a NaN or negative length, and a poll_frequency that is not positive and finite."""
+    if name == "poll_frequency":
+        if not (0 < ms < math.inf):
+            raise ParamError(
+                f"{endpoint}: poll_frequency must be a positive, finite number of milliseconds "
+                f"(or None for no polling), not {ms!r}"
+            )
+    elif not ms >= 0:  # NaN fails every comparison
+        raise ParamError(f"{endpoint}: {name} must be >= 0 milliseconds (or None for the default), not {ms!r}")
+
+
 def normalize_time_options(endpoint: object) -> None:
-    """Turn an endpoint's time options into ms in place; warn about a poll_frequency that looks like seconds."""
+    """Turn an endpoint's time options into ms in place, refusing NaN and out-of-range values;
+    warn about a poll_frequency that looks like seconds."""
+    label = str(getattr(endpoint, "name", endpoint))
     for name in TIME_OPTIONS:
         value = getattr(endpoint, name, None)
         if value is not None and type(value) not in (int, float):
-            setattr(endpoint, name, to_ms(value, name))
+            value = to_ms(value, name)
+            setattr(endpoint, name, value)
+        if value is not None:
+            _check_range(label, name, value)
     frequency = getattr(endpoint, "poll_frequency", None)
     if frequency is not None and frequency < MIN_SENSIBLE_POLL_MS:
         _log.warning(

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import io
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from typing import Any
 
 import httpx
@@ -225,6 +226,82 @@ class TestCallShape:
     def test_bad_content_rejected(self) -> None:
         with pytest.raises(ParamError, match="content"):
             RestEndpoint(path="/a", content="xml")
+
+
+class TestOptionChecks:
+    """Option values of the wrong type or range are refused where the endpoint is defined, init and extend alike."""
+
+    @pytest.mark.parametrize("frequency", [0, -1, float("nan"), float("inf"), timedelta(0)])
+    def test_poll_frequency_must_be_positive_and_finite(self, frequency: object) -> None:
+        with pytest.raises(ParamError, match=r"^/a: poll_frequency must be a positive, finite number"):
+            RestEndpoint(path="/a", poll_frequency=frequency)
+        with pytest.raises(ParamError, match="poll_frequency"):
+            RestEndpoint(path="/a").extend(poll_frequency=frequency)
+
+    def test_good_poll_frequency_kept(self) -> None:
+        assert RestEndpoint(path="/a", poll_frequency=1500.5).poll_frequency == 1500.5
+        assert RestEndpoint(path="/a", poll_frequency=timedelta(seconds=2)).poll_frequency == 2000
+        assert RestEndpoint(path="/a", poll_frequency=500).extend(poll_frequency=None).poll_frequency is None
+
+    @pytest.mark.parametrize("option", ["data_expiry_length", "error_expiry_length"])
+    @pytest.mark.parametrize("value", [-1, float("nan"), timedelta(seconds=-1)])
+    def test_expiry_lengths_not_negative_or_nan(self, option: str, value: object) -> None:
+        bad: dict[str, Any] = {option: value}
+        with pytest.raises(ParamError, match=rf"^/a: {option} must be >= 0"):
+            RestEndpoint(path="/a", **bad)
+        with pytest.raises(ParamError, match=option):
+            RestEndpoint(path="/a").extend(**bad)
+        zero: dict[str, Any] = {option: 0}
+        assert getattr(RestEndpoint(path="/a", **zero), option) == 0
+
+    @pytest.mark.parametrize(
+        ("options", "message"),
+        [
+            ({"max_body_size": "10"}, "max_body_size must be a positive number or None, not '10'"),
+            ({"max_body_size": float("nan")}, "max_body_size must be a positive number"),
+            ({"max_body_size": -1}, "max_body_size must be a positive number"),
+            ({"total_timeout": "5"}, "total_timeout must be a positive number or None, not '5'"),
+            ({"total_timeout": float("nan")}, "total_timeout must be a positive number"),
+            ({"total_timeout": 0}, "total_timeout must be a positive number"),
+            ({"method": 5}, "method must be an HTTP method name"),
+            ({"method": None}, "method must be an HTTP method name"),
+            ({"method": ""}, "method must be an HTTP method name"),
+            ({"method": "GE T"}, "method must be an HTTP method name"),
+            ({"request_init": 5}, "request_init must be a mapping"),
+            ({"request_init": {"bogus": 1}}, "request_init has unknown option.s. bogus"),
+            ({"request_init": {"timeout": "x"}}, "request_init timeout must be a positive number"),
+            ({"client": 5}, "client must be an httpx.AsyncClient or None, not 5"),
+            ({"process": 5}, "process must be callable, not 5"),
+            ({"get_headers": "x"}, "get_headers must be callable"),
+            ({"error_policy": 5}, "error_policy must be callable or None, not 5"),
+            ({"update": 5}, "update must be callable or None"),
+            ({"url_prefix": 5}, "url_prefix must be a str"),
+            ({"name": 5}, "name must be a str, not 5"),
+        ],
+    )
+    def test_bad_option_values_refused(self, options: dict[str, Any], message: str) -> None:
+        with pytest.raises(ParamError, match=message):
+            RestEndpoint(path="/a", **options)
+        with pytest.raises(ParamError, match=message):
+            RestEndpoint(path="/a").extend(**options)
+
+    def test_message_names_the_endpoint(self) -> None:
+        with pytest.raises(ParamError, match=r"^todo: total_timeout must be"):
+            RestEndpoint(path="/a", name="todo", total_timeout=-1)
+
+    def test_good_option_values_accepted(self) -> None:
+        ep = RestEndpoint(
+            path="/a",
+            method="post",
+            max_body_size=1.5,
+            total_timeout=0.5,
+            request_init={"timeout": httpx.Timeout(3), "headers": {"X": "1"}, "follow_redirects": False},
+            client=None,
+            error_policy=None,
+            process=lambda value, *args: value,
+        )
+        assert (ep.method, ep.max_body_size, ep.total_timeout) == ("post", 1.5, 0.5)
+        assert RestEndpoint(path="/a", max_body_size=None, total_timeout=None).max_body_size is None
 
 
 class TestSubclassOptions:

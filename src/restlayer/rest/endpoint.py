@@ -12,6 +12,7 @@ import asyncio
 import functools
 import inspect
 import logging
+import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final, Generic, Protocol, overload
 
@@ -286,9 +287,12 @@ class RestEndpoint(Generic[T_co, Params, Args]):
         self._template = compile_path(self.path)
         if self.params is not None:
             _check_params_type(self.params, self._template.required, cls.__name__)
+        if not isinstance(self.url_prefix, str):
+            raise ParamError(f"{cls.__name__}: url_prefix must be a str, not {self.url_prefix!r}")
         self._derive_method(options)
         if "name" not in options and not _class_sets(cls, "name"):
             self.name = self.url_prefix + self.path
+        _check_options(self, options)
         if self.content is not None and self.content not in CONTENT_MODES:
             raise ParamError(f"content must be one of {sorted(CONTENT_MODES)}, not {self.content!r}")
         self._has_body = self.method not in _NO_BODY_METHODS and self.body is not None
@@ -661,6 +665,73 @@ class RestEndpoint(Generic[T_co, Params, Args]):
 
         page: Self = self.extend(schema=schema, remove_cursor=remove_cursor, name=self.name + ".get_page")
         return page
+
+
+#: httpx request options `request_init` may hold (`method` is overridden by the endpoint's).
+_REQUEST_INIT_KEYS: Final = frozenset(
+    {"headers", "method", "content", "data", "files", "json", "params", "cookies", "timeout", "extensions",
+     "follow_redirects", "auth"}
+)  # fmt: skip
+#: Options that replace a method: callable when given.
+_HOOK_OPTIONS: Final = (
+    "process", "get_headers", "get_request_init", "fetch_response", "parse_response",
+    "key", "test_key", "url", "search_to_string",
+)  # fmt: skip
+#: Options that are a function or None.
+_OPTIONAL_CALLABLES: Final = ("error_policy", "get_optimistic_response", "update", "remove_cursor")
+#: An HTTP method is a token (RFC 9110 section 5.6.2).
+_TOKEN: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+
+
+def _positive(value: object) -> bool:
+    """Whether `value` is a real number (not a bool) greater than 0; NaN is not."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
+
+
+def _check_options(ep: RestEndpoint[object, ...], options: Mapping[str, object]) -> None:
+    """Refuse option values of the wrong type or range when the endpoint is defined (init and extend),
+    so the mistake does not surface later as a raw or misleading error at the first fetch."""
+    cls = type(ep).__name__
+    if not isinstance(ep.name, str):
+        raise ParamError(f"{cls}: name must be a str, not {ep.name!r}")
+    name = ep.name
+    method = ep.method
+    if not isinstance(method, str) or not _TOKEN.fullmatch(method):
+        raise ParamError(f"{name}: method must be an HTTP method name such as 'GET' or 'POST', not {method!r}")
+    for option in ("max_body_size", "total_timeout"):
+        value = getattr(ep, option)
+        if value is not None and not _positive(value):
+            raise ParamError(f"{name}: {option} must be a positive number or None, not {value!r}")
+    _check_request_init(ep.request_init, name)
+    if ep.client is not None and not isinstance(ep.client, httpx.AsyncClient):
+        raise ParamError(f"{name}: client must be an httpx.AsyncClient or None, not {ep.client!r}")
+    for option in _HOOK_OPTIONS:
+        if option in options and not callable(options[option]):
+            raise ParamError(f"{name}: {option} must be callable, not {options[option]!r}")
+    for option in _OPTIONAL_CALLABLES:
+        value = options.get(option)
+        if value is not None and not callable(value):
+            raise ParamError(f"{name}: {option} must be callable or None, not {value!r}")
+
+
+def _check_request_init(init: object, name: str) -> None:
+    """Refuse a `request_init` that is not a mapping of httpx request options."""
+    if init is None:
+        return
+    if not isinstance(init, Mapping):
+        raise ParamError(f"{name}: request_init must be a mapping of httpx request options, not {init!r}")
+    unknown = sorted(str(key) for key in init if key not in _REQUEST_INIT_KEYS)
+    if unknown:
+        raise ParamError(
+            f"{name}: request_init has unknown option(s) {', '.join(unknown)} "
+            f"(httpx request options: {', '.join(sorted(_REQUEST_INIT_KEYS))})"
+        )
+    timeout = init.get("timeout")
+    if timeout is not None and not isinstance(timeout, (httpx.Timeout, tuple)) and not _positive(timeout):
+        raise ParamError(
+            f"{name}: request_init timeout must be a positive number of seconds, an httpx.Timeout or None, "
+            f"not {timeout!r}"
+        )
 
 
 def _check_params_type(params: object, path_names: Iterable[str], endpoint: str) -> None:
