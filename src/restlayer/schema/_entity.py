@@ -127,7 +127,9 @@ class Entity:
             return NotImplemented
         if other is self:
             return True
-        pairs = _comparing.__dict__.setdefault("pairs", set())
+        pairs: set[tuple[int, int]] | None = getattr(_comparing, "pairs", None)
+        if pairs is None:
+            pairs = _comparing.pairs = set()
         pair = (id(self), id(other))
         if pair in pairs:  # a cycle came back to a pair still being compared: it decides nothing
             return True
