@@ -169,6 +169,10 @@ class Controller:
         if len(self._watchers):
             self._watchers.notify()
 
+    def _failure_of(self, action: act.SetResponse) -> BaseException | None:
+        """The error storing `action` failed with (taken: asked once), or None."""
+        return self._failures.pop(action, None) if self._failures else None  # empty: no weakref made
+
     def _forget_replaced(self, action: act.SetResponse, before: State, after: State) -> None:
         """Let the memo drop its read of a result this response replaced (else it stays until evicted)."""
         old = before.endpoints.get(action.key)
@@ -382,7 +386,7 @@ class Controller:
                 ep, fetch.args, fetch.key, value, fetch.fetched_at, date, date + fetch.data_expiry_length, fetch=fetch
             )
             self.dispatch(action)
-            failure = self._failures.pop(action, None) if self._failures else None  # empty: no weakref made
+            failure = self._failure_of(action)
             if failure is None and self.refetch_overtaken is not None and ep.side_effect:
                 self._refetch_if_overtaken(fetch)
         if _log.isEnabledFor(logging.DEBUG):
@@ -474,7 +478,7 @@ class Controller:
         expires = now + expiry_length(endpoint.data_expiry_length, DATA_EXPIRY, "data_expiry_length")
         action = act.SetResponse(endpoint, bound, endpoint.key(*bound), response, now, now, expires)
         self.dispatch(action)
-        failure = self._failures.pop(action, None) if self._failures else None
+        failure = self._failure_of(action)
         if failure is not None:
             raise failure
 
