@@ -77,28 +77,59 @@ class Walk:
         self.pending_meta: dict[str, dict[str, Meta]] = ctx.pending_meta
         self.meta: Meta = ctx.meta
         self.fetched_at: float = ctx.meta["fetched_at"]
-        self.stored: dict[str, Lookup] = {}  # entity key -> its stored table's `get` (None: no table)
-        self.stored_meta: dict[str, Lookup] = {}  # the same for the stored meta tables
+        self.tables: dict[str, Tables] = {}  # entity key -> its tables in this call
 
-    def stored_get(self, key: str) -> Lookup:
-        """The stored table's lookup for `key`, or None when the store has no such table."""
-        cache = self.stored
-        return cache[key] if key in cache else _remember_get(cache, self.ctx.entities, key)
+    def tables_of(self, key: str) -> Tables:
+        """The tables of entity `key` in this call (looked up once per call)."""
+        tables = self.tables.get(key)
+        if tables is None:
+            tables = self.tables[key] = Tables(self, key)
+        return tables
 
-    def stored_meta_of(self, key: str, pk: str) -> Meta:
-        """The stored meta of `key`/`pk` (a zero meta when there is none)."""
-        cache = self.stored_meta
-        get = cache[key] if key in cache else _remember_get(cache, self.ctx.entities_meta, key)
+
+class Tables:
+    """One entity key's tables in one normalize call: the stored rows and metas, and this
+    call's pending ones (made on the first write, by this class or by the general engine)."""
+
+    def __init__(self, w: Walk, key: str) -> None:
+        self.key = key
+        self.all_rows = w.pending  # every key's pending rows (no reference back to `w`: no cycle)
+        self.all_metas = w.pending_meta
+        self.rows: dict[str, object] | None = w.pending.get(key)
+        self.metas: dict[str, Meta] | None = w.pending_meta.get(key)
+        self.stored: Lookup = _lookup(w.ctx.entities, key)
+        self.stored_meta: Lookup = _lookup(w.ctx.entities_meta, key)
+
+    def pending(self) -> dict[str, object] | None:
+        """This call's rows of the key so far (None: nothing written yet)."""
+        rows = self.rows
+        if rows is None:  # the general engine may have made the table since
+            rows = self.rows = self.all_rows.get(self.key)
+        return rows
+
+    def write(self, pk: str, record: dict[str, object], meta: Meta) -> None:
+        """Write a row and its meta, making this call's tables of the key on the first write."""
+        rows = self.pending()
+        metas = self.metas
+        if rows is None:
+            rows = self.rows = self.all_rows[self.key] = {}
+            metas = self.metas = self.all_metas[self.key] = {}
+        elif metas is None:
+            metas = self.metas = self.all_metas[self.key]
+        rows[pk] = record
+        metas[pk] = meta
+
+    def meta_of(self, pk: str) -> Meta:
+        """The stored meta of `pk` (a zero meta when there is none)."""
+        get = self.stored_meta
         meta = None if get is None else get(pk)
         return _NO_META if meta is None else cast("Meta", meta)
 
 
-def _remember_get(cache: dict[str, Lookup], tables: Mapping[str, Mapping[str, object]], key: str) -> Lookup:
-    """`tables[key].get` (None: no such table), kept in `cache` for the rest of the call."""
+def _lookup(tables: Mapping[str, Mapping[str, object]], key: str) -> Lookup:
+    """`tables[key].get`, or None when there is no such table."""
     table = tables.get(key)
-    get: Lookup = None if table is None else table.get
-    cache[key] = get
-    return get
+    return None if table is None else table.get
 
 
 class NPlan:
@@ -155,36 +186,25 @@ class NEntity(NPlan):
         An `owned` record was built by this call; any other is the caller's, copied (or merged
         into a new dict) before it is stored.
         """
-        key = self.key
-        table = w.pending.get(key)
-        if table is not None and pk in table:
+        tables = w.tables_of(self.key)
+        rows = tables.pending()
+        if rows is not None and pk in rows:
             w.ctx.store(self.cls, pk, _stored_form(record, owned))  # written earlier in this call: the general merge
             return
-        get = w.stored_get(key)
+        get = tables.stored
         existing = None if get is None else get(pk)
-        if existing is not None and type(existing) is not dict:
+        if existing is None:
+            tables.write(pk, _stored_form(record, owned), w.meta)
+            return
+        if type(existing) is not dict:
             w.ctx.store(self.cls, pk, _stored_form(record, owned))
             return
-        if table is None:
-            table = {}
-            w.pending[key] = table
-            metas: dict[str, Meta] = {}
-            w.pending_meta[key] = metas
-        else:
-            metas = w.pending_meta[key]
-        meta = w.meta
-        if existing is None:
-            table[pk] = _stored_form(record, owned)
-            metas[pk] = meta
-            return
-        stored_meta = w.stored_meta_of(key, pk)
+        stored_meta = tables.meta_of(pk)
         stored_record = cast("dict[str, object]", existing)
         if w.fetched_at < stored_meta["fetched_at"]:  # older data loses
-            table[pk] = _stored_form({**record, **stored_record}, True)
-            metas[pk] = stored_meta
+            tables.write(pk, _stored_form({**record, **stored_record}, True), stored_meta)
             return
-        table[pk] = _stored_form({**stored_record, **record}, True)
-        metas[pk] = meta
+        tables.write(pk, _stored_form({**stored_record, **record}, True), w.meta)
 
 
 def _stored_form(record: dict[str, object], owned: bool) -> dict[str, object]:
