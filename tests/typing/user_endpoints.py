@@ -50,6 +50,13 @@ assert_type(RestEndpoint(path="/todos", schema=Array(Todo)), RestEndpoint[list[T
 assert_type(RestEndpoint(path="/todos", schema=Collection([Todo])), RestEndpoint[list[Todo]])
 assert_type(RestEndpoint(path="/todos", schema=Values(Todo)), RestEndpoint[dict[str, Todo]])
 assert_type(RestEndpoint(path="/page", schema={"results": [Todo]}), RestEndpoint[dict[str, Any]])
+
+# A list shorthand of any schema, not only of an Entity class, reads a list.
+feed = Union({"users": User, "todos": Todo}, "type")
+assert_type(RestEndpoint(path="/feed", schema=[feed]), RestEndpoint[list[Entity]])
+assert_type(RestEndpoint(path="/gone", method="DELETE", schema=[Invalidate(Todo)]), RestEndpoint[list[Todo]])
+assert_type(RestEndpoint(path="/by-tag", schema=[Values(Todo)]), RestEndpoint[list[dict[str, Todo]]])
+assert_type(RestEndpoint(path="/pages", schema=[[Todo]]), RestEndpoint[list[Any]])
 assert_type(RestEndpoint(path="/count", process=as_int), RestEndpoint[int])
 
 
@@ -66,6 +73,8 @@ assert_type(get_todo.key({"id": 1}), str)
 assert_type(get_todo.extend(data_expiry_length=0), RestEndpoint[Todo])
 assert_type(get_todo.extend(schema=User), RestEndpoint[User])
 assert_type(get_todo.extend(schema=[User]), RestEndpoint[list[User]])
+assert_type(get_todo.extend(schema=[feed]), RestEndpoint[list[Entity]])
+assert_type(get_todo.extend(schema=[[Todo]]), RestEndpoint[list[Any]])  # never the old result type
 
 todo_list = RestEndpoint(path="/todos", schema=Collection([Todo]), pagination_field="page")
 assert_type(todo_list.push, RestEndpoint[Todo])
@@ -92,18 +101,24 @@ gql = GQLEndpoint(URL + "/graphql")
 assert_type(gql.query("query { todo { id } }", Todo), GQLEndpoint[Todo])
 assert_type(gql.query("query { todos { id } }", [Todo]), GQLEndpoint[list[Todo]])
 assert_type(gql.query("query { todo { id } }", {"todo": Todo}), GQLEndpoint[dict[str, Any]])
+assert_type(gql.query("query { feed { id } }", [feed]), GQLEndpoint[list[Entity]])
 assert_type(gql.mutation("mutation { create { id } }", Todo), GQLEndpoint[Todo])
+assert_type(gql.mutation("mutation { purge { id } }", [Invalidate(Todo)]), GQLEndpoint[list[Todo]])
 todo_query = gql.query("query { todo { id } }", Todo)
 assert_type(todo_query.extend(data_expiry_length=0), GQLEndpoint[Todo])  # extend keeps the operation's type
 assert_type(todo_query.extend(url=URL + "/v2"), GQLEndpoint[Todo])
 assert_type(todo_query.extend(schema=User), GQLEndpoint[User])
 assert_type(todo_query.extend(schema=[User]), GQLEndpoint[list[User]])
 assert_type(todo_query.extend(schema=Values(User)), GQLEndpoint[dict[str, User]])
+assert_type(todo_query.extend(schema=[feed]), GQLEndpoint[list[Entity]])
+assert_type(todo_query.extend(schema=[[Todo]]), GQLEndpoint[list[Any]])
 changed = gql.subscription("subscription { todoChanged { id } }", {"todoChanged": Todo})
 assert_type(changed, GQLSubscription[dict[str, Any]])
 assert_type(changed.events(Controller()), GQLEvents[dict[str, Any]])
 assert_type(changed.events(), GQLEvents[object])  # not stored: the data as the server sent it
 assert_type(gql.subscription("subscription { todoChanged { id } }", Todo), GQLSubscription[Todo])
+assert_type(gql.subscription("subscription { todosChanged { id } }", [Todo]), GQLSubscription[list[Todo]])
+assert_type(gql.subscription("subscription { feedChanged { id } }", [feed]), GQLSubscription[list[Entity]])
 
 # Mistakes a checker must catch.
 get_todo.push  # type: ignore[arg-type]  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType]

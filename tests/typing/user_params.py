@@ -7,7 +7,7 @@ from typing import Any
 
 from typing_extensions import NotRequired, TypedDict, assert_type
 
-from restlayer import DLE, Controller, Endpoint, Entity, Resource, Response, RestEndpoint, resource, sync
+from restlayer import DLE, Controller, Endpoint, Entity, Resource, Response, RestEndpoint, Values, resource, sync
 
 
 class Todo(Entity):
@@ -42,6 +42,16 @@ assert_type(RestEndpoint(path="/count", process=len, params=Filters), RestEndpoi
 assert_type(get_todo.extend(data_expiry_length=0), RestEndpoint[Todo, [TodoParams]])
 assert_type(get_todo.extend(schema=[Todo]), RestEndpoint[list[Todo], [TodoParams]])
 assert_type(RestEndpoint(path="/todos/:id", schema=Todo).extend(params=TodoParams), RestEndpoint[Todo, [TodoParams]])
+# A new schema with `params=` gives the new schema's type, whatever its kind.
+assert_type(get_todo.extend(schema=Values(Todo), params=Filters), RestEndpoint[dict[str, Todo], [Filters]])
+assert_type(get_todo.extend(schema={"todo": Todo}, params=TodoParams), RestEndpoint[dict[str, Any], [TodoParams]])
+assert_type(get_todo.extend(schema=[Values(Todo)], params=Filters), RestEndpoint[list[dict[str, Todo]], [Filters]])
+by_tag = RestEndpoint(path="/todos", schema=[Values(Todo)], params=Filters)
+assert_type(by_tag, RestEndpoint[list[dict[str, Todo]], [Filters]])
+assert_type(
+    RestEndpoint(path="/todos", method="POST", schema=[Values(Todo)], params=Filters, body=TodoBody),
+    RestEndpoint[list[dict[str, Todo]], [Filters], [Filters, TodoBody]],
+)
 
 # Untyped endpoints stay as they were: any arguments, checked at run time.
 untyped = RestEndpoint(path="/todos/:id", schema=Todo)

@@ -12,7 +12,7 @@ import contextlib
 import logging
 import time
 import weakref
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, cast, overload
 
 from restlayer._args import merge_keywords
@@ -274,6 +274,12 @@ class Controller:
     def get(self, schema: type[E], *args: object, **kwargs: object) -> E | None: ...
     @overload
     def get(self, schema: Schema[T], *args: object, **kwargs: object) -> T | None: ...
+    @overload
+    def get(self, schema: list[type[E]], *args: object, **kwargs: object) -> list[E] | None: ...
+    @overload
+    def get(self, schema: list[Schema[T]], *args: object, **kwargs: object) -> list[T] | None: ...
+    @overload
+    def get(self, schema: Mapping[str, object], *args: object, **kwargs: object) -> dict[str, Any] | None: ...
     @overload
     def get(self, schema: SchemaLike, *args: object, **kwargs: object) -> Any: ...
     def get(self, schema: SchemaLike, *args: object, **kwargs: object) -> object:

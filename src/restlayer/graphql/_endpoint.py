@@ -108,6 +108,10 @@ class GQLEndpoint(RestEndpoint[T_co]):
     @overload
     def query(self, query: QueryText, schema: list[type[E]], **options: object) -> GQLEndpoint[list[E]]: ...
     @overload
+    def query(self, query: QueryText, schema: list[Schema[T]], **options: object) -> GQLEndpoint[list[T]]: ...
+    @overload
+    def query(self, query: QueryText, schema: list[Any], **options: object) -> GQLEndpoint[list[Any]]: ...
+    @overload
     def query(self, query: QueryText, schema: Schema[T], **options: object) -> GQLEndpoint[T]: ...
     @overload
     def query(
@@ -123,6 +127,10 @@ class GQLEndpoint(RestEndpoint[T_co]):
     def mutation(self, query: QueryText, schema: type[E], **options: object) -> GQLEndpoint[E]: ...
     @overload
     def mutation(self, query: QueryText, schema: list[type[E]], **options: object) -> GQLEndpoint[list[E]]: ...
+    @overload
+    def mutation(self, query: QueryText, schema: list[Schema[T]], **options: object) -> GQLEndpoint[list[T]]: ...
+    @overload
+    def mutation(self, query: QueryText, schema: list[Any], **options: object) -> GQLEndpoint[list[Any]]: ...
     @overload
     def mutation(self, query: QueryText, schema: Schema[T], **options: object) -> GQLEndpoint[T]: ...
     @overload
@@ -146,6 +154,39 @@ class GQLEndpoint(RestEndpoint[T_co]):
         retries: int | None = ...,
         **options: object,
     ) -> GQLSubscription[E]: ...
+    @overload
+    def subscription(
+        self,
+        query: QueryText,
+        schema: list[type[E]],
+        *,
+        ws_url: str | None = ...,
+        backoff: ReconnectBackoff | None = ...,
+        retries: int | None = ...,
+        **options: object,
+    ) -> GQLSubscription[list[E]]: ...
+    @overload
+    def subscription(
+        self,
+        query: QueryText,
+        schema: list[Schema[T]],
+        *,
+        ws_url: str | None = ...,
+        backoff: ReconnectBackoff | None = ...,
+        retries: int | None = ...,
+        **options: object,
+    ) -> GQLSubscription[list[T]]: ...
+    @overload
+    def subscription(
+        self,
+        query: QueryText,
+        schema: list[Any],
+        *,
+        ws_url: str | None = ...,
+        backoff: ReconnectBackoff | None = ...,
+        retries: int | None = ...,
+        **options: object,
+    ) -> GQLSubscription[list[Any]]: ...
     @overload
     def subscription(
         self,
@@ -277,6 +318,16 @@ class GQLEndpoint(RestEndpoint[T_co]):
     @overload
     def extend(self, *, schema: list[type[E]], params: type[P], **options: object) -> RestEndpoint[list[E], [P]]: ...  # type: ignore[overload-overlap]
     @overload
+    def extend(self, *, schema: list[Schema[T]], params: type[P], **options: object) -> RestEndpoint[list[T], [P]]: ...  # type: ignore[overload-overlap]
+    @overload
+    def extend(self, *, schema: list[object], params: type[P], **options: object) -> RestEndpoint[list[Any], [P]]: ...  # type: ignore[overload-overlap]
+    @overload
+    def extend(self, *, schema: Schema[T], params: type[P], **options: object) -> RestEndpoint[T, [P]]: ...  # type: ignore[overload-overlap]
+    @overload
+    def extend(  # type: ignore[overload-overlap]
+        self, *, schema: Mapping[str, object], params: type[P], **options: object
+    ) -> RestEndpoint[dict[str, Any], [P]]: ...
+    @overload
     def extend(self, *, params: type[P], body: type[B], **options: object) -> RestEndpoint[T_co, [P], [P, B]]: ...  # type: ignore[overload-overlap]
     @overload
     def extend(self, *, params: type[P], **options: object) -> RestEndpoint[T_co, [P]]: ...  # type: ignore[overload-overlap]
@@ -284,6 +335,10 @@ class GQLEndpoint(RestEndpoint[T_co]):
     def extend(self, *, schema: type[E], **options: object) -> GQLEndpoint[E]: ...
     @overload
     def extend(self, *, schema: list[type[E]], **options: object) -> GQLEndpoint[list[E]]: ...
+    @overload
+    def extend(self, *, schema: list[Schema[T]], **options: object) -> GQLEndpoint[list[T]]: ...
+    @overload
+    def extend(self, *, schema: list[object], **options: object) -> GQLEndpoint[list[Any]]: ...
     @overload
     def extend(self, *, schema: Schema[T], **options: object) -> GQLEndpoint[T]: ...
     @overload

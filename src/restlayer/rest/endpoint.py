@@ -208,6 +208,36 @@ class RestEndpoint(Generic[T_co, Params, Args]):
     def __init__(self: RestEndpoint[list[E]], *, schema: list[type[E]], **options: object) -> None: ...
     @overload
     def __init__(
+        self: RestEndpoint[list[T], [P], [P, B]],
+        *,
+        schema: list[Schema[T]],
+        params: type[P],
+        body: type[B],
+        **options: object,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: RestEndpoint[list[T], [P]], *, schema: list[Schema[T]], params: type[P], **options: object
+    ) -> None: ...
+    @overload
+    def __init__(self: RestEndpoint[list[T]], *, schema: list[Schema[T]], **options: object) -> None: ...
+    @overload
+    def __init__(
+        self: RestEndpoint[list[Any], [P], [P, B]],
+        *,
+        schema: list[Any],
+        params: type[P],
+        body: type[B],
+        **options: object,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: RestEndpoint[list[Any], [P]], *, schema: list[Any], params: type[P], **options: object
+    ) -> None: ...
+    @overload
+    def __init__(self: RestEndpoint[list[Any]], *, schema: list[Any], **options: object) -> None: ...
+    @overload
+    def __init__(
         self: RestEndpoint[T, [P], [P, B]], *, schema: Schema[T], params: type[P], body: type[B], **options: object
     ) -> None: ...
     @overload
@@ -550,6 +580,16 @@ class RestEndpoint(Generic[T_co, Params, Args]):
     @overload
     def extend(self, *, schema: list[type[E]], params: type[P], **options: object) -> RestEndpoint[list[E], [P]]: ...  # type: ignore[overload-overlap]
     @overload
+    def extend(self, *, schema: list[Schema[T]], params: type[P], **options: object) -> RestEndpoint[list[T], [P]]: ...  # type: ignore[overload-overlap]
+    @overload
+    def extend(self, *, schema: list[object], params: type[P], **options: object) -> RestEndpoint[list[Any], [P]]: ...  # type: ignore[overload-overlap]
+    @overload
+    def extend(self, *, schema: Schema[T], params: type[P], **options: object) -> RestEndpoint[T, [P]]: ...  # type: ignore[overload-overlap]
+    @overload
+    def extend(  # type: ignore[overload-overlap]
+        self, *, schema: Mapping[str, object], params: type[P], **options: object
+    ) -> RestEndpoint[dict[str, Any], [P]]: ...
+    @overload
     def extend(self, *, params: type[P], body: type[B], **options: object) -> RestEndpoint[T_co, [P], [P, B]]: ...  # type: ignore[overload-overlap]
     @overload
     def extend(self, *, params: type[P], **options: object) -> RestEndpoint[T_co, [P]]: ...  # type: ignore[overload-overlap]
@@ -557,6 +597,10 @@ class RestEndpoint(Generic[T_co, Params, Args]):
     def extend(self, *, schema: type[E], **options: object) -> RestEndpoint[E, Params, Args]: ...
     @overload
     def extend(self, *, schema: list[type[E]], **options: object) -> RestEndpoint[list[E], Params, Args]: ...
+    @overload
+    def extend(self, *, schema: list[Schema[T]], **options: object) -> RestEndpoint[list[T], Params, Args]: ...
+    @overload
+    def extend(self, *, schema: list[object], **options: object) -> RestEndpoint[list[Any], Params, Args]: ...
     @overload
     def extend(self, *, schema: Schema[T], **options: object) -> RestEndpoint[T, Params, Args]: ...
     @overload
