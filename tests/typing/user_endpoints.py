@@ -8,6 +8,7 @@ from typing_extensions import assert_type
 
 from restlayer import All, Array, Collection, Controller, Entity, Invalidate, Query, RestEndpoint, Union, Values
 from restlayer.graphql import GQLEndpoint, GQLEvents, GQLSubscription
+from restlayer.schema import Schema
 
 
 class Todo(Entity):
@@ -29,6 +30,30 @@ assert_type(Collection([Todo]), Collection[list[Todo]])
 assert_type(Collection(Values(Todo)), Collection[dict[str, Todo]])
 assert_type(All(Todo), All[Todo])
 assert_type(Invalidate(Todo), Invalidate[Todo])
+
+
+# A Collection's derived schemas read what a call sends: one item, or (`assign`) the dict.
+todos = Collection([Todo])
+assert_type(todos.push, Schema[Todo])
+assert_type(todos.unshift, Schema[Todo])
+assert_type(todos.remove, Schema[Todo])
+assert_type(todos.move, Schema[Todo])
+assert_type(Collection(Values(Todo)).assign, Schema[dict[str, Todo]])
+
+
+def append_new(existing: list[object], incoming: list[object]) -> list[object]:
+    return [*existing, *incoming]
+
+
+def no_cursor(*args: object) -> list[object]:
+    return list(args)
+
+
+assert_type(todos.add_with(append_new), Schema[Todo])
+assert_type(todos.move_with(append_new), Schema[Todo])
+assert_type(todos.paginated(no_cursor), Schema[list[Todo]])
+assert_type(RestEndpoint(path="/todos", method="POST", schema=todos.push), RestEndpoint[Todo])
+assert_type(RestEndpoint(path="/todos/:id", method="PATCH", schema=todos.move), RestEndpoint[Todo])
 
 
 def count(todos: list[Todo], *args: object) -> int:

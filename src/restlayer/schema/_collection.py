@@ -10,10 +10,10 @@ import json
 import re
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, Protocol, overload
 
 from restlayer._text import to_text
-from restlayer._typing import E, T_co
+from restlayer._typing import E, T, T_co
 from restlayer.errors import DefinitionError, SchemaError
 from restlayer.schema._base import INVALID, Schema, compile_schema, schema_name
 from restlayer.schema._containers import Array, Object, Values
@@ -108,6 +108,27 @@ def _ref_key(ref: object) -> Hashable:
     return ref
 
 
+if TYPE_CHECKING:
+
+    class _ItemSchema(Protocol):
+        """Typing only: `Collection([Todo]).push` (unshift, remove, move) reads the one `Todo` a call sends."""
+
+        @overload
+        def __get__(self, obj: Collection[list[T]], owner: object) -> Schema[T]: ...
+        @overload
+        def __get__(self, obj: Collection[object], owner: object) -> Schema[Any]: ...
+        def __set__(self, obj: Collection[object], value: Schema[object]) -> None: ...
+
+    class _AssignSchema(Protocol):
+        """Typing only: `Collection(Values(Todo)).assign` reads the `dict[str, Todo]` a call sends."""
+
+        @overload
+        def __get__(self, obj: Collection[dict[str, T]], owner: object) -> Schema[dict[str, T]]: ...
+        @overload
+        def __get__(self, obj: Collection[object], owner: object) -> Schema[Any]: ...
+        def __set__(self, obj: Collection[object], value: Schema[object]) -> None: ...
+
+
 class Collection(Schema[T_co]):
     """A list or `Values` of entities stored under a key from the call arguments.
 
@@ -117,6 +138,13 @@ class Collection(Schema[T_co]):
     A subclass may instead override the methods `non_filter_argument_keys(name)`
     and `create_collection_filter(*args)`; options given here win over both.
     """
+
+    if TYPE_CHECKING:  # the derived schemas, typed from what the collection holds
+        push: _ItemSchema
+        unshift: _ItemSchema
+        assign: _AssignSchema
+        remove: _ItemSchema
+        move: _ItemSchema
 
     @overload
     def __init__(
@@ -177,25 +205,35 @@ class Collection(Schema[T_co]):
         add = push_merge if self.is_array else values_merge
         removal = remove_merge if self.is_array else values_remove_merge
         # What a create/remove/move reads: one item for a call that sent one, else the list.
-        self.push: Schema[object] = _Adder(self, push_merge, creating=True)
-        self.unshift: Schema[object] = _Adder(self, unshift_merge, creating=True)
-        self.assign: Schema[object] = _Adder(self, values_merge, creating=True)
-        self.remove: Schema[object] = _Adder(self, removal, creating=False)
-        self.move: Schema[object] = _Mover(self, add, removal)
+        self.push = _Adder(self, push_merge, creating=True)
+        self.unshift = _Adder(self, unshift_merge, creating=True)
+        self.assign = _Adder(self, values_merge, creating=True)
+        self.remove = _Adder(self, removal, creating=False)
+        self.move = _Mover(self, add, removal)
 
     def __repr__(self) -> str:
         return f"Collection({self.key})"
 
     # ----- derived schemas ------------------------------------------------------------
+    @overload
+    def add_with(
+        self: Collection[list[T]], merge: Merge, create_collection_filter: FilterFactory | None = None
+    ) -> Schema[T]: ...
+    @overload
+    def add_with(self, merge: Merge, create_collection_filter: FilterFactory | None = None) -> Schema[Any]: ...
     def add_with(self, merge: Merge, create_collection_filter: FilterFactory | None = None) -> Schema[object]:
-        """A create schema that merges new items into matching lists with `merge`."""
+        """A create schema that merges new items into matching lists with `merge` (reads like `push`)."""
         return _Adder(self, merge, create_collection_filter, creating=True)
 
+    @overload
+    def move_with(self: Collection[list[T]], merge: Merge) -> Schema[T]: ...
+    @overload
+    def move_with(self, merge: Merge) -> Schema[Any]: ...
     def move_with(self, merge: Merge) -> Schema[object]:
-        """A move schema that adds to the destination lists with `merge`."""
+        """A move schema that adds to the destination lists with `merge` (reads like `move`)."""
         return _Mover(self, merge, remove_merge if self.is_array else values_remove_merge)
 
-    def paginated(self, remove_cursor: Callable[..., Iterable[object]]) -> Schema[object]:
+    def paginated(self, remove_cursor: Callable[..., Iterable[object]]) -> Schema[T_co]:
         """Next-page schema: this same list (keyed by `remove_cursor(*args)`), unique items appended."""
         return _Paginator(self, remove_cursor)
 
@@ -340,10 +378,10 @@ def _denormalize_items(
     return items[0] if items else None
 
 
-class _Paginator(Schema[object]):
-    """A page of a list: stored into the list keyed by `remove_cursor(*args)`, appending new refs."""
+class _Paginator(Schema[T_co]):
+    """A page of a list: stored into the list keyed by `remove_cursor(*args)`, appending new refs; reads the list."""
 
-    def __init__(self, collection: Collection[object], remove_cursor: Callable[..., Iterable[object]]) -> None:
+    def __init__(self, collection: Collection[T_co], remove_cursor: Callable[..., Iterable[object]]) -> None:
         self.collection = collection
         self.key = collection.key
         self.remove_cursor = remove_cursor
