@@ -224,11 +224,11 @@ class Controller:
         return self._run(lambda: self._async.fetch_if_stale(endpoint, *args, **kwargs))
 
     @overload
-    def suspense(self, endpoint: Endpoint[T], skip: None, /) -> T: ...
+    def suspense(self, endpoint: Endpoint[T], skip: None, /) -> T | None: ...
     @overload
     def suspense(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> T: ...
-    def suspense(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> T:
-        """Valid data for the call, fetching first when it is missing or invalid."""
+    def suspense(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> T | None:
+        """Valid data for the call, fetching first when it is missing or invalid (None: skip, the result is None)."""
         return self._run(lambda: self._async.suspense(endpoint, *args, **kwargs))
 
     @overload
@@ -263,10 +263,10 @@ class Controller:
             self.unsubscribe(endpoint, *args, **kwargs)
 
     @overload
-    def live(self, endpoint: Endpoint[T], skip: None, /) -> Generator[T, None, None]: ...
+    def live(self, endpoint: Endpoint[T], skip: None, /) -> Generator[T | None, None, None]: ...
     @overload
     def live(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> Generator[T, None, None]: ...
-    def live(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> Generator[T, None, None]:
+    def live(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> Generator[T | None, None, None]:
         """Iterate the data: the first value, then each change (polling while iterating)."""
         stream = self._thread.call(lambda: self._async.live(endpoint, *args, **kwargs).__aiter__())
         try:

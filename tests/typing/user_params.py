@@ -85,6 +85,8 @@ async def use_async(ctrl: Controller) -> None:
     assert_type(await ctrl.fetch(todo_list, {"user_id": 2}), list[Todo])
     assert_type(await ctrl.fetch_if_stale(get_todo, {"id": 1}), Todo)
     assert_type(await ctrl.suspense(get_todo, {"id": 1}), Todo)
+    assert_type(await ctrl.suspense(get_todo, None), Todo | None)  # None: skip, the result is None
+    assert_type(ctrl.live(get_todo, None), AsyncIterator[Todo | None])
     assert_type(ctrl.cache(get_todo, {"id": 1}), Todo | None)
     assert_type(ctrl.cache(get_todo, None), Todo | None)  # None: skip the read
     assert_type(ctrl.dle(get_todo, {"id": 1}), DLE[Todo])
@@ -116,5 +118,7 @@ def use_sync(ctrl: sync.Controller) -> None:
     assert_type(ctrl.cache(get_todo, {"id": 1}), Todo | None)
     assert_type(ctrl.dle(get_todo, None), DLE[Todo])
     assert_type(ctrl.live(get_todo, {"id": 1}), Generator[Todo, None, None])
+    assert_type(ctrl.suspense(get_todo, None), Todo | None)
+    assert_type(ctrl.live(get_todo, None), Generator[Todo | None, None, None])
     ctrl.fetch(get_todo, {"id": "1"})  # type: ignore[typeddict-item]  # pyright: ignore[reportArgumentType]
     ctrl.suspense(get_todo, id=1)  # type: ignore[call-overload]  # pyright: ignore[reportCallIssue]

@@ -589,14 +589,17 @@ class Controller:
 
     # ----- bindings (the hooks' counterparts) -------------------------------------------------------
     @overload
-    async def suspense(self, endpoint: Endpoint[T], skip: None, /) -> T: ...
+    async def suspense(self, endpoint: Endpoint[T], skip: None, /) -> T | None: ...
     @overload
     async def suspense(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> T: ...
-    async def suspense(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> T:
-        """The data once usable: fetches when missing, invalid or (with invalid_if_stale) stale."""
+    async def suspense(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> T | None:
+        """The data once usable: fetches when missing, invalid or (with invalid_if_stale) stale.
+
+        `None` for the arguments skips the call: nothing is fetched and the result is None.
+        """
         bound = self._bind(endpoint, args, kwargs)
         if bound is None:
-            return cast(T, None)  # a skipped call (args None) reads nothing
+            return None
         return await self._suspense(endpoint, bound)
 
     async def _suspense(self, endpoint: Endpoint[T], args: tuple[object, ...]) -> T:
@@ -708,14 +711,17 @@ class Controller:
             await self.unsubscribe(endpoint, *bound)
 
     @overload
-    def live(self, endpoint: Endpoint[T], skip: None, /) -> AsyncIterator[T]: ...
+    def live(self, endpoint: Endpoint[T], skip: None, /) -> AsyncIterator[T | None]: ...
     @overload
     def live(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> AsyncIterator[T]: ...
-    async def live(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> AsyncIterator[T]:
-        """`async for data in ctrl.live(ep, ...)`: the first value, then each change (polling if set)."""
+    async def live(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> AsyncIterator[T | None]:
+        """`async for data in ctrl.live(ep, ...)`: the first value, then each change (polling if set).
+
+        `None` for the arguments skips the call: one None, nothing fetched.
+        """
         bound = self._bind(endpoint, args, kwargs)
         if bound is None:
-            yield cast(T, None)  # a skipped call (args None) reads nothing
+            yield None
             return
         changes = asyncio.Event()
         unwatch = self.watch(endpoint, *bound, callback=lambda _: changes.set())
