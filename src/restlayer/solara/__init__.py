@@ -18,13 +18,13 @@ from __future__ import annotations
 import concurrent.futures
 import logging
 from collections.abc import Callable, Sequence
-from typing import Protocol, TypeVar, cast
+from typing import Protocol, TypeVar, cast, overload
 
 import reacton
 import solara
 from reacton.core import Element
 
-from restlayer._typing import T
+from restlayer._typing import A, T
 from restlayer.core import DLE, Endpoint
 from restlayer.core import Controller as AsyncController
 from restlayer.errors import RestLayerError, SuspendedError
@@ -100,9 +100,12 @@ def use_controller() -> Controller:
 
 
 class Fetch(Protocol):
-    """What `use_fetch()` gives: `fetch(endpoint, *args)` starts the call and returns its future at once."""
+    """What `use_fetch()` gives: `fetch(endpoint, *args)` starts the call and returns its future at once.
 
-    def __call__(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> concurrent.futures.Future[T]: ...
+    A typed endpoint's arguments are checked as `Controller.fetch` checks them.
+    """
+
+    def __call__(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> concurrent.futures.Future[T]: ...
 
 
 def use_fetch() -> Fetch:
@@ -178,6 +181,10 @@ def _use_read(
     return value
 
 
+@overload
+def use_dle(endpoint: Endpoint[T], skip: None, /) -> DLE[T]: ...
+@overload
+def use_dle(endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> DLE[T]: ...
 def use_dle(endpoint: Endpoint[T], *args: object, **kwargs: object) -> DLE[T]:
     """`DLE(data, loading, error)` for `endpoint(*args)`; starts a fetch when needed, never suspends."""
     bound = _bound(endpoint, args, kwargs)
@@ -185,13 +192,21 @@ def use_dle(endpoint: Endpoint[T], *args: object, **kwargs: object) -> DLE[T]:
     return _use_read(endpoint, bound, lambda c: c.dle(endpoint, *(bound or ())), nothing)
 
 
+@overload
+def use_cache(endpoint: Endpoint[T], skip: None, /) -> T | None: ...
+@overload
+def use_cache(endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> T | None: ...
 def use_cache(endpoint: Endpoint[T], *args: object, **kwargs: object) -> T | None:
     """The stored data for `endpoint(*args)` (None when absent); never fetches."""
     bound = _bound(endpoint, args, kwargs)
     return _use_read(endpoint, bound, lambda c: c.cache(endpoint, *(bound or ())), None)
 
 
-def use_suspense(endpoint: Endpoint[T], *args: object, **kwargs: object) -> T:
+@overload
+def use_suspense(endpoint: Endpoint[T], skip: None, /) -> T | None: ...
+@overload
+def use_suspense(endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> T: ...
+def use_suspense(endpoint: Endpoint[T], *args: object, **kwargs: object) -> T | None:
     """The data once valid; raises `SuspendedError` while it loads (see `Suspense`) and the stored error after.
 
     With `None` for the arguments nothing is fetched and the result is None.
@@ -200,7 +215,7 @@ def use_suspense(endpoint: Endpoint[T], *args: object, **kwargs: object) -> T:
     nothing: DLE[T] = DLE(None, False, None)
     dle = _use_read(endpoint, bound, lambda c: c.dle(endpoint, *(bound or ())), nothing)
     if bound is None:
-        return cast(T, None)  # "do not fetch" reads nothing, as the Controller's own bindings do
+        return None  # "do not fetch" reads nothing, as the Controller's own bindings do
     if dle.loading:
         raise SuspendedError(endpoint, bound)
     if dle.error is not None:
@@ -208,6 +223,10 @@ def use_suspense(endpoint: Endpoint[T], *args: object, **kwargs: object) -> T:
     return cast(T, dle.data)  # valid and without error: the data is there
 
 
+@overload
+def use_subscription(endpoint: Endpoint[object], skip: None, /) -> None: ...
+@overload
+def use_subscription(endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> None: ...
 def use_subscription(endpoint: Endpoint[object], *args: object, **kwargs: object) -> None:
     """Poll `endpoint(*args)` at its `poll_frequency` while this component is rendered."""
     binding = use_binding()
@@ -222,7 +241,11 @@ def use_subscription(endpoint: Endpoint[object], *args: object, **kwargs: object
     reacton.use_effect(subscribe, [binding, id(endpoint), key])
 
 
-def use_live(endpoint: Endpoint[T], *args: object, **kwargs: object) -> T:
+@overload
+def use_live(endpoint: Endpoint[T], skip: None, /) -> T | None: ...
+@overload
+def use_live(endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> T: ...
+def use_live(endpoint: Endpoint[T], *args: object, **kwargs: object) -> T | None:
     """`use_suspense` plus polling while rendered (when the endpoint has a poll_frequency)."""
     if endpoint.poll_frequency is not None:
         use_subscription(endpoint, *args, **kwargs)
