@@ -39,6 +39,12 @@ assert_type(Extended["get"], RestEndpoint[Todo])  # standard members read by nam
 assert_type(TodoResource["get_list"], RestEndpoint[list[Todo]])
 assert_type(TodoResource["partial_update"], RestEndpoint[Todo])
 assert_type(TodoResource.extend(get={"data_expiry_length": 0}).get, RestEndpoint[Todo])
+# extend(function): the function is handed the resource, typed, so its members are checked.
+Toggled = TodoResource.extend(lambda base: {"toggle": base.get.extend(path="/todos/:id/toggle", method="POST")})
+assert_type(Toggled, ExtendedResource[Todo])
+assert_type(Toggled.get, RestEndpoint[Todo])
+assert_type(Toggled.extend(lambda base: {"again": base.toggle}).again, RestEndpoint[Any])
+TodoResource.extend(lambda base: {"x": base.gett})  # type: ignore[attr-defined]  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType, reportUnknownLambdaType]
 
 
 async def use_async(ctrl: Controller) -> None:

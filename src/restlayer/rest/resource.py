@@ -7,15 +7,20 @@ A `Resource` is a small immutable object holding named endpoints (`get`,
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, overload
+from typing import TYPE_CHECKING, Any, Final, Generic, Literal, Protocol, overload
 
-from restlayer._typing import Args, E, P, Params, T, T_co
+from restlayer._sentinel import Sentinel
+from restlayer._typing import Args, E, P, Params, Self, T, T_co
 from restlayer.errors import ParamError
 from restlayer.rest._path import list_path
 from restlayer.rest.endpoint import RestEndpoint
 from restlayer.schema import NonFilter, Schema
 
 __all__ = ["ExtendedResource", "Resource", "resource"]
+
+
+#: `extend()` called without a positional argument (None is an argument, and a wrong one).
+_NOTHING: Final = Sentinel("NOTHING")
 
 
 class Resource(Generic[T_co, Params, Args]):
@@ -111,12 +116,25 @@ class Resource(Generic[T_co, Params, Args]):
         """A copy of the name -> endpoint mapping."""
         return dict(self._members)
 
-    def extend(self, *args: object, **overrides: object) -> ExtendedResource[T_co, Params, Args]:
+    @overload
+    def extend(
+        self, members: Callable[[Self], Mapping[str, RestEndpoint[Any, ...]]], /
+    ) -> ExtendedResource[T_co, Params, Args]: ...
+    @overload
+    def extend(self, name: str, /, **options: object) -> ExtendedResource[T_co, Params, Args]: ...
+    @overload
+    def extend(
+        self, members: Mapping[str, Mapping[str, object]] = ..., /, **overrides: Mapping[str, object]
+    ) -> ExtendedResource[T_co, Params, Args]: ...
+    def extend(
+        self, first: object = _NOTHING, /, *more: object, **overrides: object
+    ) -> ExtendedResource[T_co, Params, Args]:
         """A new resource with members added or changed; this one is unchanged.
 
         `extend(lambda base: {name: endpoint})`, `extend(get={...options})`, or
         `extend("name", **options)` (changes that member, or adds one built from `get`).
         """
+        args = () if first is _NOTHING else (first, *more)
         if args and isinstance(args[0], str):
             if len(args) > 1:
                 raise ParamError("extend(name, **options): options go as keywords")
