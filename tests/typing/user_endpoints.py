@@ -129,6 +129,10 @@ assert_type(gql.query("query { todo { id } }", {"todo": Todo}), GQLEndpoint[dict
 assert_type(gql.query("query { feed { id } }", [feed]), GQLEndpoint[list[Entity]])
 assert_type(gql.mutation("mutation { create { id } }", Todo), GQLEndpoint[Todo])
 assert_type(gql.mutation("mutation { purge { id } }", [Invalidate(Todo)]), GQLEndpoint[list[Todo]])
+# The query text may be a function of the variables (checked under strict settings like any lambda).
+by_kind = gql.query(lambda variables: f"query {{ todos(kind: {variables['kind']}) {{ id }} }}", [Todo])
+assert_type(by_kind, GQLEndpoint[list[Todo]])
+assert_type(gql.mutation(lambda variables: "mutation { purge { id } }", Todo), GQLEndpoint[Todo])
 todo_query = gql.query("query { todo { id } }", Todo)
 assert_type(todo_query.extend(data_expiry_length=0), GQLEndpoint[Todo])  # extend keeps the operation's type
 assert_type(todo_query.extend(url=URL + "/v2"), GQLEndpoint[Todo])
@@ -147,5 +151,6 @@ assert_type(gql.subscription("subscription { feedChanged { id } }", [feed]), GQL
 
 # Mistakes a checker must catch.
 get_todo.push  # type: ignore[arg-type]  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType]
+gql.query(lambda: "query { todo { id } }", Todo)  # type: ignore[arg-type, misc]  # pyright: ignore[reportArgumentType, reportCallIssue]
 get_todo.urll  # type: ignore[attr-defined]  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType]
 Array(int)  # type: ignore[type-var]  # pyright: ignore[reportCallIssue, reportArgumentType]
