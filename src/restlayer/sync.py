@@ -383,7 +383,7 @@ class Controller:
         return self._thread.call(self._async.get_committed_state)
 
     def watch(
-        self, endpoint: Endpoint[T], *args: object, callback: Callable[[T], object], **kwargs: object
+        self, endpoint: Endpoint[T], *args: object, callback: Callable[[T | None], object], **kwargs: object
     ) -> Callable[[], None]:
         """Call `callback(data)` (on the loop thread) whenever the data changes; returns an unsubscriber."""
         stop = self._thread.call(lambda: self._async.watch(endpoint, *args, callback=callback, **kwargs))

@@ -6,7 +6,7 @@ from typing import Any
 
 from restlayer.core import Controller, GCPolicy
 from restlayer.rest import RestEndpoint
-from restlayer.schema import All
+from restlayer.schema import All, Invalidate
 from tests.core._models import Clock, Todo, User
 
 PREFIX = "http://127.0.0.1:9"  # nothing is fetched: the store is written directly
@@ -30,7 +30,7 @@ def test_a_change_re_reads_only_the_watchers_of_the_changed_entity(ctrl: Control
     fired: list[int] = []
     for i in range(1, 21):
         ctrl.set(Todo, {"id": i}, {"id": i, "title": f"todo {i}"})
-        ctrl.watch(get, id=i, callback=lambda todo: fired.append(todo.id))
+        ctrl.watch(get, id=i, callback=lambda todo: fired.append(-1 if todo is None else todo.id))
     reads.clear()
     ctrl.set(Todo, {"id": 7}, {"id": 7, "title": "changed"})
     assert fired == [7]
@@ -39,7 +39,7 @@ def test_a_change_re_reads_only_the_watchers_of_the_changed_entity(ctrl: Control
 
 def test_a_stored_result_replaced_is_seen_by_its_watcher(ctrl: Controller) -> None:
     listing: RestEndpoint[Any] = RestEndpoint(path="/todos", schema=[Todo], url_prefix=PREFIX)
-    seen: list[list[Any]] = []
+    seen: list[Any] = []
     ctrl.set_response(listing, None, [{"id": 1, "title": "a"}])
     ctrl.watch(listing, callback=seen.append)
     ctrl.set_response(listing, None, [{"id": 1, "title": "a"}, {"id": 2, "title": "b"}])
@@ -48,7 +48,7 @@ def test_a_stored_result_replaced_is_seen_by_its_watcher(ctrl: Controller) -> No
 
 def test_a_watched_all_query_sees_a_new_entity(ctrl: Controller) -> None:
     everything: RestEndpoint[Any] = RestEndpoint(path="/todos", schema=All(Todo), url_prefix=PREFIX)
-    seen: list[list[Any]] = []
+    seen: list[Any] = []
     ctrl.set(Todo, {"id": 1}, {"id": 1, "title": "a"})
     ctrl.watch(everything, callback=seen.append)
     ctrl.set(Todo, {"id": 2}, {"id": 2, "title": "b"})  # a record no earlier read touched
@@ -65,9 +65,9 @@ def test_a_watched_lookup_by_index_sees_the_entity_arrive(ctrl: Controller) -> N
 
 def test_a_value_changed_and_changed_back_fires_twice(ctrl: Controller) -> None:
     get: RestEndpoint[Any] = RestEndpoint(path="/todos/:id", schema=Todo, url_prefix=PREFIX)
-    seen: list[str] = []
+    seen: list[str | None] = []
     ctrl.set(Todo, {"id": 1}, {"id": 1, "title": "stored"})
-    ctrl.watch(get, id=1, callback=lambda todo: seen.append(todo.title))
+    ctrl.watch(get, id=1, callback=lambda todo: seen.append(None if todo is None else todo.title))
     ctrl.set(Todo, {"id": 1}, {"id": 1, "title": "second"})
     ctrl.set(Todo, {"id": 1}, {"id": 1, "title": "stored"})
     assert seen == ["second", "stored"]
@@ -75,7 +75,7 @@ def test_a_value_changed_and_changed_back_fires_twice(ctrl: Controller) -> None:
 
 def test_a_watched_all_query_ignores_a_change_to_another_type(ctrl: Controller) -> None:
     everything: RestEndpoint[Any] = RestEndpoint(path="/todos", schema=All(Todo), url_prefix=PREFIX)
-    seen: list[list[Any]] = []
+    seen: list[Any] = []
     ctrl.set(Todo, {"id": 1}, {"id": 1, "title": "a"})
     ctrl.watch(everything, callback=seen.append)
     ctrl.set(User, {"id": 1}, {"id": 1, "username": "bret"})  # read again (a table changed), same todos
@@ -99,10 +99,12 @@ def test_a_watcher_removed_by_another_callback_is_not_called_in_that_round(ctrl:
     """A parent stopping a child on a change: the child sees nothing after its stop function returned."""
     get: RestEndpoint[Any] = RestEndpoint(path="/todos/:id", schema=Todo, url_prefix=PREFIX)
     ctrl.set_response(get, {"id": 1}, {"id": 1, "title": "a"})
-    child_saw: list[str] = []
+    child_saw: list[str | None] = []
     stops: list[Any] = []
     ctrl.watch(get, {"id": 1}, callback=lambda todo: stops[0]())
-    stops.append(ctrl.watch(get, {"id": 1}, callback=lambda todo: child_saw.append(todo.title)))
+    stops.append(
+        ctrl.watch(get, {"id": 1}, callback=lambda todo: child_saw.append(None if todo is None else todo.title))
+    )
     ctrl.set_response(get, {"id": 1}, {"id": 1, "title": "b"})
     assert child_saw == []
 
@@ -127,3 +129,19 @@ def test_a_watcher_removed_mid_round_keeps_the_holds_of_the_others(clock: Clock)
     assert "2" in ctrl.get_state().entities["Todo"]
     assert ctrl.get_response(get, id=2).data is not None and seen == []
     ctrl.close()
+
+
+def test_a_watcher_is_called_with_none_once_its_data_is_gone(ctrl: Controller) -> None:
+    """Deleting the entity or resetting the store gives `None`, which the callback's type admits."""
+    get: RestEndpoint[Todo] = RestEndpoint(path="/todos/:id", schema=Todo, url_prefix=PREFIX)
+    listing: RestEndpoint[list[Todo]] = RestEndpoint(path="/todos", schema=[Todo], url_prefix=PREFIX)
+    items: list[Todo | None] = []
+    lists: list[list[Todo] | None] = []
+    ctrl.set_response(get, {"id": 1}, {"id": 1, "title": "a"})
+    ctrl.set_response(listing, None, [{"id": 1, "title": "a"}])
+    ctrl.watch(get, {"id": 1}, callback=items.append)
+    ctrl.watch(listing, callback=lists.append)
+    ctrl.set(Invalidate(Todo), {"id": 1})
+    ctrl.reset_entire_store()
+    assert items == [None]
+    assert lists == [[], None]

@@ -68,7 +68,10 @@ async def use_async(ctrl: Controller) -> None:
     async for todo in ctrl.live(TodoResource.get, id=1):
         assert_type(todo, Todo)
 
-    def on_change(todos: list[Todo]) -> None:
+    def on_change(todos: list[Todo] | None) -> None:  # None once the data is gone (deleted, store reset)
+        print(len(todos or []))
+
+    def count(todos: list[Todo]) -> None:
         print(len(todos))
 
     ctrl.watch(TodoResource.get_list, callback=on_change)
@@ -85,6 +88,7 @@ async def use_async(ctrl: Controller) -> None:
     await ctrl.fetch("x")  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType, reportCallIssue]
     ctrl.watch(TodoResource.get, callback=on_change)  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
     on_change(await ctrl.fetch(TodoResource.get))  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
+    ctrl.watch(TodoResource.get_list, callback=count)  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
 
 
 def use_sync(ctrl: sync.Controller) -> None:
@@ -99,10 +103,14 @@ def use_sync(ctrl: sync.Controller) -> None:
     assert_type(ctrl.get_response(TodoResource.get, id=1), Response[Todo])
     assert_type(ctrl.live(TodoResource.get, id=1), Generator[Todo, None, None])
 
-    def on_change(todo: Todo) -> None:
+    def on_change(todo: Todo | None) -> None:
+        print("deleted" if todo is None else todo.title)
+
+    def show_title(todo: Todo) -> None:
         print(todo.title)
 
     ctrl.watch(TodoResource.get, id=1, callback=on_change)
+    ctrl.watch(TodoResource.get, id=1, callback=show_title)  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
     ctrl.fetch(TodoResource.gett)  # type: ignore[attr-defined]  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType, reportUnknownArgumentType]
 
 

@@ -50,7 +50,7 @@ class Watcher:
 
     __slots__ = ("active", "args", "callback", "endpoint", "key", "last", "refs", "unchanged")
 
-    def __init__(self, endpoint: Endpoint[T], args: tuple[object, ...], callback: Callable[[T], object]) -> None:
+    def __init__(self, endpoint: Endpoint[T], args: tuple[object, ...], callback: Callable[[T | None], object]) -> None:
         self.endpoint: Endpoint[object] = endpoint
         self.args = args
         # Called only with the store's reads of `endpoint`: its results, which the store keeps as `object`.

@@ -676,9 +676,12 @@ class Controller:
         return response.data
 
     def watch(
-        self, endpoint: Endpoint[T], *args: object, callback: Callable[[T], object], **kwargs: object
+        self, endpoint: Endpoint[T], *args: object, callback: Callable[[T | None], object], **kwargs: object
     ) -> Callable[[], None]:
-        """Call `callback(data)` whenever the denormalized value really changes; returns `unwatch()`."""
+        """Call `callback(data)` whenever the denormalized value really changes; returns `unwatch()`.
+
+        `data` is None once nothing is stored for the call (its entity deleted, the store reset).
+        """
         if not callable(callback):
             raise ParamError(f"watch: callback must be callable, not {callback!r}")
         bound = self._bind(endpoint, args, kwargs)
