@@ -30,6 +30,8 @@ assert_type(Collection([Todo]), Collection[list[Todo]])
 assert_type(Collection(Values(Todo)), Collection[dict[str, Todo]])
 assert_type(All(Todo), All[Todo])
 assert_type(Invalidate(Todo), Invalidate[Todo])
+# A deleting endpoint returns its reply (what names the deleted item), never an entity: like `resource().delete`.
+assert_type(RestEndpoint(path="/todos/:id", method="DELETE", schema=Invalidate(Todo)), RestEndpoint[Any])
 
 
 # A Collection's derived schemas read what a call sends: one item, or (`assign`) the dict.
@@ -79,7 +81,7 @@ assert_type(RestEndpoint(path="/page", schema={"results": [Todo]}), RestEndpoint
 # A list shorthand of any schema, not only of an Entity class, reads a list.
 feed = Union({"users": User, "todos": Todo}, "type")
 assert_type(RestEndpoint(path="/feed", schema=[feed]), RestEndpoint[list[Entity]])
-assert_type(RestEndpoint(path="/gone", method="DELETE", schema=[Invalidate(Todo)]), RestEndpoint[list[Todo]])
+assert_type(RestEndpoint(path="/gone", method="DELETE", schema=[Invalidate(Todo)]), RestEndpoint[list[Any]])
 assert_type(RestEndpoint(path="/by-tag", schema=[Values(Todo)]), RestEndpoint[list[dict[str, Todo]]])
 assert_type(RestEndpoint(path="/pages", schema=[[Todo]]), RestEndpoint[list[Any]])
 assert_type(RestEndpoint(path="/count", process=as_int), RestEndpoint[int])
@@ -128,7 +130,8 @@ assert_type(gql.query("query { todos { id } }", [Todo]), GQLEndpoint[list[Todo]]
 assert_type(gql.query("query { todo { id } }", {"todo": Todo}), GQLEndpoint[dict[str, Any]])
 assert_type(gql.query("query { feed { id } }", [feed]), GQLEndpoint[list[Entity]])
 assert_type(gql.mutation("mutation { create { id } }", Todo), GQLEndpoint[Todo])
-assert_type(gql.mutation("mutation { purge { id } }", [Invalidate(Todo)]), GQLEndpoint[list[Todo]])
+assert_type(gql.mutation("mutation { purge { id } }", [Invalidate(Todo)]), GQLEndpoint[list[Any]])
+assert_type(gql.mutation("mutation { remove { id } }", Invalidate(Todo)), GQLEndpoint[Any])
 # The query text may be a function of the variables (checked under strict settings like any lambda).
 by_kind = gql.query(lambda variables: f"query {{ todos(kind: {variables['kind']}) {{ id }} }}", [Todo])
 assert_type(by_kind, GQLEndpoint[list[Todo]])

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, overload
+from typing import TYPE_CHECKING, Any, Generic, overload
 
 from restlayer._text import to_text
 from restlayer._typing import E, T
@@ -18,8 +18,12 @@ if TYPE_CHECKING:
     from restlayer.schema._normalize import Normalizer
 
 
-class Invalidate(Schema[T]):
-    """Marks the entity in the response deleted; the response may be the pk itself."""
+class Invalidate(Schema[Any], Generic[T]):
+    """Marks the entity in the response deleted; the response may be the pk itself.
+
+    `Invalidate[Todo]` names the entity type it deletes. As a schema it reads as `Any`:
+    a deleting endpoint returns its reply (what names the deleted item), never an entity.
+    """
 
     __slots__ = ("node", "schema")
 
