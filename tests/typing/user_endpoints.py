@@ -157,3 +157,4 @@ get_todo.push  # type: ignore[arg-type]  # pyright: ignore[reportAttributeAccess
 gql.query(lambda: "query { todo { id } }", Todo)  # type: ignore[arg-type, misc]  # pyright: ignore[reportArgumentType, reportCallIssue]
 get_todo.urll  # type: ignore[attr-defined]  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType]
 Array(int)  # type: ignore[type-var]  # pyright: ignore[reportCallIssue, reportArgumentType]
+RestEndpoint(path="/numbers", schema=[int])  # type: ignore[type-var]  # pyright: ignore[reportCallIssue, reportArgumentType]

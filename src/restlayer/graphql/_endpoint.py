@@ -20,6 +20,7 @@ from restlayer.errors import NetworkError, ParamError, RestLayerError
 from restlayer.graphql._errors import GQLNetworkError
 from restlayer.rest.endpoint import RestEndpoint
 from restlayer.schema import Schema
+from restlayer.schema._base import NestedListShorthand
 
 if TYPE_CHECKING:
     from restlayer.graphql._subscription import GQLSubscription, ReconnectBackoff
@@ -111,7 +112,7 @@ class GQLEndpoint(RestEndpoint[T_co]):
     @overload
     def query(self, query: QueryText, schema: list[Schema[T]], **options: object) -> GQLEndpoint[list[T]]: ...
     @overload
-    def query(self, query: QueryText, schema: list[Any], **options: object) -> GQLEndpoint[list[Any]]: ...
+    def query(self, query: QueryText, schema: NestedListShorthand, **options: object) -> GQLEndpoint[list[Any]]: ...
     @overload
     def query(self, query: QueryText, schema: Schema[T], **options: object) -> GQLEndpoint[T]: ...
     @overload
@@ -131,7 +132,7 @@ class GQLEndpoint(RestEndpoint[T_co]):
     @overload
     def mutation(self, query: QueryText, schema: list[Schema[T]], **options: object) -> GQLEndpoint[list[T]]: ...
     @overload
-    def mutation(self, query: QueryText, schema: list[Any], **options: object) -> GQLEndpoint[list[Any]]: ...
+    def mutation(self, query: QueryText, schema: NestedListShorthand, **options: object) -> GQLEndpoint[list[Any]]: ...
     @overload
     def mutation(self, query: QueryText, schema: Schema[T], **options: object) -> GQLEndpoint[T]: ...
     @overload
@@ -181,7 +182,7 @@ class GQLEndpoint(RestEndpoint[T_co]):
     def subscription(
         self,
         query: QueryText,
-        schema: list[Any],
+        schema: NestedListShorthand,
         *,
         ws_url: str | None = ...,
         backoff: ReconnectBackoff | None = ...,
@@ -321,7 +322,9 @@ class GQLEndpoint(RestEndpoint[T_co]):
     @overload
     def extend(self, *, schema: list[Schema[T]], params: type[P], **options: object) -> RestEndpoint[list[T], [P]]: ...  # type: ignore[overload-overlap]
     @overload
-    def extend(self, *, schema: list[object], params: type[P], **options: object) -> RestEndpoint[list[Any], [P]]: ...  # type: ignore[overload-overlap]
+    def extend(  # type: ignore[overload-overlap]
+        self, *, schema: NestedListShorthand, params: type[P], **options: object
+    ) -> RestEndpoint[list[Any], [P]]: ...
     @overload
     def extend(self, *, schema: Schema[T], params: type[P], **options: object) -> RestEndpoint[T, [P]]: ...  # type: ignore[overload-overlap]
     @overload
@@ -339,7 +342,7 @@ class GQLEndpoint(RestEndpoint[T_co]):
     @overload
     def extend(self, *, schema: list[Schema[T]], **options: object) -> GQLEndpoint[list[T]]: ...
     @overload
-    def extend(self, *, schema: list[object], **options: object) -> GQLEndpoint[list[Any]]: ...
+    def extend(self, *, schema: NestedListShorthand, **options: object) -> GQLEndpoint[list[Any]]: ...
     @overload
     def extend(self, *, schema: Schema[T], **options: object) -> GQLEndpoint[T]: ...
     @overload

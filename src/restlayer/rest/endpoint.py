@@ -39,6 +39,7 @@ from restlayer.rest._retry import Retry
 from restlayer.rest._url import build_url
 from restlayer.rest._url import search_to_string as _default_search_to_string
 from restlayer.schema import Schema
+from restlayer.schema._base import NestedListShorthand
 
 __all__ = ["OPTIONS", "ByteStream", "RestEndpoint"]
 
@@ -225,17 +226,17 @@ class RestEndpoint(Generic[T_co, Params, Args]):
     def __init__(
         self: RestEndpoint[list[Any], [P], [P, B]],
         *,
-        schema: list[Any],
+        schema: NestedListShorthand,
         params: type[P],
         body: type[B],
         **options: object,
     ) -> None: ...
     @overload
     def __init__(
-        self: RestEndpoint[list[Any], [P]], *, schema: list[Any], params: type[P], **options: object
+        self: RestEndpoint[list[Any], [P]], *, schema: NestedListShorthand, params: type[P], **options: object
     ) -> None: ...
     @overload
-    def __init__(self: RestEndpoint[list[Any]], *, schema: list[Any], **options: object) -> None: ...
+    def __init__(self: RestEndpoint[list[Any]], *, schema: NestedListShorthand, **options: object) -> None: ...
     @overload
     def __init__(
         self: RestEndpoint[T, [P], [P, B]], *, schema: Schema[T], params: type[P], body: type[B], **options: object
@@ -582,7 +583,9 @@ class RestEndpoint(Generic[T_co, Params, Args]):
     @overload
     def extend(self, *, schema: list[Schema[T]], params: type[P], **options: object) -> RestEndpoint[list[T], [P]]: ...  # type: ignore[overload-overlap]
     @overload
-    def extend(self, *, schema: list[object], params: type[P], **options: object) -> RestEndpoint[list[Any], [P]]: ...  # type: ignore[overload-overlap]
+    def extend(  # type: ignore[overload-overlap]
+        self, *, schema: NestedListShorthand, params: type[P], **options: object
+    ) -> RestEndpoint[list[Any], [P]]: ...
     @overload
     def extend(self, *, schema: Schema[T], params: type[P], **options: object) -> RestEndpoint[T, [P]]: ...  # type: ignore[overload-overlap]
     @overload
@@ -600,7 +603,7 @@ class RestEndpoint(Generic[T_co, Params, Args]):
     @overload
     def extend(self, *, schema: list[Schema[T]], **options: object) -> RestEndpoint[list[T], Params, Args]: ...
     @overload
-    def extend(self, *, schema: list[object], **options: object) -> RestEndpoint[list[Any], Params, Args]: ...
+    def extend(self, *, schema: NestedListShorthand, **options: object) -> RestEndpoint[list[Any], Params, Args]: ...
     @overload
     def extend(self, *, schema: Schema[T], **options: object) -> RestEndpoint[T, Params, Args]: ...
     @overload

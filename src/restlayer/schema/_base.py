@@ -108,6 +108,9 @@ def normalize_members(
 #: (`list[Any]`: a list is invariant, so `[Todo]` held in a `list[type[Todo]]` variable must fit too.)
 SchemaLike: TypeAlias = "type[Entity] | Schema[object] | Mapping[str, object] | list[Any] | None"
 
+#: A list shorthand of another shorthand (`[[Todo]]`, `[{"results": [Todo]}]`); endpoints read it as `list[Any]`.
+NestedListShorthand: TypeAlias = "list[list[Any] | Mapping[str, object]]"
+
 #: A compiled schema: an Entity class or a Schema instance (`None` stands for "as is").
 Node: TypeAlias = "Schema[object] | type[Entity]"
 
