@@ -65,6 +65,8 @@ assert_type(TodoResource.get, RestEndpoint[Todo, [TodoParams]])
 assert_type(TodoResource.update, RestEndpoint[Todo, [TodoParams], [TodoParams, object]])
 assert_type(TodoResource.partial_update, RestEndpoint[Todo, [TodoParams], [TodoParams, object]])
 assert_type(TodoResource.delete, RestEndpoint[Any, [TodoParams]])
+assert_type(TodoResource["delete"], RestEndpoint[Any, [TodoParams]])  # by name: typed like the attribute
+assert_type(TodoResource["get"], RestEndpoint[Todo, [TodoParams]])
 assert_type(TodoResource.get_list, RestEndpoint[list[Todo]])
 assert_type(TodoResource.extend("toggle", path="/todos/:id/toggle").get, RestEndpoint[Todo, [TodoParams]])
 

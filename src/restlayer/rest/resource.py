@@ -92,6 +92,8 @@ class Resource(Generic[T_co, Params, Args]):
     @overload
     def __getitem__(self, name: Literal["update", "partial_update"]) -> RestEndpoint[T_co, Params, Args]: ...  # type: ignore[overload-overlap]
     @overload
+    def __getitem__(self, name: Literal["delete"]) -> RestEndpoint[Any, Params]: ...  # type: ignore[overload-overlap]
+    @overload
     def __getitem__(self, name: str) -> RestEndpoint[Any]: ...
     def __getitem__(self, name: str) -> RestEndpoint[object, ...]:
         """The member `name`: the standard ones typed like their attributes, any other of unknown result type."""
