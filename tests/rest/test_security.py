@@ -127,6 +127,18 @@ async def test_mutation_redirect_keeping_method_and_body_is_followed(api: LocalS
     assert (seen["method"], seen["path"], seen["body"]) == ("POST", "/_test/echo", '{"title":"x"}')
 
 
+@pytest.mark.parametrize("code", [307, 308])
+async def test_one_shot_stream_body_redirected_is_a_param_error(api: LocalServer, code: int) -> None:
+    """A streamed body cannot be sent twice: a redirect that needs it again is a clear ParamError, not httpx's own."""
+
+    async def chunks() -> AsyncIterator[bytes]:
+        yield b"abc"
+
+    ep = RestEndpoint(path="/_test/redirect", url_prefix=api.url, method="PUT")
+    with pytest.raises(ParamError, match="one-shot stream"):
+        await ep({"to": f"{api.url}/_test/status/200", "code": code}, chunks())
+
+
 async def test_get_redirects_are_still_followed(api: LocalServer) -> None:
     ep = RestEndpoint(path="/_test/redirect", url_prefix=api.url)
     seen = await ep({"to": f"{api.url}/_test/echo", "code": 301})

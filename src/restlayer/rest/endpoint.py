@@ -514,15 +514,15 @@ class RestEndpoint(Generic[T_co, Params, Args]):
             return await send(request, stream=True, follow_redirects=False, auth=auth)
         except httpx.RequestError as exc:
             raise transport_error(request.url, exc, method=request.method) from exc
-        except RuntimeError as exc:  # e.g. "Event loop is closed": a client used on a second loop
-            if "loop" not in str(exc).lower():
-                raise
-            raise ClientLoopError(_loop_advice(self.name, exc)) from exc
-        except httpx.StreamConsumed as exc:
+        except httpx.StreamConsumed as exc:  # before RuntimeError, of which it is a subclass
             raise ParamError(
                 f"{self.name}: {request.method} {request.url}: the request body was a one-shot stream "
                 "and cannot be sent again after a redirect; send bytes or call the final URL"
             ) from exc
+        except RuntimeError as exc:  # e.g. "Event loop is closed": a client used on a second loop
+            if "loop" not in str(exc).lower():
+                raise
+            raise ClientLoopError(_loop_advice(self.name, exc)) from exc
 
     async def fetch_with_retry(self, url: str, init: Mapping[str, object]) -> httpx.Response:
         """`fetch_response`, sent again after transient failures as the `retry` policy allows."""
