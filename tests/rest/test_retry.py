@@ -7,6 +7,7 @@ except in one test that checks a real `Retry-After: 1` is waited.
 from __future__ import annotations
 
 import asyncio
+import io
 import logging
 import socket
 import time
@@ -82,6 +83,31 @@ async def test_post_is_retried_when_methods_include_it(api: LocalServer) -> None
     ep, key = flaky(api, "POST", sleep=Waits(), methods={"GET", "POST"})
     assert await ep({"key": key, "fail": 1}, {"title": "x"}) == {"ok": True, "method": "POST"}
     assert sent(api, key) == 2
+
+
+async def test_a_streamed_body_is_not_resent_empty(api: LocalServer) -> None:
+    """A one-shot body (async iterable, file) cannot be replayed: no retry sends it again (empty), the failure is raised."""
+
+    async def chunks() -> AsyncIterator[bytes]:
+        yield b'{"title":"x"}'
+
+    for body in (chunks(), io.BytesIO(b'{"title":"x"}')):
+        waits = Waits()
+        ep, key = flaky(api, "PUT", sleep=waits)
+        with pytest.raises(NetworkError) as info:
+            await ep({"key": key, "fail": 1}, body)
+        assert info.value.status == 503
+        assert [r.body for r in api.requests.matching("PUT", FLAKY) if r.query_params["key"] == key] == [
+            b'{"title":"x"}'
+        ]
+        assert waits.delays == []
+
+
+async def test_a_bytes_body_is_resent_whole(api: LocalServer) -> None:
+    ep, key = flaky(api, "PUT", sleep=Waits())
+    assert await ep({"key": key, "fail": 1}, b'{"title":"x"}') == {"ok": True, "method": "PUT"}
+    bodies = [r.body for r in api.requests.matching("PUT", FLAKY) if r.query_params["key"] == key]
+    assert bodies == [b'{"title":"x"}', b'{"title":"x"}']
 
 
 async def test_retry_after_seconds_sets_the_wait(api: LocalServer) -> None:

@@ -525,9 +525,14 @@ class RestEndpoint(Generic[T_co, Params, Args]):
             raise ClientLoopError(_loop_advice(self.name, exc)) from exc
 
     async def fetch_with_retry(self, url: str, init: Mapping[str, object]) -> httpx.Response:
-        """`fetch_response`, sent again after transient failures as the `retry` policy allows."""
+        """`fetch_response`, sent again after transient failures as the `retry` policy allows.
+
+        A streamed body (a file or an async iterable) is read as it is sent and
+        cannot be sent again, so such a request is never retried: a retry would
+        send an empty body in its place.
+        """
         retry = self.retry
-        if retry is None:
+        if retry is None or not _replayable(init):
             return await self.fetch_response(url, init)
         method = str(init.get("method", self.method))
         return await retry.run(method, url, lambda: self.fetch_response(url, init))
@@ -791,6 +796,12 @@ def _check_params_type(params: object, path_names: Iterable[str], endpoint: str)
         raise ParamError(
             f"{endpoint}: params {params.__name__} lacks the path parameter(s) {', '.join(missing)} as required keys"
         )
+
+
+def _replayable(init: Mapping[str, object]) -> bool:
+    """Whether the request's body can be sent again: none, or text or bytes (not a one-shot stream)."""
+    content = init.get("content")
+    return content is None or isinstance(content, (str, bytes))
 
 
 def _loop_advice(name: str, exc: BaseException) -> str:
