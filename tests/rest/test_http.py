@@ -19,7 +19,7 @@ import pytest
 
 from examples.todo_api import LocalServer
 from examples.todo_api.extras import PIXEL_PNG
-from restlayer.errors import NetworkError, RestLayerError
+from restlayer.errors import NetworkError, ParamError, RestLayerError
 from restlayer.rest import RestEndpoint, aclose, client_session, get_client, resource
 from restlayer.rest.endpoint import ByteStream
 from restlayer.schema import Entity
@@ -120,6 +120,15 @@ async def test_bytes_file_and_async_iterable_bodies(api: LocalServer) -> None:
 
     await ep(chunks())
     assert last(api).body == b"abc"
+
+
+@pytest.mark.parametrize("number", [float("nan"), float("inf"), -float("inf")])
+async def test_json_body_with_nan_or_infinity_is_refused_not_sent(api: LocalServer, number: float) -> None:
+    """NaN and infinities have no JSON form: sending them as `NaN`/`Infinity` would be invalid JSON."""
+    ep = RestEndpoint(path="/_test/echo", url_prefix=api.url, method="POST")
+    with pytest.raises(ParamError, match=r"body\['scores'\]\[1\]: .* is not valid JSON"):
+        await ep({"title": "x", "scores": [1.5, number]})
+    assert api.requests.matching("POST", "/_test/echo") == []
 
 
 async def test_urlencoded_and_multipart_forms(api: LocalServer) -> None:

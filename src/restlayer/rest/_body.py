@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from typing import Final
 
@@ -21,6 +22,8 @@ _JSON_SCALARS: Final = (str, int, float, bool, type(None))
 
 def _unencodable(value: object, path: str, seen: set[int]) -> str | None:
     """Where in `value` json cannot encode and why (e.g. `body['when']: datetime`); None if nowhere found."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{path}: {value!r} is not valid JSON (NaN and infinities have no JSON form)"
     if isinstance(value, _JSON_SCALARS):
         return None
     if not isinstance(value, (dict, list, tuple)):
@@ -47,10 +50,11 @@ def _unencodable(value: object, path: str, seen: set[int]) -> str | None:
 def dumps(value: object, endpoint: str = "request") -> bytes:
     """JSON body text: compact, non-ASCII kept, UTF-8 (serialized exactly once).
 
-    A body json cannot encode is a `ParamError` naming `endpoint` and the member at fault.
+    A body json cannot encode is a `ParamError` naming `endpoint` and the member at fault;
+    so is a NaN or infinite float, which Python would write as `NaN`/`Infinity`, not JSON.
     """
     try:
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
     except (TypeError, ValueError, RecursionError) as exc:
         try:
             where = _unencodable(value, "body", set())
