@@ -86,7 +86,7 @@ async def test_post_is_retried_when_methods_include_it(api: LocalServer) -> None
 
 
 async def test_a_streamed_body_is_not_resent_empty(api: LocalServer) -> None:
-    """A one-shot body (async iterable, file) cannot be replayed: no retry sends it again (empty), the failure is raised."""
+    """A one-shot body (async iterable, file) cannot be replayed: not retried (it would go empty)."""
 
     async def chunks() -> AsyncIterator[bytes]:
         yield b'{"title":"x"}'
