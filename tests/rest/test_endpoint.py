@@ -289,6 +289,30 @@ class TestOptionChecks:
         with pytest.raises(ParamError, match=r"^todo: total_timeout must be"):
             RestEndpoint(path="/a", name="todo", total_timeout=-1)
 
+    @pytest.mark.parametrize(
+        "option",
+        ["process", "url", "key", "test_key", "search_to_string", "error_policy", "update", "get_optimistic_response"],
+    )
+    def test_async_function_for_a_synchronous_hook_is_refused(self, option: str) -> None:
+        """Hooks called without `await`: an async one would hand a coroutine on (stored, sent, used as a key)."""
+
+        async def hook(*args: object) -> object:
+            return args[0] if args else None
+
+        options: dict[str, Any] = {option: hook}
+        with pytest.raises(ParamError, match=rf"{option} is called without await, so it cannot be an async function"):
+            RestEndpoint(path="/a/:id", **options)
+        with pytest.raises(ParamError, match=option):
+            RestEndpoint(path="/a/:id").extend(**options)
+
+    def test_async_process_method_of_a_subclass_is_refused(self) -> None:
+        class Async(RestEndpoint):
+            async def process(self, value: object, *args: object) -> object:  # type: ignore[override]
+                return value
+
+        with pytest.raises(ParamError, match="process is called without await"):
+            Async(path="/a/:id", schema=Todo)
+
     def test_good_option_values_accepted(self) -> None:
         ep = RestEndpoint(
             path="/a",

@@ -731,6 +731,11 @@ _HOOK_OPTIONS: Final = (
 )  # fmt: skip
 #: Options that are a function or None.
 _OPTIONAL_CALLABLES: Final = ("error_policy", "get_optimistic_response", "update", "remove_cursor")
+#: Hooks called without `await` (an async function there would hand a coroutine on).
+_SYNC_HOOKS: Final = (
+    "process", "url", "key", "test_key", "search_to_string", "error_policy", "update",
+    "get_optimistic_response", "remove_cursor",
+)  # fmt: skip
 #: An HTTP method is a token (RFC 9110 section 5.6.2).
 _TOKEN: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 
@@ -764,6 +769,18 @@ def _check_options(ep: RestEndpoint[object, ...], options: Mapping[str, object])
         value = options.get(option)
         if value is not None and not callable(value):
             raise ParamError(f"{name}: {option} must be callable or None, not {value!r}")
+    _check_sync_hooks(ep)
+
+
+def _check_sync_hooks(ep: RestEndpoint[object, ...]) -> None:
+    """Refuse an async function (option or subclass method) for a hook the library calls without `await`:
+    its coroutine would be stored as the result, used as a key or URL, or read as a policy."""
+    for hook in _SYNC_HOOKS:
+        if inspect.iscoroutinefunction(getattr(ep, hook, None)):
+            raise ParamError(
+                f"{ep.name}: {hook} is called without await, so it cannot be an async function "
+                "(do the I/O in get_headers, get_request_init, fetch_response or parse_response)"
+            )
 
 
 def _check_request_init(init: object, name: str) -> None:
