@@ -52,6 +52,18 @@ class RestLayerError(Exception):
         if status is not None:
             self.status = status
 
+    def __reduce__(self) -> tuple[object, ...]:
+        """Pickle and copy by state, not by calling `__init__` again: subclasses take keyword-only
+        arguments (`status`, `location`) that `Exception`'s default would not pass back."""
+        return (_rebuild, (type(self), self.args), self.__dict__)
+
+
+def _rebuild(cls: type[RestLayerError], args: tuple[object, ...]) -> RestLayerError:
+    """An error of class `cls` with `args`, its attributes set afterwards from the pickled state."""
+    error = cls.__new__(cls)
+    error.args = args
+    return error
+
 
 class NetworkError(RestLayerError):
     """A request failed: a non-2xx reply, a transport failure or an unusable body.
