@@ -307,7 +307,7 @@ class TestOptionChecks:
 
     def test_async_process_method_of_a_subclass_is_refused(self) -> None:
         class Async(RestEndpoint):
-            async def process(self, value: object, *args: object) -> object:  # type: ignore[override]
+            async def process(self, value: object, *args: object) -> object:
                 return value
 
         with pytest.raises(ParamError, match="process is called without await"):
