@@ -19,6 +19,7 @@ import pytest
 
 from examples.todo_api import LocalServer
 from examples.todo_api.extras import PIXEL_PNG
+from restlayer.core import Controller
 from restlayer.errors import NetworkError, ParamError, RestLayerError
 from restlayer.rest import RestEndpoint, aclose, client_session, get_client, resource
 from restlayer.rest.endpoint import ByteStream
@@ -163,6 +164,25 @@ async def test_overridden_get_request_init(api: LocalServer) -> None:
 
     await Tagged(path="/_test/echo", url_prefix=api.url)()
     assert last(api).query == "tag=t"
+
+
+async def test_request_init_params_are_added_to_the_calls_search_params(api: LocalServer) -> None:
+    """httpx replaces a URL's query with `params=`: the call's own search params must survive (the key names them)."""
+    ep = RestEndpoint(path="/_test/echo/:id", url_prefix=api.url, request_init={"params": {"api_key": "k", "q": "d"}})
+    await ep({"id": 1, "q": "a b", "tag": ["x", "y"]})
+    assert last(api).path == "/_test/echo/1"
+    assert sorted(last(api).query.split("&")) == ["api_key=k", "q=a+b", "tag=x", "tag=y"]
+
+
+async def test_client_params_are_added_to_the_calls_search_params(api: LocalServer) -> None:
+    async with httpx.AsyncClient(params={"api_key": "k"}) as client:
+        ctrl = Controller()
+        try:
+            todos = await ctrl.fetch(RestEndpoint(path="/todos", url_prefix=api.url, client=client), userId=2)
+        finally:
+            ctrl.close()
+    assert last(api).query_params == {"api_key": "k", "userId": "2"}
+    assert {todo["userId"] for todo in todos} == {2}
 
 
 async def test_custom_client(api: LocalServer) -> None:

@@ -452,6 +452,7 @@ class RestEndpoint(Generic[T_co, Params, Args]):
         _check_headers(own, self.name)
         build: Callable[..., httpx.Request] = client.build_request  # `init` holds httpx's keyword options
         try:
+            _keep_own_query(client, url, kwargs)
             request = build(method, url, **kwargs)
         except httpx.InvalidURL as exc:
             raise transport_error(url, exc, method=method) from exc
@@ -813,6 +814,23 @@ def _check_params_type(params: object, path_names: Iterable[str], endpoint: str)
         raise ParamError(
             f"{endpoint}: params {params.__name__} lacks the path parameter(s) {', '.join(missing)} as required keys"
         )
+
+
+def _keep_own_query(client: httpx.AsyncClient, url: str, kwargs: dict[str, object]) -> None:
+    """Make `params` (of `request_init` or the client) add to the URL's own search params, not replace them.
+
+    httpx replaces a URL's query with the `params` it is given (the client's are
+    always given when it has any), which would send the call without the search
+    params its store key names. So the `params` httpx gets are the client's, then
+    `request_init`'s, then the URL's own: the call's values win a shared name.
+    """
+    extra = kwargs.get("params")
+    if not extra and not client.params:
+        return
+    own = httpx.URL(url).params
+    if not own:
+        return
+    kwargs["params"] = client.params.merge(extra).merge(own)
 
 
 def _replayable(init: Mapping[str, object]) -> bool:
