@@ -155,6 +155,28 @@ async def test_async_get_headers_adds_auth(api: LocalServer) -> None:
     assert last(api).headers["authorization"] == "Bearer secret"
 
 
+async def test_get_headers_returning_none_is_a_param_error_not_a_request_without_headers(api: LocalServer) -> None:
+    """A `get_headers` that forgets `return headers` must not send the request without its headers (credentials)."""
+
+    class Forgetful(RestEndpoint):
+        def get_headers(self, headers: dict[str, str]) -> Any:
+            headers["Authorization"] = "Bearer secret"  # no return
+
+    with pytest.raises(ParamError, match=r"get_headers returned None"):
+        await Forgetful(path="/_test/echo", url_prefix=api.url)()
+    assert api.requests.matching("GET", "/_test/echo") == []
+
+
+async def test_get_request_init_returning_none_is_a_param_error(api: LocalServer) -> None:
+    class Forgetful(RestEndpoint):
+        async def get_request_init(self, body: Any) -> Any:
+            await super().get_request_init(body)  # no return
+
+    with pytest.raises(ParamError, match=r"get_request_init returned None"):
+        await Forgetful(path="/_test/echo", url_prefix=api.url)()
+    assert api.requests.matching("GET", "/_test/echo") == []
+
+
 async def test_overridden_get_request_init(api: LocalServer) -> None:
     class Tagged(RestEndpoint):
         async def get_request_init(self, body: Any) -> dict[str, Any]:

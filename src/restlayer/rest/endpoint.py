@@ -429,6 +429,8 @@ class RestEndpoint(Generic[T_co, Params, Args]):
         result = self.get_headers(dict(headers))
         if inspect.isawaitable(result):
             result = await result
+        if result is None:  # sending no headers at all would drop credentials and Content-Type silently
+            raise ParamError(f"{self.name}: get_headers returned None; it must return the headers (missing `return`?)")
         init["headers"] = result
         return init
 
@@ -573,6 +575,11 @@ class RestEndpoint(Generic[T_co, Params, Args]):
         init: Mapping[str, object] | Awaitable[Mapping[str, object]] = self.get_request_init(body)
         if inspect.isawaitable(init):
             init = await init
+        if not isinstance(init, Mapping):
+            raise ParamError(
+                f"{self.name}: get_request_init returned {type(init).__name__}; it must return a dict of "
+                "request options (missing `return`?)"
+            )
         any_params: RestEndpoint[object, ...] = self  # `url` checks callers' params; these are checked already
         response = await self.fetch_with_retry(any_params.url(params), init)
         value: object = self.parse_response(response)
