@@ -837,7 +837,8 @@ def _keep_own_query(client: httpx.AsyncClient, url: str, kwargs: dict[str, objec
     own = httpx.URL(url).params
     if not own:
         return
-    kwargs["params"] = client.params.merge(extra).merge(own)
+    merge: Callable[..., httpx.QueryParams] = client.params.merge  # `extra` is httpx's own option, unchecked
+    kwargs["params"] = merge(extra).merge(own)
 
 
 def _replayable(init: Mapping[str, object]) -> bool:
