@@ -372,6 +372,20 @@ def test_state_whose_tables_are_not_mappings_is_a_param_error() -> None:
         normalize(Thing, {"id": 1}, state={"entities": {"Thing": [1, 2]}})
 
 
+class _NotJson:
+    """An object that is neither a JSON object nor an array (as a forgotten coroutine would be)."""
+
+
+@pytest.mark.parametrize("data", [_NotJson(), object(), range(2)])
+def test_an_object_that_is_not_json_data_raises_400_and_stores_nothing(data: object) -> None:
+    """Returned as the result before, such an object was stored as an endpoint's data."""
+    with pytest.raises(SchemaError, match="Unexpected input") as caught:
+        normalize(Todo, data)
+    assert caught.value.status == 400
+    with pytest.raises(SchemaError, match="Unexpected input"):
+        normalize([Todo], data)
+
+
 @pytest.mark.parametrize("data", [b'{"id": 1}', bytearray(b"1"), {1, 2}, frozenset({"1"})])
 def test_binary_or_set_input_raises_400_like_a_scalar(data: object) -> None:
     """Read as a pk before, a bytes or set reply replaced a stored result with nothing readable."""

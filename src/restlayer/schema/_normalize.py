@@ -287,8 +287,9 @@ def as_tables(tables: object, depth: int, ordered: bool = False) -> object:
     return PMap({k: as_tables(v, depth - 1, ordered) for k, v in tables.items()})
 
 
-#: Top-level inputs no schema but `Invalidate` reads: scalars, and binary or set values JSON never gives.
-_NOT_DATA = (str, int, float, bytes, bytearray, memoryview, set, frozenset)
+#: The top-level inputs every schema but `Invalidate` reads: JSON's objects and arrays. Anything else (a scalar,
+#: bytes, a set, or an object such as a coroutine a hook forgot to await) is refused rather than stored as a result.
+_DATA = (dict, list, tuple, Mapping)
 
 
 def default_meta(meta: Mapping[str, float] | None) -> dict[str, float]:
@@ -364,7 +365,7 @@ def _run(
     ctx = Normalizer(tuple(args), default_meta(meta), state, placeholders, placeholder_seed)
     if node is None:
         return ctx, freeze(input)  # stored data never aliases the caller's objects
-    if not isinstance(node, Invalidate) and (input is None or isinstance(input, _NOT_DATA)):
+    if not isinstance(node, Invalidate) and not isinstance(input, _DATA):
         found = "null" if input is None else type(input).__name__
         raise SchemaError(
             f'Unexpected input given to normalize. Expected type to be "object", found "{found}"',
