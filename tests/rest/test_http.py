@@ -177,6 +177,20 @@ async def test_get_request_init_returning_none_is_a_param_error(api: LocalServer
     assert api.requests.matching("GET", "/_test/echo") == []
 
 
+async def test_get_request_init_with_an_option_httpx_does_not_take_is_a_param_error(api: LocalServer) -> None:
+    """httpx's own TypeError reached the caller before."""
+
+    class Misspelt(RestEndpoint):
+        async def get_request_init(self, body: Any) -> dict[str, Any]:
+            init = await super().get_request_init(body)
+            init["header"] = {"X-Key": "k"}  # `headers` meant
+            return init
+
+    with pytest.raises(ParamError, match=r"request options were refused by httpx.*header"):
+        await Misspelt(path="/_test/echo", url_prefix=api.url)()
+    assert api.requests.matching("GET", "/_test/echo") == []
+
+
 async def test_overridden_get_request_init(api: LocalServer) -> None:
     class Tagged(RestEndpoint):
         async def get_request_init(self, body: Any) -> dict[str, Any]:

@@ -176,8 +176,8 @@ class RestEndpoint(Generic[T_co, Params, Args]):
     remove_cursor: Callable[..., Iterable[object]] | None = None
     #: Largest decoded reply body accepted, in bytes (`None`: no limit).
     max_body_size: int | None = DEFAULT_MAX_BODY_SIZE
-    #: Seconds the whole request may take, redirects and body included (`None`: no
-    #: limit; httpx's `timeout` still bounds each connect, read and write).
+    #: Seconds one attempt of the request may take, redirects and body included (`None`: no
+    #: limit; each retry of `retry=` gets its own; httpx's `timeout` still bounds each connect, read and write).
     total_timeout: float | None = None
     #: When to send a failed request again (`Retry`, or an int: that many retries); None: never.
     retry: Retry | None = None
@@ -458,6 +458,8 @@ class RestEndpoint(Generic[T_co, Params, Args]):
             request = build(method, url, **kwargs)
         except httpx.InvalidURL as exc:
             raise transport_error(url, exc, method=method) from exc
+        except TypeError as exc:  # an option httpx does not take (from `get_request_init`, say)
+            raise ParamError(f"{self.name}: the request options were refused by httpx: {exc}") from exc
         own_names = {str(name).lower() for name, _ in _header_items(own)} - _BODY_HEADERS
         sending = self._send(client, request, follow, auth, own_names)
         deadline = self.total_timeout
