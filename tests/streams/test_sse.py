@@ -176,6 +176,38 @@ async def test_a_message_whose_second_write_does_not_fit_applies_none(
     assert stream.ignored == 1
 
 
+async def test_an_updater_in_a_message_sees_the_messages_earlier_writes_and_skips_what_is_not_stored(
+    script_server: LocalServer, script: ScriptFactory
+) -> None:
+    renamed = {"id": 1, "userId": 1, "title": "renamed", "completed": False}
+    query, _ = script([(1, "renamed-and-done", json.dumps(renamed)), (2, "two-done", json.dumps({"id": 2, "of": 99}))])
+
+    def done(todo: Todo) -> dict[str, Any]:
+        return {"id": todo.id, "userId": todo.userId, "title": todo.title, "completed": True}
+
+    def renamed_and_done(message: Message, writes: Writes) -> None:
+        writes.set(Todo, message.data)
+        writes.set(Todo, {"id": message.data["id"]}, done)
+
+    def two_done(message: Message, writes: Writes) -> None:
+        writes.set(Todo, {"id": message.data["id"], "title": "two"})
+        writes.set(Todo, {"id": message.data["of"]}, done)  # not stored: skipped, as Controller.set does
+
+    ctrl = Controller()
+    ctrl.set(Todo, {"id": 1, "userId": 1, "title": "old", "completed": False})
+    stream = SSEStream(
+        f"{script_server.url}/_stream/sse{query}",
+        on={"renamed-and-done": renamed_and_done, "two-done": two_done},
+        backoff=fast(),
+    )
+    async with StreamManager(ctrl, [stream]):
+        await stream.until(lambda s: s.applied + s.ignored == 2)
+    assert (stream.applied, stream.ignored) == (2, 0)
+    assert ctrl.get(Todo, {"id": 1}) == Todo(id=1, userId=1, title="renamed", completed=True)
+    assert titles(ctrl) == {1: "renamed", 2: "two"}
+    assert ctrl.get(Todo, {"id": 99}) is None
+
+
 async def test_the_servers_retry_field_sets_the_reconnection_time(
     script_server: LocalServer, script: ScriptFactory
 ) -> None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from restlayer.errors import ParamError
-from restlayer.schema import Entity, NormalizedResult, Schema, SchemaLike, normalize
+from restlayer.schema import Entity, MemoCache, NormalizedResult, Schema, SchemaLike, normalize
 
 if TYPE_CHECKING:
     from typing_extensions import TypeIs
@@ -130,14 +130,7 @@ class Writes:
             only = ops[0]
             controller.set(only.schema, *only.args, only.value)
             return
-        resolved = [_checked(controller, op) for op in ops]
-        scratch: State | NormalizedResult = controller.get_state()
-        for op in resolved:
-            if isinstance(op, _Set):
-                scratch = normalize(op.schema, op.value, op.args, scratch)
-            elif isinstance(op, _SetResponse) and op.endpoint.schema is not None:
-                scratch = normalize(op.endpoint.schema, op.response, op.args, scratch)
-        for op in resolved:
+        for op in _dry_run(controller, ops):
             if isinstance(op, _SetResponse):
                 controller.set_response(op.endpoint, *op.args, op.response)
             elif isinstance(op, _Set):
@@ -146,14 +139,33 @@ class Writes:
                 controller.invalidate(op.endpoint, *op.args)
 
 
-def _checked(controller: Controller, op: _Write) -> _Write:
-    """`op` with its key checked (endpoint writes) or its updater run on the stored value (`set`)."""
-    if not isinstance(op, _Set):
-        op.endpoint.key(*op.args)
-        return op
-    if callable(op.value) and not isinstance(op.value, type):
-        return _Set(op.schema, op.args, op.value(controller.get(op.schema, *op.args)))
-    return op
+def _dry_run(controller: Controller, ops: list[_Write]) -> list[_Write]:
+    """The writes to apply, checked in order against a scratch copy of the store (raises when one does not fit).
+
+    Each write sees the ones before it, as it will when they are applied: an updater
+    (a callable `set` value) gets the value those writes leave, and is resolved to
+    its result here; one with nothing stored is dropped, as `Controller.set` skips it.
+    """
+    memo = MemoCache()
+    now = controller.now()
+    meta = {"fetched_at": now, "date": now}  # the writes' own: each wins over what is stored, as when applied
+    scratch: State | NormalizedResult = controller.get_state()
+    resolved: list[_Write] = []
+    for op in ops:
+        if isinstance(op, _Set):
+            value = op.value
+            if callable(value) and not isinstance(value, type):
+                current = memo.query(op.schema, op.args, scratch)
+                if current is None:
+                    continue
+                op = _Set(op.schema, op.args, value(current))
+            scratch = normalize(op.schema, op.value, op.args, scratch, meta)
+        else:
+            op.endpoint.key(*op.args)
+            if isinstance(op, _SetResponse) and op.endpoint.schema is not None:
+                scratch = normalize(op.endpoint.schema, op.response, op.args, scratch, meta)
+        resolved.append(op)
+    return resolved
 
 
 def handler_for(on: Mapping[str, Target] | Handler) -> Callable[[Message, Writes], bool]:
