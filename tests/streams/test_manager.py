@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 
@@ -17,7 +18,7 @@ from restlayer import (
     SubscriptionManager,
     resource,
 )
-from restlayer.streams import SSEStream, StreamManager
+from restlayer.streams import SSEStream, StreamManager, WebSocketStream
 from tests.streams._script import Script
 
 ScriptFactory = Callable[..., tuple[str, Script]]
@@ -86,6 +87,27 @@ async def test_controller_close_cancels_the_streams(script_server: LocalServer, 
     ctrl.close()
     await stream.until(lambda s: s.closed)
     assert not stream.connected
+
+
+async def test_aclose_after_controller_close_waits_until_the_streams_are_closed(
+    script_server: LocalServer, script: ScriptFactory
+) -> None:
+    query, _ = script([event(1)])
+    sse = SSEStream(f"{script_server.url}/_stream/sse{query}", on={"todos.updated": Todo})
+    ws = WebSocketStream(
+        f"{script_server.url.replace('http://', 'ws://')}/_stream/ws{query}",
+        on={"todos.updated": Todo},
+        on_open=lambda last: [{"lastEventId": last}],
+    )
+    manager = StreamManager(streams=[sse, ws])
+    ctrl = Controller(managers=[manager])
+    async with manager:
+        await sse.until(lambda s: s.applied == 1)
+        await ws.until(lambda s: s.applied == 1)
+        ctrl.close()  # cancels the streams without waiting for them
+        await manager.aclose()
+        assert sse.closed and ws.closed
+        assert [t for t in asyncio.all_tasks() if t is not asyncio.current_task()] == []
 
 
 async def test_keys_of_a_stream_that_is_down_are_polled(api: LocalServer) -> None:

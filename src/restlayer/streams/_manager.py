@@ -65,6 +65,8 @@ class StreamManager(Manager):
         self.controller = controller
         self.streams: list[Stream] = []
         self._tasks: dict[Stream, asyncio.Task[None]] = {}
+        #: Tasks `cleanup()` cancelled that may still be closing their connection (`aclose` waits for them).
+        self._closing: set[asyncio.Task[None]] = set()
         self._running = False
         self._held: list[_Held] = []
         self._passing = False
@@ -173,17 +175,24 @@ class StreamManager(Manager):
             await _stop([task])
 
     async def aclose(self) -> None:
-        """Stop every stream and wait until each connection is closed; no task is left behind."""
+        """Stop every stream and wait until each connection is closed; no task is left behind.
+
+        Also after `Controller.close()` (which only cancels them): it waits for those streams too.
+        """
         self._running = False
         tasks = list(self._tasks.values())
         self._tasks.clear()
-        await _stop(tasks)
+        closing = list(self._closing)
+        self._closing.clear()
+        await _stop(tasks, cancelled=closing)
 
     def cleanup(self) -> None:
         """`Controller.close()`: cancel the streams' tasks (`await aclose()` also waits for them)."""
         self._running = False
         for task in self._tasks.values():
             task.cancel()
+            self._closing.add(task)
+            task.add_done_callback(self._closing.discard)
         self._tasks.clear()
 
     async def __aenter__(self) -> StreamManager:
@@ -205,16 +214,17 @@ def _next_held(held: list[_Held], action: _Subscribing) -> _Held | None:
     return next((h for h in candidates if not h.polling), candidates[0])
 
 
-async def _stop(tasks: list[asyncio.Task[None]]) -> None:
-    """Cancel each task once and wait until all have finished closing their connections.
+async def _stop(tasks: list[asyncio.Task[None]], cancelled: list[asyncio.Task[None]] | None = None) -> None:
+    """Cancel each of `tasks` once and wait until they and the `cancelled` ones have closed their connections.
 
     Cancelling only once matters: a second cancel would interrupt a stream while it
     closes its connection, leaving the socket (or a library task) behind.
     """
-    if not tasks:
-        return
     for task in tasks:
         task.cancel()
+    tasks = tasks + (cancelled or [])
+    if not tasks:
+        return
     await asyncio.wait(tasks)
     for task in tasks:
         if not task.cancelled() and task.exception() is not None:
