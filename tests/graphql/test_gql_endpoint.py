@@ -5,6 +5,7 @@ Request assertions read what the server received (`api.requests`), not a mock.
 
 from __future__ import annotations
 
+import datetime
 import json
 import socket
 from typing import Any
@@ -13,7 +14,8 @@ import httpx
 import pytest
 
 from examples.todo_api import LocalServer
-from restlayer.errors import NetworkError, RestLayerError, SchemaError
+from restlayer.core import Controller
+from restlayer.errors import NetworkError, ParamError, RestLayerError, SchemaError
 from restlayer.graphql import GQLEndpoint, GQLEntity, GQLNetworkError, clean_query
 from restlayer.rest import RestEndpoint
 from restlayer.schema import normalize
@@ -30,6 +32,20 @@ def test_key_is_query_and_compact_variables_in_given_order() -> None:
     )
     assert get_user.key({"a": 1, "id": "5"}).endswith('{"a":1,"id":"5"}')
     assert get_user.key({"name": "zoë"}).endswith('{"name":"zoë"}')
+
+
+@pytest.mark.parametrize(
+    ("value", "named"), [(datetime.date(2024, 1, 2), "date"), ({1, 2}, "set")], ids=["date", "set"]
+)
+async def test_variables_json_cannot_encode_are_a_param_error_naming_the_member(
+    api: LocalServer, get_user: GQLEndpoint, value: object, named: str
+) -> None:
+    message = rf"getUser: the GraphQL variables cannot be sent as JSON: variables\['id'\]: {named} is not"
+    with pytest.raises(ParamError, match=message):
+        get_user.key({"id": value})
+    with pytest.raises(ParamError, match=message):
+        await Controller().fetch(get_user, {"id": value})
+    assert len(api.requests) == 0
 
 
 def test_string_query_whitespace_collapsed() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import datetime
 import gc
 from collections.abc import AsyncIterator
 
@@ -10,7 +11,7 @@ import httpx
 import pytest
 
 from examples.todo_api import LocalServer
-from restlayer import Controller, Entity, NetworkError
+from restlayer import Controller, Entity, NetworkError, ParamError
 from restlayer.graphql import GQLEndpoint, GQLNetworkError
 from restlayer.rest import aclose
 from restlayer.streams import Backoff
@@ -29,6 +30,13 @@ class Todo(Entity):
 async def _close_shared_client() -> AsyncIterator[None]:
     yield
     await aclose()
+
+
+def test_variables_json_cannot_encode_are_refused_before_any_socket_opens() -> None:
+    gql = GQLEndpoint("http://127.0.0.1:9/graphql")  # nothing listens: refused before connecting
+    changed = gql.subscription(TODO_CHANGED, {"todoChanged": Todo})
+    with pytest.raises(ParamError, match=r"variables\['id'\]: datetime is not JSON-serializable"):
+        changed.events(Controller(), {"id": datetime.datetime(2024, 1, 2)})
 
 
 async def test_subscription_events_are_stored_like_query_results(api: LocalServer) -> None:

@@ -18,6 +18,7 @@ from restlayer._args import split_call
 from restlayer._typing import B, E, P, Self, T, T_co
 from restlayer.errors import NetworkError, ParamError, RestLayerError
 from restlayer.graphql._errors import GQLNetworkError
+from restlayer.rest._body import unencodable
 from restlayer.rest.endpoint import RestEndpoint
 from restlayer.schema import Schema
 from restlayer.schema._base import NestedListShorthand
@@ -70,9 +71,17 @@ def _operation_label(get_query: Callable[..., str]) -> str | None:
     return text if len(text) <= _NAME_LENGTH else text[: _NAME_LENGTH - 3] + "..."
 
 
-def _key_json(variables: object) -> str:
-    """Compact JSON of the variables, member order kept (the key's second half)."""
-    return json.dumps(variables, separators=(",", ":"), ensure_ascii=False)
+def _key_json(variables: object, name: str) -> str:
+    """Compact JSON of the variables, member order kept (the key's second half).
+
+    Variables json cannot encode (a `datetime`, a `set`) are a `ParamError` naming the
+    operation and the member at fault: they could be neither keyed nor sent.
+    """
+    try:
+        return json.dumps(variables, separators=(",", ":"), ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError) as exc:
+        where = unencodable(variables, "variables") or exc
+        raise ParamError(f"{name}: the GraphQL variables cannot be sent as JSON: {where}") from exc
 
 
 class GQLEndpoint(RestEndpoint[T_co]):
@@ -272,7 +281,7 @@ class GQLEndpoint(RestEndpoint[T_co]):
     def key(self, *args: object) -> str:
         """`"<query> <compact JSON of the variables>"`; member order is kept."""
         variables = split_call(args, False)[0]
-        return f"{self.get_query(variables)} {_key_json(variables)}"
+        return f"{self.get_query(variables)} {_key_json(variables, self.name)}"
 
     def test_key(self, key: str) -> bool:
         """Whether a store key belongs to this operation (any variables)."""

@@ -115,6 +115,7 @@ class GQLSubscription(Generic[T_co]):
     ) -> GQLEvents[object]:
         """The subscription's events: each `data` stored in `controller` (when given) and yielded."""
         args = self.endpoint.bind(*(() if variables is None else (variables,)), **kwargs)
+        self.endpoint.key(*args)  # variables json cannot encode: a ParamError now, not on the open socket
         return GQLEvents(self, controller, args)
 
 

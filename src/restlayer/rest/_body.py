@@ -56,11 +56,17 @@ def dumps(value: object, endpoint: str = "request") -> bytes:
     try:
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
     except (TypeError, ValueError, RecursionError) as exc:
-        try:
-            where = _unencodable(value, "body", set())
-        except RecursionError:
-            where = None
-        raise ParamError(f"{endpoint}: the request body cannot be sent as JSON: {where or exc}") from exc
+        raise ParamError(
+            f"{endpoint}: the request body cannot be sent as JSON: {unencodable(value, 'body') or exc}"
+        ) from exc
+
+
+def unencodable(value: object, name: str) -> str | None:
+    """Where in `value` (called `name`) json cannot encode and why; None if that cannot be told."""
+    try:
+        return _unencodable(value, name, set())
+    except RecursionError:
+        return None
 
 
 async def _read_sync_file(read: Callable[[int], bytes | str]) -> AsyncIterator[bytes]:
