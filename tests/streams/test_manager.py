@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Callable
 
 import pytest
@@ -108,6 +109,23 @@ async def test_aclose_after_controller_close_waits_until_the_streams_are_closed(
         await manager.aclose()
         assert sse.closed and ws.closed
         assert [t for t in asyncio.all_tasks() if t is not asyncio.current_task()] == []
+
+
+async def test_closing_the_controller_under_a_covered_subscription_logs_no_error(
+    api: LocalServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    todos = resource(path="/todos/:id", schema=Todo, url_prefix=api.url, poll_frequency=10_000)
+    stream = SSEStream(f"{api.url}/events", on={}, covers=[todos.get])
+    manager = StreamManager(streams=[stream])
+    ctrl = Controller(managers=[manager])
+    with caplog.at_level(logging.WARNING, logger="restlayer"):
+        async with manager:
+            await stream.until(lambda s: s.connected)
+            await ctrl.subscribe(todos.get, id=1)
+            assert not manager.polling(todos.get.key({"id": 1}))  # paused: the stream covers it
+            ctrl.close()
+        assert stream.closed
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
 
 
 async def test_keys_of_a_stream_that_is_down_are_polled(api: LocalServer) -> None:

@@ -116,9 +116,12 @@ class StreamManager(Manager):
         return None
 
     async def _status(self, stream: Stream) -> None:
-        """A stream connected or lost its connection: pause or resume the polling it covers."""
+        """A stream connected or lost its connection: pause or resume the polling it covers.
+
+        Nothing to do once the controller is closed: it polls no more (and refuses to subscribe).
+        """
         controller = self.controller
-        if controller is None:
+        if controller is None or controller.closed:
             return
         for held in list(self._held):
             if not stream.covers(held.key):
