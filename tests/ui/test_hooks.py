@@ -8,13 +8,15 @@ import os
 import subprocess
 import sys
 import threading
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 import solara
 
-from restlayer import resource
+from restlayer import RestEndpoint, resource
 from restlayer.errors import ClosedError, RestLayerError
 from restlayer.solara import (
     Binding,
@@ -285,6 +287,27 @@ def test_use_fetch_returns_at_once_and_reports_a_refusal_off_the_loop_thread(
     stored = sctrl.cache(Todos.get, id=1)
     assert stored is not None and stored.title == original  # rolled back
     assert api.db.get("todos", 1)["title"] == original
+
+
+def test_use_fetch_settles_when_the_provider_unmounts_during_the_request(mount: Any, seen: Seen, api: Any) -> None:
+    name = f"unmount-{uuid.uuid4().hex}"
+    held = RestEndpoint(path="/_test/gate/:name", url_prefix=api.url)
+
+    @solara.component
+    def Item() -> Any:
+        seen.add("fetch", use_fetch())
+        return solara.Text("x")
+
+    rc = mount(ControllerProvider(children=[Item()]))
+    future = seen.of("fetch")[0](held, name=name)
+    arrived = httpx.get(f"{api.url}/_test/gate/{name}/arrivals", params={"count": 1}, timeout=15)
+    assert arrived.json() == {"arrivals": 1}  # the request is held by the server
+    try:
+        rc.close()  # unmounted: the provider closes the controller it created
+        with pytest.raises(ClosedError, match="closed while fetching"):
+            future.result(timeout=10)
+    finally:
+        httpx.post(f"{api.url}/_test/gate/{name}/open")
 
 
 RENDERER_PROBE = """

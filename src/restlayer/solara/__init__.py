@@ -27,7 +27,7 @@ from reacton.core import Element
 from restlayer._typing import A, T
 from restlayer.core import DLE, Endpoint
 from restlayer.core import Controller as AsyncController
-from restlayer.errors import RestLayerError, SuspendedError
+from restlayer.errors import ClosedError, RestLayerError, SuspendedError
 from restlayer.solara._binding import Binding
 from restlayer.sync import Controller
 
@@ -113,7 +113,8 @@ def use_fetch() -> Fetch:
 
     Optimistic updates show up right away; the returned future settles with the
     result or the error, and its done-callbacks run where they may set component
-    state (not on the controller's loop thread).
+    state (not on the controller's loop thread). It settles also when the provider
+    unmounts meanwhile (with `ClosedError` when that closed the controller).
     """
     binding = use_binding()
 
@@ -121,8 +122,8 @@ def use_fetch() -> Fetch:
         outcome: concurrent.futures.Future[T] = concurrent.futures.Future()
 
         def settle(inner: concurrent.futures.Future[T]) -> None:
-            if inner.cancelled():
-                outcome.cancel()
+            if inner.cancelled():  # only closing the controller cancels it: say so, as its blocking calls do
+                outcome.set_exception(ClosedError(f"the controller was closed while fetching {endpoint.name}"))
                 return
             error = inner.exception()
             if error is None:
@@ -131,7 +132,8 @@ def use_fetch() -> Fetch:
                 outcome.set_exception(error)
 
         inner = binding.controller.submit(lambda c: c.fetch(endpoint, *args, **kwargs))
-        inner.add_done_callback(lambda done: binding.deliver(lambda: settle(done)))
+        # settled even after the provider unmounted: a caller may block on the future
+        inner.add_done_callback(lambda done: binding.deliver(lambda: settle(done), always=True))
         return outcome
 
     return fetch

@@ -29,11 +29,21 @@ class Binding:
         self.watching = 0  # live `watch` registrations made by hooks (drops to 0 when all unmount)
         self.subscribed = 0  # live polling subscriptions made by hooks
 
-    def deliver(self, fn: Callable[[], object]) -> None:
-        """Run `fn` on the delivery thread, unless this binding is closed."""
+    def deliver(self, fn: Callable[[], object], *, always: bool = False) -> None:
+        """Run `fn` on the delivery thread, unless this binding is closed.
+
+        `always`: run it even so, for what must happen once whatever the UI does (settling
+        a future a caller may wait on): right here when closed, or where the binding closes
+        when it was still queued then.
+        """
         with self._lock:
             if not self.closed:
-                self._delivery.submit(fn)
+                queued = self._delivery.submit(fn)
+                if always:
+                    queued.add_done_callback(lambda done: fn() if done.cancelled() else None)
+                return
+        if always:
+            fn()
 
     def watch(
         self, endpoint: Endpoint[object], args: tuple[object, ...], on_change: Callable[[], object]
