@@ -79,6 +79,21 @@ def test_watch_calls_back_on_change(api: Any) -> None:
     assert seen[-1] == "watched"
 
 
+def test_a_callback_can_stop_its_own_watch(api: Any) -> None:
+    todos = todo_resource(api)
+    seen: list[str] = []
+
+    def once(todo: Any) -> None:
+        seen.append(todo.title)
+        unwatch()  # runs on the loop thread: must not be refused there
+
+    with Controller() as ctrl:
+        unwatch = ctrl.watch(todos.get, id=1, callback=once)
+        ctrl.fetch(todos.get, id=1)
+        ctrl.set(Todo, {"id": 1, "title": "after the watch stopped"}, id=1)
+    assert seen == [api.db.get("todos", 1)["title"]]
+
+
 def test_live_iterates_changes(api: Any) -> None:
     polled = todo_resource(api).get.extend(poll_frequency=50)
     with Controller() as ctrl:

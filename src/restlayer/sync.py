@@ -385,11 +385,16 @@ class Controller:
     def watch(
         self, endpoint: Endpoint[T], *args: object, callback: Callable[[T | None], object], **kwargs: object
     ) -> Callable[[], None]:
-        """Call `callback(data)` (on the loop thread) whenever the data changes; returns an unsubscriber."""
+        """Call `callback(data)` (on the loop thread) whenever the data changes; returns an unsubscriber.
+
+        The unsubscriber may be called from anywhere, the callback included (to watch for one change).
+        """
         stop = self._thread.call(lambda: self._async.watch(endpoint, *args, callback=callback, **kwargs))
 
         def unsubscribe() -> None:
-            if not self._thread.closed:
+            if threading.current_thread() is self._thread.thread:
+                stop()  # from a callback, on the loop thread: where `stop` runs anyway
+            elif not self._thread.closed:
                 with suppress(ClosedError):  # closed meanwhile: nothing left to watch
                     self._thread.call(stop)
 
