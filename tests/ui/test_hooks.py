@@ -238,6 +238,30 @@ def test_removed_component_stops_watching_and_polling(mount: Any, seen: Seen, ap
     seen.wait(lambda: (binding.watching, binding.subscribed) == (0, 0), "the removed component to let go")
 
 
+def test_live_may_switch_between_a_polled_and_a_plain_endpoint(mount: Any, seen: Seen, Todos: Any) -> None:
+    polled = Todos.get.extend(poll_frequency=60_000)
+
+    @solara.component
+    def Live(endpoint: Any) -> Any:
+        seen.add("live", (endpoint.poll_frequency, use_live(endpoint, id=1).id))
+        return solara.Text("x")
+
+    @solara.component
+    def Page() -> Any:
+        live, set_live = solara.use_state(False)
+        seen.add("toggle", set_live)
+        seen.add("binding", use_binding())
+        return solara.Div(children=[Suspense(children=[Live(polled if live else Todos.get)])])
+
+    mount(ControllerProvider(children=[Page()]))
+    seen.wait(lambda: (None, 1) in seen.of("live"), "the plain endpoint's value")
+    binding: Binding = seen.of("binding")[0]
+    seen.of("toggle")[0](True)
+    seen.wait(lambda: (60_000, 1) in seen.of("live") and binding.subscribed == 1, "the polled endpoint to poll")
+    seen.of("toggle")[0](False)  # one hook fewer would make reacton refuse the render
+    seen.wait(lambda: seen.of("live")[-1] == (None, 1) and binding.subscribed == 0, "polling to stop")
+
+
 def test_subscription_needs_a_poll_frequency(mount: Any, Todos: Any) -> None:
     @solara.component
     def Sub() -> Any:

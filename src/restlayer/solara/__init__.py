@@ -231,14 +231,24 @@ def use_subscription(endpoint: Endpoint[object], skip: None, /) -> None: ...
 def use_subscription(endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> None: ...
 def use_subscription(endpoint: Endpoint[object], *args: object, **kwargs: object) -> None:
     """Poll `endpoint(*args)` at its `poll_frequency` while this component is rendered."""
-    binding = use_binding()
     bound = _bound(endpoint, args, kwargs)
     if bound is not None and endpoint.poll_frequency is None:
         raise RestLayerError(f"{endpoint.name}: use_subscription needs an endpoint with poll_frequency")
-    key = None if bound is None else endpoint.key(*bound)
+    _use_polling(endpoint, bound)
+
+
+def _use_polling(endpoint: Endpoint[object], bound: tuple[object, ...] | None) -> None:
+    """Poll `endpoint(*bound)` while rendered when it has a `poll_frequency`, else nothing.
+
+    The same hooks run either way, so a component may switch between a polled and a
+    plain endpoint from one render to the next (reacton refuses a changed hook count).
+    """
+    binding = use_binding()
+    polls = bound is not None and endpoint.poll_frequency is not None
+    key = endpoint.key(*bound) if bound is not None and polls else None
 
     def subscribe() -> Callable[[], None] | None:
-        return None if bound is None else binding.subscribe(endpoint, bound)
+        return binding.subscribe(endpoint, bound) if bound is not None and polls else None
 
     reacton.use_effect(subscribe, [binding, id(endpoint), key])
 
@@ -249,10 +259,7 @@ def use_live(endpoint: Endpoint[T], skip: None, /) -> T | None: ...
 def use_live(endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> T: ...
 def use_live(endpoint: Endpoint[T], *args: object, **kwargs: object) -> T | None:
     """`use_suspense` plus polling while rendered (when the endpoint has a poll_frequency)."""
-    if endpoint.poll_frequency is not None:
-        use_subscription(endpoint, *args, **kwargs)
-    else:
-        reacton.use_effect(lambda: None, [])  # keep the hook order the same on every render
+    _use_polling(endpoint, _bound(endpoint, args, kwargs))
     return use_suspense(endpoint, *args, **kwargs)
 
 
