@@ -95,6 +95,25 @@ async def test_suspense_refetches_after_invalidate_all(
     assert len(api.requests.matching("POST", "/graphql")) == 3
 
 
+async def test_invalidate_all_with_a_query_function_that_needs_its_variables(
+    api: LocalServer, ctrl: Controller, gql: GQLEndpoint
+) -> None:
+    def text(variables: dict[str, str]) -> str:
+        return 'query { user(id: "' + variables["id"] + '") { id name } }'  # no text without an id
+
+    get_user = gql.query(text, {"user": User})
+    get_todo = gql.query(lambda v: 'query { todo(id: "' + v["id"] + '") { id } }', {"todo": Todo})
+    await ctrl.fetch(get_user, {"id": "1"})
+    await ctrl.fetch(get_user, {"id": "2"})
+    await ctrl.fetch(get_todo, {"id": "1"})
+    assert get_user.test_key(get_user.key({"id": "2"}))
+    assert not get_user.test_key(get_todo.key({"id": "1"}))
+    ctrl.invalidate_all(get_user.test_key)
+    assert ctrl.get_response(get_user, {"id": "1"}).expiry_status == ExpiryStatus.INVALID
+    assert ctrl.get_response(get_user, {"id": "2"}).expiry_status == ExpiryStatus.INVALID
+    assert ctrl.get_response(get_todo, {"id": "1"}).expiry_status == ExpiryStatus.VALID
+
+
 async def test_dle_loading_then_data(api: LocalServer, ctrl: Controller, get_user: GQLEndpoint) -> None:
     arrived = asyncio.Event()
     unwatch = ctrl.watch(get_user, {"id": "1"}, callback=lambda data: arrived.set())

@@ -284,8 +284,29 @@ class GQLEndpoint(RestEndpoint[T_co]):
         return f"{self.get_query(variables)} {_key_json(variables, self.name)}"
 
     def test_key(self, key: str) -> bool:
-        """Whether a store key belongs to this operation (any variables)."""
-        return key.startswith(self.get_query({}))
+        """Whether a store key belongs to this operation (any variables).
+
+        The key starts with the query text for no variables. A query function that
+        needs its variables (`get_query({})` raises) has no such prefix: the key
+        is then matched against the key of the variables it ends with.
+        """
+        try:
+            prefix = self.get_query({})
+        except Exception:
+            return self._keys_own_variables(key)
+        return key.startswith(prefix)
+
+    def _keys_own_variables(self, key: str) -> bool:
+        """Whether `key` is `self.key(variables)` for the JSON variables at its end (tried from the right)."""
+        split = key.rfind(" ")
+        while split != -1:
+            try:
+                if self.key(json.loads(key[split + 1 :])) == key:
+                    return True
+            except Exception:  # not the variables' JSON, or variables this query cannot take
+                pass
+            split = key.rfind(" ", 0, split)
+        return False
 
     # -- the request -------------------------------------------------------------------
 
