@@ -234,6 +234,22 @@ async def test_failed_connections_back_off_exponentially_up_to_the_cap(
     assert played.resumed_from[:4] == ["", "", "", ""]
 
 
+async def test_a_reply_that_is_no_event_stream_is_no_connection(
+    api: LocalServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    delays = Delays()
+    backoff = Backoff(initial=1, factor=2, cap=3, jitter=0, sleep=delays)
+    stream = SSEStream(f"{api.url}/todos", on={}, backoff=backoff)  # a JSON list, not an event stream
+    with caplog.at_level(logging.WARNING, logger="restlayer"):
+        async with StreamManager(Controller(), [stream]):
+            await stream.until(lambda s: len(delays.delays) >= 3)
+    assert stream.connects == 0 and not stream.connected
+    assert delays.delays[:3] == [1, 2, 3]  # backs off like a refused connection
+    lines = [r.getMessage() for r in caplog.records]
+    assert any("cannot connect (SSEError" in line and "'application/json'" in line for line in lines), lines
+    assert not any("connection lost" in line for line in lines), lines
+
+
 async def test_an_id_only_frame_wakes_whoever_waits_for_that_last_event_id(script_server: LocalServer) -> None:
     key = uuid.uuid4().hex
     stream = SSEStream(f"{script_server.url}/_stream/paced?key={key}", on={}, backoff=fast())

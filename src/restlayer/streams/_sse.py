@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Callable, Mapping
 
 import httpx
-from httpx_sse import ServerSentEvent, aconnect_sse
+from httpx_sse import ServerSentEvent, SSEError, aconnect_sse
 
 from restlayer.rest import get_client
 from restlayer.rest._client import hold, release
@@ -71,6 +71,7 @@ class SSEStream(Stream):
                 raise httpx.HTTPStatusError(
                     f"{self.url} answered {response.status_code}", request=response.request, response=response
                 )
+            _check_event_stream(response)  # a reply of another kind is no connection (and pauses no polling)
             await self._opened()
             async for sse in source.aiter_sse():
                 yield self._message(sse)
@@ -92,3 +93,10 @@ class SSEStream(Stream):
             self.malformed(event, event_id, f"{type(exc).__name__}: {exc}")
             return None
         return Message(event, data, event_id)
+
+
+def _check_event_stream(response: httpx.Response) -> None:
+    """Raise `SSEError` unless the reply is a `text/event-stream` (as httpx-sse checks when reading it)."""
+    content_type = response.headers.get("content-type", "").partition(";")[0]
+    if "text/event-stream" not in content_type:
+        raise SSEError(f"Expected response header Content-Type to contain 'text/event-stream', got {content_type!r}")
