@@ -175,6 +175,13 @@ async def test_non_json_body_is_status_400(api: LocalServer, route: str) -> None
     assert ep.error_policy(info.value) is None
 
 
+async def test_a_reply_nested_too_deeply_to_decode_is_status_400(api: LocalServer) -> None:
+    ep = GQLEndpoint(f"{api.url}/_test/deep-json?depth=100000").query("query { x }")
+    with pytest.raises(NetworkError, match="is not JSON") as info:
+        await Controller().fetch(ep)
+    assert info.value.status == 400
+
+
 async def test_html_from_a_proxy_is_status_400() -> None:
     async with _replying(502, None, raw=b"<html>Bad Gateway</html>") as client:
         ep = GQLEndpoint("http://x.test/graphql", client=client).query("query { x }")

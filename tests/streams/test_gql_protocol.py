@@ -128,6 +128,7 @@ async def test_leaving_early_sends_complete(scripted: Scripted, script_server: L
         ([nxt("not an object")], GQLNetworkError, "no payload object"),
         ([nxt({"data": None})], GQLNetworkError, "has no data"),
         (["{not json"], NetworkError, "not JSON"),
+        (['{"type": ' + "[" * 100_000 + "]" * 100_000 + "}"], NetworkError, "not JSON"),  # nested too deeply
         (["[1, 2]"], NetworkError, "not a JSON object"),
         (["CLOSE"], NetworkError, "subscription socket failed"),
         ([nxt({"data": {"todoChanged": {"title": "no id"}}})], RestLayerError, "Error processing"),

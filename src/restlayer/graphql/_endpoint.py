@@ -328,7 +328,7 @@ class GQLEndpoint(RestEndpoint[T_co]):
         """`data` of the reply; `errors` or a non-2xx status raise GQLNetworkError."""
         try:
             body = json.loads(response.content)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply to decode
             raise NetworkError(
                 f"{response.url}: GraphQL reply (status {response.status_code}) is not JSON: {exc}",
                 status=400,

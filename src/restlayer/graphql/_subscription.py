@@ -301,7 +301,7 @@ async def _expect_ack(socket: ClientConnection, url: str) -> None:
 def _decode(frame: str | bytes, url: str) -> Frame:
     try:
         message: object = json.loads(frame)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply to decode
         raise NetworkError(f"{url}: a subscription frame is not JSON: {exc}", status=500) from exc
     if not isinstance(message, dict):
         raise NetworkError(f"{url}: a subscription frame is not a JSON object", status=500)
