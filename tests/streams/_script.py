@@ -86,7 +86,7 @@ async def ws(websocket: WebSocket) -> None:
                 return
             try:
                 frame = json.dumps({"id": event_id, "type": event, "data": json.loads(data)})
-            except ValueError:
+            except (ValueError, RecursionError):  # not JSON, or nested too deeply: sent as it is
                 frame = data
             await websocket.send_text(frame)
         while (await websocket.receive())["type"] != "websocket.disconnect":

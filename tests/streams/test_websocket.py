@@ -102,6 +102,22 @@ async def test_malformed_frames_and_unknown_types_are_logged_and_change_nothing(
     assert "event 'gadgets.created' (id 2) ignored: no mapping" in lines[1]
 
 
+async def test_a_frame_nested_too_deeply_is_ignored_without_dropping_the_connection(
+    script_server: LocalServer, script: ScriptFactory
+) -> None:
+    deep = "[" * 100_000 + "]" * 100_000
+    query, played = script([(1, "todos.updated", deep), (2, "todos.updated", json.dumps({"id": 5, "title": "kept"}))])
+    stream = WebSocketStream(
+        ws_url(script_server, f"/_stream/ws{query}"), on={"todos.updated": Todo}, on_open=subscribe
+    )
+    ctrl = Controller()
+    async with StreamManager(ctrl, [stream]):
+        await stream.until(lambda s: s.applied + s.ignored == 2)
+    assert (stream.applied, stream.ignored) == (1, 1)
+    assert titles(ctrl) == {5: "kept"}
+    assert stream.connects == 1 and played.resumed_from == [""]
+
+
 def test_parse_json_message_reads_type_data_and_id() -> None:
     assert parse_json_message('{"type": "a", "data": [1], "id": 7}') == Message("a", [1], "7")
     assert parse_json_message('{"event": "b"}') == Message("b", None, None)

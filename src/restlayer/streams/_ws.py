@@ -81,7 +81,7 @@ def _event_type(frame: str | bytes) -> str:
     """Best-effort event type of a frame that did not parse, for the log line."""
     try:
         body = json.loads(frame)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested too deeply to decode
         return "?"
     event = body.get("type", body.get("event")) if isinstance(body, dict) else None
     return event if isinstance(event, str) else "?"
