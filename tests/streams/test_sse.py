@@ -14,6 +14,7 @@ import pytest
 
 from examples.todo_api import LocalServer
 from restlayer import All, Controller, Entity, Invalidate, SubscriptionManager, resource
+from restlayer.rest import aclose
 from restlayer.streams import Backoff, Message, SSEStream, StreamManager, Writes
 from tests.streams._script import PACED, Script
 
@@ -248,6 +249,19 @@ async def test_a_reply_that_is_no_event_stream_is_no_connection(
     lines = [r.getMessage() for r in caplog.records]
     assert any("cannot connect (SSEError" in line and "'application/json'" in line for line in lines), lines
     assert not any("connection lost" in line for line in lines), lines
+
+
+def test_a_stream_runs_again_in_another_event_loop(api: LocalServer) -> None:
+    stream = SSEStream(f"{api.url}/events", on=table(api))
+
+    async def connect_once() -> None:
+        async with StreamManager(Controller(), [stream]):
+            await stream.until(lambda s: s.connected)
+        await aclose()  # this loop's shared client
+
+    asyncio.run(connect_once())
+    asyncio.run(connect_once())  # `until` waits in the new loop too
+    assert stream.connects == 2 and stream.closed
 
 
 async def test_an_id_only_frame_wakes_whoever_waits_for_that_last_event_id(script_server: LocalServer) -> None:

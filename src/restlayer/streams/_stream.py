@@ -127,7 +127,8 @@ class Stream:
         self.ignored = 0
         #: The server's reconnection time in seconds (SSE `retry:`), replacing `backoff.initial`.
         self.server_retry: float | None = None
-        self._changed: asyncio.Event | None = None
+        #: Set at each status change for `until`; with the loop it belongs to (a stream may run in several, in turn).
+        self._changed: tuple[asyncio.AbstractEventLoop, asyncio.Event] | None = None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r}, connected={self.connected})"
@@ -137,13 +138,14 @@ class Stream:
     def _tick(self) -> None:
         """Wake whoever waits in `until`."""
         if self._changed is not None:
-            self._changed.set()
+            self._changed[1].set()
 
     async def until(self, predicate: Callable[[Stream], bool], timeout: float = 10.0) -> None:
         """Wait until `predicate(stream)` holds (checked at each status change); else StreamTimeoutError."""
-        if self._changed is None:
-            self._changed = asyncio.Event()
-        changed = self._changed
+        loop = asyncio.get_running_loop()
+        if self._changed is None or self._changed[0] is not loop:
+            self._changed = (loop, asyncio.Event())  # an Event of an earlier loop cannot be awaited in this one
+        changed = self._changed[1]
 
         async def wait() -> None:
             while not predicate(self):
