@@ -94,6 +94,17 @@ def test_a_callback_can_stop_its_own_watch(api: Any) -> None:
     assert seen == [api.db.get("todos", 1)["title"]]
 
 
+def test_leaving_a_subscription_after_close_is_a_no_op(api: Any) -> None:
+    polled = todo_resource(api).get.extend(poll_frequency=60_000)
+    ctrl = Controller()
+    ctrl.fetch(polled, id=1)  # fresh: the first poll is a minute away, no request runs at close
+    with ctrl.subscription(polled, id=1):
+        ctrl.close()  # the app shuts down while the block still runs
+    ctrl.unsubscribe(polled, id=1)  # as the async Controller: nothing polls, nothing to leave
+    with pytest.raises(ClosedError):
+        ctrl.subscribe(polled, id=1)
+
+
 def test_live_iterates_changes(api: Any) -> None:
     polled = todo_resource(api).get.extend(poll_frequency=50)
     with Controller() as ctrl:

@@ -244,8 +244,15 @@ class Controller:
     @overload
     def unsubscribe(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> None: ...
     def unsubscribe(self, endpoint: Endpoint[object], *args: object, **kwargs: object) -> None:
-        """Leave a subscription; polling stops when nobody is subscribed."""
-        self._run(lambda: self._async.unsubscribe(endpoint, *args, **kwargs))
+        """Leave a subscription; polling stops when nobody is subscribed.
+
+        After `close()` nothing polls any more, so there is nothing to leave: a no-op,
+        as for the async Controller (a `with subscription(...)` or a UI component may end later).
+        """
+        if self._thread.closed:
+            return
+        with suppress(ClosedError):  # closed meanwhile: polling stopped with it
+            self._run(lambda: self._async.unsubscribe(endpoint, *args, **kwargs))
 
     @overload
     def subscription(self, endpoint: Endpoint[object], skip: None, /) -> AbstractContextManager[None]: ...

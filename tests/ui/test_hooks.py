@@ -262,6 +262,23 @@ def test_live_may_switch_between_a_polled_and_a_plain_endpoint(mount: Any, seen:
     seen.wait(lambda: seen.of("live")[-1] == (None, 1) and binding.subscribed == 0, "polling to stop")
 
 
+def test_unmounting_after_the_app_closed_its_controller(mount: Any, seen: Seen, Todos: Any) -> None:
+    polled = Todos.get.extend(poll_frequency=60_000)
+    ctrl = Controller()
+    ctrl.fetch(Todos.get, id=1)  # fresh: no request runs when the app closes
+
+    @solara.component
+    def Item() -> Any:
+        use_subscription(polled, id=1)
+        seen.add("loading", use_dle(Todos.get, id=1).loading)
+        return solara.Text("x")
+
+    rc = mount(ControllerProvider(children=[Item()], controller=ctrl))
+    assert seen.of("loading") == [False]
+    ctrl.close()  # the app closes its controller before the page goes
+    rc.close()  # the subscription and the watch end without an error
+
+
 def test_subscription_needs_a_poll_frequency(mount: Any, Todos: Any) -> None:
     @solara.component
     def Sub() -> Any:
