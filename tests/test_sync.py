@@ -116,6 +116,18 @@ def test_live_iterates_changes(api: Any) -> None:
     assert first.title != "remote edit" and second.title == "remote edit"
 
 
+def test_closing_while_a_request_connects_leaves_no_unawaited_coroutine(api: Any) -> None:
+    polled = todo_resource(api).get.extend(poll_frequency=60_000)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(5):  # the first poll is still opening its connection when close() comes
+            ctrl = Controller()
+            with ctrl.subscription(polled, id=1):
+                ctrl.close()
+            gc.collect()
+    assert [str(w.message) for w in caught if "never awaited" in str(w.message)] == []
+
+
 def test_close_joins_the_thread_without_warnings(api: Any) -> None:
     before = len(loop_threads())
     with warnings.catch_warnings():

@@ -140,6 +140,9 @@ async def _shutdown(before: Callable[[], Awaitable[object]] | None) -> None:
 
     if before is not None:
         await before()
+    # One loop turn first: a task created but not yet started, cancelled now, would never run its
+    # coroutine (anyio's happy-eyeballs connect attempts: "coroutine ... was never awaited").
+    await asyncio.sleep(0)
     current = asyncio.current_task()
     tasks = [t for t in asyncio.all_tasks() if t is not current]
     for task in tasks:
