@@ -345,7 +345,8 @@ def test_use_fetch_settles_when_the_provider_unmounts_during_the_request(mount: 
     assert arrived.json() == {"arrivals": 1}  # the request is held by the server
     try:
         rc.close()  # unmounted: the provider closes the controller it created
-        with pytest.raises(ClosedError, match="closed while fetching"):
+        # the request's own ClosedError, or the cancelled call's: which one comes first is up to the threads
+        with pytest.raises(ClosedError, match=r"(?i)the controller (is|was) closed"):
             future.result(timeout=10)
     finally:
         httpx.post(f"{api.url}/_test/gate/{name}/open")
