@@ -9,8 +9,19 @@ from typing import Any
 
 import pytest
 
-from restlayer.errors import SchemaError
-from restlayer.schema import INVALID, All, Collection, Invalidate, MemoCache, Query, denormalize, normalize
+from restlayer.errors import DefinitionError, SchemaError
+from restlayer.schema import (
+    INVALID,
+    All,
+    Collection,
+    Invalidate,
+    MemoCache,
+    Query,
+    Union,
+    Values,
+    denormalize,
+    normalize,
+)
 
 from ._models import Group, Todo, User, plain
 
@@ -154,6 +165,25 @@ def test_all_refuses_a_reply_that_is_no_list_with_a_schema_error() -> None:
     for bad in (7, "abc"):
         with pytest.raises(SchemaError, match=f"Expected a list, found {type(bad).__name__}"):
             normalize({"users": All(User)}, {"users": bad})
+
+
+def test_all_of_a_union_reads_every_member_table_as_instances() -> None:
+    """`All(Union(...))` reads like `All({...}, attr)`: instances of each member, never raw pks or None."""
+    members = Union({"users": User, "groups": Group}, "type")
+    r = normalize([members], [{"id": 1, "type": "users", "name": "a"}, {"id": 2, "type": "groups"}])
+    everyone = All(members)
+    assert [(type(x), x.id) for x in MemoCache().query(everyone, [], r)] == [(User, 1), (Group, 2)]
+    assert MemoCache().query(Query(everyone, lambda found: [x.id for x in found]), [], r) == [1, 2]
+    stored = normalize(everyone, [{"id": 3, "type": "users"}], state=r)
+    assert [(type(x), x.id) for x in denormalize(everyone, stored.result, stored.entities)] == [(User, 3)]
+    with pytest.raises(DefinitionError, match="schema_attribute"):
+        All(members, "type")  # type: ignore[call-overload]  # the Union already has its attribute
+
+
+@pytest.mark.parametrize("schema", [[Todo], Values(Todo), Collection([Todo]), Query(All(Todo)), None])
+def test_all_of_what_names_no_table_is_refused_where_defined(schema: Any) -> None:
+    with pytest.raises(DefinitionError, match="All takes an Entity class, a Union"):
+        All(schema)
 
 
 def test_polymorphic_all_with_no_tables_reads_as_missing() -> None:

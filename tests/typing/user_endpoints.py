@@ -29,6 +29,7 @@ assert_type(Values(Todo), Values[Todo])
 assert_type(Collection([Todo]), Collection[list[Todo]])
 assert_type(Collection(Values(Todo)), Collection[dict[str, Todo]])
 assert_type(All(Todo), All[Todo])
+assert_type(All(Union({"todos": Todo}, "type")), All[Entity])  # every member table, read as instances
 assert_type(Invalidate(Todo), Invalidate[Todo])
 # A deleting endpoint returns its reply (what names the deleted item), never an entity: like `resource().delete`.
 assert_type(RestEndpoint(path="/todos/:id", method="DELETE", schema=Invalidate(Todo)), RestEndpoint[Any])

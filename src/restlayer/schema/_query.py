@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, overload
 
 from restlayer._pmap import OrderedPMap
 from restlayer._typing import E, T
-from restlayer.errors import SchemaError
-from restlayer.schema._base import INVALID, InvalidType, Node, Schema, required_node, schema_name
+from restlayer.errors import DefinitionError, SchemaError
+from restlayer.schema._base import INVALID, InvalidType, Node, Schema, compile_schema, required_node, schema_name
 from restlayer.schema._union import Attribute, Union
 
 if TYPE_CHECKING:
@@ -60,27 +60,37 @@ class Query(Schema[T]):
 
 
 class All(Schema[list[T]]):
-    """Every stored entity of a type (or of several, with a Union-like attribute)."""
+    """Every stored entity of a type (or of several, with a Union-like attribute).
+
+    `All(Todo)` reads one table; `All({"users": User, "groups": Group}, "type")`
+    reads every member's table, as a `Union` of them would (an existing
+    `Union` may be given instead of the dict). Anything else is refused here:
+    it names no table, so every read of it would be wrong.
+    """
 
     __slots__ = ("node", "schema", "union")
 
-    schema: type[Entity] | Mapping[str, type[Entity]]
+    schema: type[Entity] | Mapping[str, type[Entity]] | Union
     node: type[Entity] | Union  # what reads each stored item
 
     @overload
     def __init__(self: All[E], schema: type[E], schema_attribute: None = None) -> None: ...
     @overload
     def __init__(self: All[E], schema: Mapping[str, type[E]], schema_attribute: Attribute) -> None: ...
+    @overload
+    def __init__(self: All[Entity], schema: Union, schema_attribute: None = None) -> None: ...
 
     def __init__(
-        self, schema: type[Entity] | Mapping[str, type[Entity]], schema_attribute: Attribute | None = None
+        self, schema: type[Entity] | Mapping[str, type[Entity]] | Union, schema_attribute: Attribute | None = None
     ) -> None:
         self.schema = schema
         self.union: Union | None
         if isinstance(schema, Mapping):
             self.union = self.node = Union(schema, schema_attribute)
+        elif isinstance(schema, Union):
+            self.union = self.node = _own_union(schema, schema_attribute)
         else:
-            self.union, self.node = None, schema
+            self.union, self.node = None, _entity_class(schema)
 
     def __repr__(self) -> str:
         return f"All({schema_name(self.schema)})"
@@ -119,6 +129,24 @@ class All(Schema[list[T]]):
                 any_table = True
                 found.extend({"id": pk, "schema": name} for pk in pks)
         return found if any_table else INVALID
+
+
+def _own_union(union: Union, schema_attribute: Attribute | None) -> Union:
+    """`All(Union(...))`: the Union reads each stored item; its own attribute classifies them."""
+    if schema_attribute is not None:
+        raise DefinitionError("All(Union(...)) takes no schema_attribute: the Union has its own")
+    return union
+
+
+def _entity_class(schema: object) -> type[Entity]:
+    """The Entity class whose table `All(schema)` reads (DefinitionError for any other schema)."""
+    node = compile_schema(schema)
+    if not isinstance(node, type):
+        raise DefinitionError(
+            "All takes an Entity class, a Union, or a dict of Entity classes with a schema_attribute;"
+            f" got {schema_name(node)}"
+        )
+    return node
 
 
 def _live_pks(key: str, unvisit: Unvisit) -> list[str] | InvalidType:
