@@ -212,6 +212,21 @@ def test_assign_values_collection() -> None:
     assert r.entities["{Todo}"] == {K_U1: {"a": "1", "b": "2"}, K_U2: {"z": "9"}}
 
 
+def test_push_and_unshift_to_a_values_collection_key_each_item_by_its_pk() -> None:
+    """A Values collection stays a dict: push adds the created item under its pk at the end, unshift first."""
+    coll = Collection(Values(Todo))
+    state = normalize(coll, {"a": {"id": 1}}, args=[{"userId": 1}])
+    pushed = normalize(coll.push, {"id": 2, "title": "x"}, args=[{"userId": 1}, {"title": "x"}], state=state)
+    assert pushed.result == {"2": "2"}
+    assert pushed.entities["{Todo}"][K_U1] == {"a": "1", "2": "2"}
+    assert denormalize(coll.push, pushed.result, pushed.entities, args=[{"userId": 1}]) == {"2": Todo(id=2, title="x")}
+    assert MemoCache().query(coll, [{"userId": 1}], pushed) == {"a": Todo(id=1), "2": Todo(id=2, title="x")}
+    first = normalize(coll.unshift, [{"id": 3}, {"id": 4}], args=[{"userId": 1}], state=pushed)
+    assert list(first.entities["{Todo}"][K_U1].items()) == [("3", "3"), ("4", "4"), ("a", "1"), ("2", "2")]
+    with pytest.raises(SchemaError, match="Missing usable primary key"):
+        normalize(coll.push, {"title": "no id"}, args=[{"userId": 1}], state=state, placeholders=False)
+
+
 def test_add_with_custom_merge_and_filter() -> None:
     state = prepared()
 

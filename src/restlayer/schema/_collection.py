@@ -18,6 +18,7 @@ from restlayer.errors import DefinitionError, SchemaError
 from restlayer.schema._base import INVALID, Schema, compile_schema, schema_name
 from restlayer.schema._containers import Array, Object, Values
 from restlayer.schema._entity import Meta
+from restlayer.schema._frozen import FrozenDict
 
 if TYPE_CHECKING:
     from restlayer.schema._denormalize import Unvisit
@@ -81,6 +82,11 @@ def unshift_merge(existing: Iterable[object], incoming: Iterable[object]) -> lis
 
 def values_merge(existing: Mapping[str, object], incoming: Mapping[str, object]) -> dict[str, object]:
     return {**existing, **incoming}
+
+
+def values_unshift_merge(existing: Mapping[str, object], incoming: Mapping[str, object]) -> dict[str, object]:
+    """A dict's `unshift`: the incoming entries first, then the existing ones they do not replace."""
+    return {**incoming, **{k: v for k, v in existing.items() if k not in incoming}}
 
 
 def append_unique_merge(existing: Iterable[object], incoming: Iterable[object]) -> list[object]:
@@ -205,8 +211,12 @@ class Collection(Schema[T_co]):
         add = push_merge if self.is_array else values_merge
         removal = remove_merge if self.is_array else values_remove_merge
         # What a create/remove/move reads: one item for a call that sent one, else the list.
-        self.push = _Adder(self, push_merge, creating=True)
-        self.unshift = _Adder(self, unshift_merge, creating=True)
+        # A Values collection is a dict: push/unshift put each created item under its pk (as move
+        # does), at the end or the start; a list merge would turn the stored dict into a list of keys.
+        by_pk = not self.is_array
+        first = unshift_merge if self.is_array else values_unshift_merge
+        self.push = _Adder(self, add, creating=True, by_pk=by_pk)
+        self.unshift = _Adder(self, first, creating=True, by_pk=by_pk)
         self.assign = _Adder(self, values_merge, creating=True)
         self.remove = _Adder(self, removal, creating=False)
         self.move = _Mover(self, add, removal)
@@ -325,12 +335,15 @@ class _Adder(Schema[object]):
         create_collection_filter: FilterFactory | None = None,
         *,
         creating: bool,
+        by_pk: bool = False,
     ) -> None:
         self.collection = collection
         self.key = collection.key
         self.merge = merge
         self.create_collection_filter = create_collection_filter
         self.creating = creating
+        # A Values collection's push/unshift: the reply is one item (or a list), not a dict of entries.
+        self.by_pk = by_pk
 
     def __repr__(self) -> str:
         return f"{self.collection!r}.{getattr(self.merge, '__name__', 'merge')}"
@@ -341,8 +354,12 @@ class _Adder(Schema[object]):
             value = [value]
         was_creating = ctx.creating
         ctx.creating = self.creating or was_creating
+        normalized: object
         try:
-            normalized = coll.node.normalize_value(value, parent, key, ctx)
+            if self.by_pk:
+                normalized = self._normalize_by_pk(value, parent, key, ctx)
+            else:
+                normalized = coll.node.normalize_value(value, parent, key, ctx)
         finally:
             ctx.creating = was_creating
         accept = (self.create_collection_filter or coll.create_collection_filter)(*ctx.args)
@@ -352,6 +369,33 @@ class _Adder(Schema[object]):
                 if current is not None and current is not INVALID:
                     ctx.replace(self.key, list_key, self.merge(current, normalized))
         return normalized
+
+    def _normalize_by_pk(
+        self, value: object, parent: object, key: str | None, ctx: Normalizer
+    ) -> FrozenDict[str, object]:
+        """One item (or a list of them) for a Values collection: each stored, as `{pk: ref}`."""
+        member = self.collection.node.node
+        if member is None:
+            raise SchemaError("A Values Collection's push/unshift needs an Entity or Union member", schema=repr(self))
+        items = value if isinstance(value, (list, tuple)) else [value]
+        entries: dict[str, object] = {}
+        for index, item in enumerate(items):
+            try:
+                ref = member.normalize_value(item, parent, key, ctx)
+            except SchemaError as exc:
+                if items is not value:
+                    raise
+                exc.path = (index, *exc.path)
+                raise
+            pk = ref.get("id") if isinstance(ref, Mapping) else ref  # a Union's ref names its pk
+            if not isinstance(pk, str) or not pk:
+                raise SchemaError(
+                    "Missing usable primary key: a Values Collection keeps each item under its pk",
+                    schema=repr(self),
+                    path=(index,) if items is value else (),
+                )
+            entries[pk] = ref
+        return FrozenDict(entries)
 
     def denormalize_value(self, value: object, unvisit: Unvisit) -> object:
         return _denormalize_items(self.collection, value, unvisit)
