@@ -354,6 +354,17 @@ async def test_create_reply_without_pk_is_refused_and_stores_nothing(ctrl: Contr
     assert ctrl.get_error(echo.get_list.push, {"userId": 1}, {"title": "lost"}) is info.value
 
 
+async def test_create_replying_several_items_for_one_object_returns_them_all(ctrl: Controller, res: Any) -> None:
+    """A create whose body is one object but whose reply lists several items gives every one of them."""
+    push = res.PlainTodo.get_list.push
+    await ctrl.fetch(res.PlainTodo.get_list, userId=1)
+    reply = [{"id": 70, "userId": 1, "title": "a"}, {"id": 71, "userId": 1, "title": "b"}]
+    ctrl.set_response(push, {"userId": 1}, {"title": "a"}, reply)
+    created: Any = ctrl.get_response(push, {"userId": 1}, {"title": "a"}).data  # typed as one item: the call sent one
+    assert [t.id for t in created] == [70, 71]
+    assert [t.id for t in present(ctrl.cache(res.PlainTodo.get_list, userId=1))] == [1, 2, 3, 70, 71]
+
+
 def test_normalize_keeps_the_placeholder_for_optimistic_guesses() -> None:
     result = normalize(Collection([Todo]).push, {"title": "draft"}, args=[{}])
     [placeholder] = result.result

@@ -359,6 +359,17 @@ def test_create_schema_denormalizes_single_reply_to_one_item() -> None:
     assert denormalize(TODOS.push, [{"id": 7}], {}, args=[{}, [{"title": "x"}]]) == [Todo(id=7)]
 
 
+def test_create_reply_of_several_items_reads_them_all() -> None:
+    """A reply of several items is never cut to its first, whatever the call's last argument is."""
+    state = prepared()
+    for schema in (TODOS.push, TODOS.unshift, TODOS.remove, TODOS.move):
+        for args in ([{"userId": 1}], [{"userId": 1}, {"title": "x"}]):
+            r = normalize(schema, [{"id": 7, "userId": 1}, {"id": 8, "userId": 1}], args=args, state=state)
+            assert r.result == ["7", "8"]
+            assert [t.id for t in denormalize(schema, r.result, r.entities, args=args)] == [7, 8], (schema, args)
+            assert [t.id for t in MemoCache().denormalize(schema, r.result, r.entities, args=args)] == [7, 8]
+
+
 # ----- helpers ---------------------------------------------------------------------------------
 def test_find_and_replace_collection() -> None:
     schema = {"results": TODOS, "next": None}

@@ -409,13 +409,18 @@ def _one_item_call(args: tuple[object, ...]) -> bool:
 def _denormalize_items(
     collection: Collection[object], value: Any, unvisit: Unvisit
 ) -> object:  # stored refs (as Array/Values take them)
-    """A create/remove/move result: the stored refs are always a list; a call that sent one object reads one item."""
+    """A create/remove/move result: the stored refs are always a list; a call that sent one object reads one item.
+
+    Only a result of one ref reads as one item: a reply of several items (sent for one object, or
+    read with arguments that end in the call's params rather than a body) reads as the list, never
+    as its first item with the others dropped.
+    """
     node = collection.node
     if not isinstance(node, Array):
         return node.denormalize_value(value, unvisit)
     if isinstance(value, list):
         items = node.denormalize_value(value, unvisit)
-        if not _one_item_call(unvisit.args):
+        if len(value) != 1 or not _one_item_call(unvisit.args):
             return items
     else:  # one ref (or one raw object) stands for one item
         items = node.denormalize_value([value], unvisit)
