@@ -346,6 +346,17 @@ def test_paginated_appends_unique() -> None:
     assert denormalize(page, r.result, r.entities) == [Todo(id=1), Todo(id=2), Todo(id=3)]
 
 
+def test_paginated_values_collection_adds_the_page_entries() -> None:
+    """A next page of a Values collection adds its entries to the stored dict instead of replacing it."""
+    coll = Collection(Values(Todo))
+    state = normalize(coll, {"a": {"id": 1}, "b": {"id": 2}}, args=[{"userId": 1}])
+    page = coll.paginated(drop_page)
+    second = {"b": {"id": 2, "title": "again"}, "c": {"id": 3}}
+    r = normalize(page, second, args=[{"userId": 1, "page": 2}], state=state)
+    assert list(r.entities["{Todo}"][K_U1].items()) == [("a", "1"), ("b", "2"), ("c", "3")]
+    assert denormalize(coll, K_U1, r.entities) == {"a": Todo(id=1), "b": Todo(id=2, title="again"), "c": Todo(id=3)}
+
+
 def test_paginated_without_base_list_starts_it() -> None:
     r = normalize(TODOS.paginated(drop_page), [{"id": 3}], args=[{"userId": 1, "page": 2}])
     assert r.entities["[Todo]"] == {K_U1: ["3"]}

@@ -427,6 +427,15 @@ def _denormalize_items(
     return items[0] if items else None
 
 
+def _add_page(current: object, page: object) -> object:
+    """The stored list (or `Values` dict) with a next page added; the page alone when there is none yet."""
+    if isinstance(current, list) and isinstance(page, list):
+        return append_unique_merge(current, page)
+    if isinstance(current, Mapping) and isinstance(page, Mapping):
+        return values_merge(current, page)  # a dict's entries are unique by name: the page's are added
+    return page
+
+
 class _Paginator(Schema[T_co]):
     """A page of a list: stored into the list keyed by `remove_cursor(*args)`, appending new refs; reads the list."""
 
@@ -443,7 +452,7 @@ class _Paginator(Schema[T_co]):
         pk = coll.pk(value, parent, key, tuple(self.remove_cursor(*ctx.args)))
         page = coll.node.normalize_value(value, parent, key, ctx)
         current = ctx.get(self.key, pk)
-        ctx.replace(self.key, pk, append_unique_merge(current, page) if isinstance(current, list) else page)
+        ctx.replace(self.key, pk, _add_page(current, page))
         return pk
 
     def denormalize_value(self, value: object, unvisit: Unvisit) -> object:
