@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pytest
 
 from restlayer.errors import RestLayerError, SchemaError
-from restlayer.schema import INVALID, Entity, denormalize, normalize
+from restlayer.schema import INVALID, Entity, Invalidate, MemoCache, _fast, denormalize, normalize
 
 from ._models import CycleTodo, CycleUser, Todo, User, meta
 
@@ -63,6 +63,48 @@ def test_unusable_pk_raises_400_naming_entity(data: dict[str, Any]) -> None:
     assert info.value.status == 400
     assert isinstance(info.value, RestLayerError)
     assert info.value.schema == "Todo"
+
+
+@pytest.fixture(params=["as run", "executor"])
+def each_engine(request: pytest.FixtureRequest) -> Iterator[str]:
+    """A test on the engine this run uses, then on the plan executor run from its Python source."""
+    before = _fast.engine()
+    if request.param == "executor":
+        _fast.use_engine("executor")
+    yield _fast.engine()
+    _fast.use_engine(before)
+
+
+@pytest.mark.parametrize("bad", [{"a": 1}, [1, 2], (1,), {1}, frozenset({1})], ids=repr)
+def test_container_pk_is_refused_naming_the_entity(bad: object, each_engine: str) -> None:
+    """A dict or list id is no primary key: it was stored under its repr ("{'a': 1}")."""
+    stored = normalize(Todo, {"id": 1, "title": "kept"})
+    for data in ({"id": bad, "title": "x"}, [{"id": 2}, {"id": bad}]):
+        schema: Any = Todo if isinstance(data, dict) else [Todo]
+        with pytest.raises(SchemaError, match="Todo primary key must be text or a number") as info:
+            normalize(schema, data, state=stored)
+        assert info.value.status == 400
+        assert info.value.schema == "Todo"
+    assert dict(stored.entities["Todo"].items()) == {"1": {"id": 1, "title": "kept"}}
+
+
+def test_container_from_a_custom_pk_is_refused() -> None:
+    class Keyed(Entity):
+        ref: Any = None
+
+        def pk(self, parent: Any = None, key: str | None = None, args: tuple[Any, ...] = ()) -> str | None:
+            return self.ref  # type: ignore[no-any-return]
+
+    with pytest.raises(SchemaError, match="Keyed primary key must be text or a number, found dict"):
+        normalize(Keyed, {"ref": {"a": 1}})
+    assert normalize(Keyed, {"ref": 7}).result == "7"
+    with pytest.raises(SchemaError, match="Todo primary key must be text or a number, found list"):
+        normalize(Invalidate(Todo), {"id": [1]})
+
+
+def test_number_and_bool_pks_stay_text() -> None:
+    assert normalize(Todo, {"id": 1.5}).result == "1.5"
+    assert normalize(Todo, {"id": True}).result == "true"
 
 
 def test_pk_does_not_fall_back_to_field_default() -> None:
@@ -466,3 +508,9 @@ def test_cyclic_entities_print_compare_and_refuse_a_plain_form() -> None:
     assert first != first.replace(title="other")
     with pytest.raises(RestLayerError, match="contains itself"):
         first.to_dict()
+
+
+def test_a_read_by_a_container_pk_finds_nothing() -> None:
+    stored = normalize(Todo, {"id": 1, "title": "kept"})
+    assert MemoCache().query(Todo, [{"id": {"a": 1}}], stored) is None
+    assert MemoCache().query(Todo, [{"id": 1}], stored) == Todo(id=1, title="kept")

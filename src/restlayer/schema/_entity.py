@@ -31,6 +31,8 @@ Meta = Mapping[str, float]
 _SETTINGS = ("key", "schema", "indexes")
 _UNUSABLE_PKS = (None, "", "undefined")
 _MUTABLE = (list, dict, set, bytearray)
+#: Values that cannot be a primary key (their text would be a repr).
+_PK_CONTAINERS = (Mapping, list, tuple, set, frozenset, bytes, bytearray)
 
 
 def usable_pk(pk: str | None) -> str | None:
@@ -319,17 +321,27 @@ class Entity:
     ) -> str | None:
         """The pk of processed data, or None when unusable (no fallback to field defaults)."""
         if cls._plain_pk:
-            value = processed.get("id")
-            pk = None if value is None else to_text(value)
+            value: object = processed.get("id")
         else:
             probe = object.__new__(cls._pk_view or _make_pk_view(cls))
             object.__setattr__(probe, "__dict__", dict(processed))
             try:
-                pk = probe.pk(parent, key, args)
+                value = probe.pk(parent, key, args)
             except AttributeError:  # pk() read a field the response does not have
                 return None
-            pk = None if pk is None else to_text(pk)
-        return usable_pk(pk)
+        return usable_pk(None if value is None else cls._pk_text(value))
+
+    @classmethod
+    def _pk_text(cls, value: object) -> str:
+        """`value` as pk text; a container (dict, list, set...) names no record: SchemaError naming the entity.
+
+        Its text would be its repr (`"{'a': 1}"`), a key no reply or read ever names again.
+        """
+        if isinstance(value, _PK_CONTAINERS):
+            raise SchemaError(
+                f"{cls.key} primary key must be text or a number, found {type(value).__name__}", schema=cls.key
+            )
+        return to_text(value)
 
     @classmethod
     def normalize_value(cls, value: object, parent: object, key: str | None, ctx: Normalizer) -> object:
@@ -394,7 +406,10 @@ class Entity:
         if not isinstance(first, Mapping):
             pk: str | None = to_text(first)
         else:
-            pk = cls.compute_pk(first, None, None, args)
+            try:
+                pk = cls.compute_pk(first, None, None, args)
+            except SchemaError:  # a container pk names no stored record: a read finds none
+                pk = None
             if pk is None:
                 pk = unvisit.lookup_index(cls, first)
         # Only a stored record (or the deletion marker) answers; a missing one is "not found".
