@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
 
 from restlayer.errors import RestLayerError, SchemaError
-from restlayer.schema import INVALID, Entity, Invalidate, MemoCache, _fast, denormalize, normalize
+from restlayer.schema import INVALID, Entity, Invalidate, MemoCache, denormalize, normalize
 
 from ._models import CycleTodo, CycleUser, Todo, User, meta
 
@@ -63,16 +63,6 @@ def test_unusable_pk_raises_400_naming_entity(data: dict[str, Any]) -> None:
     assert info.value.status == 400
     assert isinstance(info.value, RestLayerError)
     assert info.value.schema == "Todo"
-
-
-@pytest.fixture(params=["as run", "executor"])
-def each_engine(request: pytest.FixtureRequest) -> Iterator[str]:
-    """A test on the engine this run uses, then on the plan executor run from its Python source."""
-    before = _fast.engine()
-    if request.param == "executor":
-        _fast.use_engine("executor")
-    yield _fast.engine()
-    _fast.use_engine(before)
 
 
 @pytest.mark.parametrize("bad", [{"a": 1}, [1, 2], (1,), {1}, frozenset({1})], ids=repr)
