@@ -22,6 +22,7 @@ from restlayer.schema import (
     normalize,
     replace_collection,
 )
+from restlayer.schema._collection import values_merge
 
 from ._models import Group, Todo, User, meta
 
@@ -210,6 +211,22 @@ def test_assign_values_collection() -> None:
     r = normalize(coll.assign, {"b": {"id": 2}}, args=[{"userId": 1}], state=state)
     assert r.result == {"b": "2"}
     assert r.entities["{Todo}"] == {K_U1: {"a": "1", "b": "2"}, K_U2: {"z": "9"}}
+
+
+@pytest.mark.parametrize("derived", ["assign", "remove", "add_with"])
+def test_values_assign_or_remove_of_a_single_record_is_a_schema_error(derived: str, each_engine: str) -> None:
+    """A record sent where `{name: record}` is expected: its fields were stored as refs ("title": "x" -> Todo "x")."""
+    coll = Collection(Values(Todo))
+    state = normalize(coll, {"a": {"id": 1}, "x": {"id": 7}}, args=[{}])
+    schema = coll.add_with(values_merge) if derived == "add_with" else getattr(coll, derived)
+    for record in ({"id": 2, "title": "x"}, {"id": 7}):
+        with pytest.raises(SchemaError, match=r"expects \{name: item\}, found a value of str|int") as info:
+            normalize(schema, record, args=[{}], state=state)
+        assert info.value.status == 400
+        assert info.value.schema == "Collection({Todo})"
+    assert lists(state, "{Todo}") == {K_ALL: {"a": "1", "x": "7"}}
+    kept = normalize(coll.assign, {"b": {"id": 2}, "c": None}, args=[{}], state=state)
+    assert lists(kept, "{Todo}") == {K_ALL: {"a": "1", "x": "7", "b": "2"}}
 
 
 def test_push_and_unshift_to_a_values_collection_key_each_item_by_its_pk() -> None:

@@ -359,6 +359,8 @@ class _Adder(Schema[object]):
             if self.by_pk:
                 normalized = self._normalize_by_pk(value, parent, key, ctx)
             else:
+                if not coll.is_array:
+                    self._check_entries(value)
                 normalized = coll.node.normalize_value(value, parent, key, ctx)
         finally:
             ctx.creating = was_creating
@@ -369,6 +371,22 @@ class _Adder(Schema[object]):
                 if current is not None and current is not INVALID:
                     ctx.replace(self.key, list_key, self.merge(current, normalized))
         return normalized
+
+    def _check_entries(self, value: object) -> None:
+        """A Values collection's assign/remove takes `{name: item}`; refuse a single record before storing.
+
+        A record's own fields (`"title": "x"`) would otherwise be read as entries naming refs (Todo "x").
+        """
+        if not isinstance(value, Mapping):
+            return  # the Values schema itself reports a value that is no object
+        for name, item in value.items():
+            if item is not None and not isinstance(item, Mapping):
+                raise SchemaError(
+                    f"{self.collection!r} expects {{name: item}}, found a value of {type(item).__name__} "
+                    "(a single record? send it as {name: record})",
+                    schema=repr(self.collection),
+                    path=(name,),
+                )
 
     def _normalize_by_pk(
         self, value: object, parent: object, key: str | None, ctx: Normalizer
