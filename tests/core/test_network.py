@@ -178,3 +178,24 @@ async def test_dle_after_close_reports_closed_error_instead_of_loading_forever(
     stored = ctrl.dle(res.Todo.get, id=1)  # data already stored still reads as it is
     assert stored.error is None and not stored.loading and present(stored.data).id == 1
     gates.open(name)
+
+
+async def test_an_exception_of_the_endpoints_own_code_reaches_callers_as_a_restlayer_error(
+    ctrl: Controller, res: Any
+) -> None:
+    """A hook that raises (here `process` and `get_headers`) fails the fetch with a RestLayerError
+    naming the endpoint; the original is its cause, and `get_error` gives the same error."""
+
+    def missing_key(value: Any, *args: Any) -> Any:
+        return value["no such field"]
+
+    def expired(headers: dict[str, str]) -> dict[str, str]:
+        raise RuntimeError("token expired")
+
+    cases = [(res.raw.extend(process=missing_key), KeyError), (res.raw.extend(get_headers=expired), RuntimeError)]
+    for ep, cause in cases:
+        with pytest.raises(RestLayerError, match=f"{cause.__name__}: ") as info:
+            await asyncio.wait_for(ctrl.fetch(ep, id=1), 10)
+        assert type(info.value.__cause__) is cause
+        assert ep.name in str(info.value)
+        assert ctrl.get_error(ep, id=1) is info.value

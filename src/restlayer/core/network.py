@@ -31,6 +31,21 @@ _log = logging.getLogger("restlayer")
 DEFAULT_MAX_CONCURRENT_REQUESTS = 100
 
 
+def _as_restlayer_error(exc: Exception, action: act.Fetch) -> RestLayerError:
+    """`exc` when it is a RestLayerError; else one naming the endpoint, with `exc` as its cause.
+
+    Anything else came from code the endpoint runs on the caller's behalf (a hook such
+    as `process` or `get_headers`, a fetch function): callers and `get_error` see a
+    RestLayerError like for every other failure, and the original stays in `__cause__`.
+    """
+    if isinstance(exc, RestLayerError):
+        return exc
+    name = getattr(action.endpoint, "name", None) or action.key
+    error = RestLayerError(f"{name}: fetching {action.key} raised {type(exc).__name__}: {exc}")
+    error.__cause__ = exc
+    return error
+
+
 class _Flight:
     """One request in flight and the callers waiting for it."""
 
@@ -164,7 +179,7 @@ class NetworkManager(Manager):
         except Exception as exc:
             if not flight.dropped:
                 self._finish(flight)
-                self._commit(controller, action, flight, error=exc)
+                self._commit(controller, action, flight, error=_as_restlayer_error(exc, action))
             return
         if not flight.dropped:
             self._finish(flight)
