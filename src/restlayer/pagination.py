@@ -122,6 +122,15 @@ def params_from_url(endpoint: RestEndpoint[object, ...], params: Mapping[str, ob
     return candidate
 
 
+def _request_of(endpoint: RestEndpoint[object, ...], params: Mapping[str, object]) -> str:
+    """`"<method> <url>"` of the page `params` ask for: what tells one page from another.
+
+    Not `key()`: a `get_page` (or any endpoint with `remove_cursor`) leaves the cursor
+    out of its key on purpose, so every page of one list shares a key.
+    """
+    return f"{endpoint.method} {endpoint.url(params)}"
+
+
 async def paginate(
     ctrl: Controller,
     endpoint: RestEndpoint[T],
@@ -148,10 +157,10 @@ async def paginate(
     for _ in range(max_pages):
         if current is None:
             return
-        key = paged.key(current)
-        if key in seen:
-            raise RestLayerError(f"{endpoint.name}: the server sent page {key} twice; stopping")
-        seen.add(key)
+        request = _request_of(paged, current)
+        if request in seen:
+            raise RestLayerError(f"{endpoint.name}: the server sent page {request} twice; stopping")
+        seen.add(request)
         replies.clear()
         data = await ctrl.fetch(paged, current)
         if not replies and getattr(next_page, "reads_reply", False):

@@ -70,6 +70,16 @@ async def test_link_header_walks_of_one_url_at_once_read_the_same_pages(api: Any
     assert first == second == [[4, 5], [6]]
 
 
+async def test_link_header_walks_the_pages_of_get_page_into_one_list(api: Any) -> None:
+    """get_page leaves the page out of its key (every page shares the list's key): each page is still walked."""
+    todos = resource(path="/todos/:id", schema=Todo, url_prefix=api.url, pagination_field="page")
+    async with Controller() as ctrl:
+        pages = [p async for p in paginate(ctrl, todos.get_list.get_page, {"limit": 2}, next_page=link_header())]
+        assert [[t.id for t in p] for p in pages] == [[1, 2], [1, 2, 3, 4], [1, 2, 3, 4, 5, 6]]
+        assert [t.id for t in present(ctrl.get_response(todos.get_list, {"limit": 2}).data)] == [1, 2, 3, 4, 5, 6]
+    assert len(api.requests.matching("GET", "/todos")) == 3
+
+
 def test_blocking_form(api: Any) -> None:
     endpoint = _page_endpoint(api, "/pages/todos")
     with blocking.Controller() as ctrl:
