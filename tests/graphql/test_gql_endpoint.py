@@ -15,7 +15,14 @@ import pytest
 
 from examples.todo_api import LocalServer
 from restlayer.core import Controller
-from restlayer.errors import NetworkError, ParamError, RestLayerError, SchemaError
+from restlayer.errors import (
+    BodyTooLargeError,
+    NetworkError,
+    ParamError,
+    RedirectError,
+    RestLayerError,
+    SchemaError,
+)
 from restlayer.graphql import GQLEndpoint, GQLEntity, GQLNetworkError, clean_query
 from restlayer.rest import RestEndpoint
 from restlayer.schema import normalize
@@ -178,6 +185,22 @@ async def test_non_json_body_is_status_400(api: LocalServer, route: str) -> None
 async def test_a_reply_nested_too_deeply_to_decode_is_status_400(api: LocalServer) -> None:
     ep = GQLEndpoint(f"{api.url}/_test/deep-json?depth=100000").query("query { x }")
     with pytest.raises(NetworkError, match="is not JSON") as info:
+        await Controller().fetch(ep)
+    assert info.value.status == 400
+
+
+async def test_a_refused_redirect_is_a_redirect_error(api: LocalServer) -> None:
+    """A 302 answer to the POST is not followed; the error says so (the redirect has no GraphQL body)."""
+    ep = GQLEndpoint(f"{api.url}/_test/redirect?code=302&to={api.url}/graphql").query("query { users { id } }")
+    with pytest.raises(RedirectError) as info:
+        await Controller().fetch(ep)
+    assert info.value.status == 302
+    assert not api.requests.matching("POST", "/graphql")
+
+
+async def test_a_reply_over_max_body_size_is_a_body_too_large_error(api: LocalServer) -> None:
+    ep = GQLEndpoint(f"{api.url}/graphql", max_body_size=20).query("query { users { id name } }")
+    with pytest.raises(BodyTooLargeError, match="max_body_size=20") as info:
         await Controller().fetch(ep)
     assert info.value.status == 400
 

@@ -16,7 +16,7 @@ import httpx
 
 from restlayer._args import split_call
 from restlayer._typing import B, E, P, Self, T, T_co
-from restlayer.errors import NetworkError, ParamError, RestLayerError
+from restlayer.errors import NetworkError, ParamError, RestLayerError, StatusError
 from restlayer.graphql._errors import GQLNetworkError
 from restlayer.rest._body import unencodable
 from restlayer.rest.endpoint import RestEndpoint
@@ -316,10 +316,15 @@ class GQLEndpoint(RestEndpoint[T_co]):
         return await super().get_request_init(payload)
 
     async def fetch_response(self, url: str, init: Mapping[str, object]) -> httpx.Response:
-        """Send; any reply is returned (its body decides), a transport failure is status 500."""
+        """Send; a reply of any status is returned (its body decides), a transport failure is status 500.
+
+        Only a `StatusError` carries a reply whose body was read; the other failures
+        that hold a reply (a refused redirect, a body over `max_body_size`) are raised
+        as they are: their reply has no body to decide with.
+        """
         try:
             return await super().fetch_response(url, init)
-        except NetworkError as error:
+        except StatusError as error:
             if error.response is None:
                 raise
             return error.response
