@@ -24,6 +24,7 @@ from restlayer.errors import (
     ParamError,
     PathTemplateWarning,
     RestLayerError,
+    StatusError,
 )
 from restlayer.rest import RestEndpoint, resource
 from restlayer.schema import Entity
@@ -81,6 +82,19 @@ async def test_an_unencoded_body_within_the_cap_or_uncapped_is_read_whole(api: L
     ep = RestEndpoint(path="/_test/list", url_prefix=api.url, max_body_size=cap)
     rows = await ep({"n": 100})
     assert [row["id"] for row in rows] == list(range(1, 101))
+
+
+@pytest.mark.parametrize(("code", "policy", "cap"), [(503, "soft", 10), (404, None, 10), (503, "soft", 10.5)])
+async def test_an_error_reply_over_the_cap_keeps_its_status(
+    api: LocalServer, ctrl: Controller, code: int, policy: str | None, cap: float
+) -> None:
+    """The cap cuts an error page short instead of hiding the server's status behind a 400."""
+    ep = RestEndpoint(path="/_test/status/:code", url_prefix=api.url, max_body_size=cap)  # the body is ~25 bytes
+    with pytest.raises(StatusError, match=f"-> {code} ") as info:
+        await ctrl.fetch(ep, {"code": code})
+    assert info.value.status == code
+    assert present(info.value.response).content == b'{"message"'
+    assert ctrl.get_state()["meta"][ep.key({"code": code})]["error_policy"] == policy
 
 
 # -- total deadline --------------------------------------------------------------------------

@@ -123,6 +123,30 @@ async def read_body(response: httpx.Response, cap: int | None) -> httpx.Response
     return _with_content(response, b"".join(chunks))
 
 
+async def read_error_body(response: httpx.Response, cap: int | None) -> httpx.Response:
+    """Read a non-2xx reply's body, keeping at most `max_body_size` bytes of it.
+
+    An error page over the cap is cut, not refused: what matters is the reply's
+    status (a 503 stays a soft, retryable error), and the message quotes only the body's start.
+    """
+    if _known_within(response, cap):
+        return await read_body(response, cap)
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        async for chunk in response.aiter_bytes():
+            if cap is not None and size + len(chunk) > cap:
+                chunks.append(chunk[: int(cap) - size])  # a float cap is allowed
+                break
+            size += len(chunk)
+            chunks.append(chunk)
+    except httpx.HTTPError as exc:
+        raise transport_error(response.url, exc, response) from exc
+    finally:
+        await response.aclose()
+    return _with_content(response, b"".join(chunks))
+
+
 def _known_within(response: httpx.Response, cap: int | None) -> bool:
     """Whether the body cannot exceed `cap` once decoded: no cap, or an unencoded body of a declared length within it.
 

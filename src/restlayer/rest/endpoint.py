@@ -33,7 +33,14 @@ from restlayer.errors import (
 )
 from restlayer.rest._body import RequestParts
 from restlayer.rest._client import get_client, hold, release
-from restlayer.rest._parse import ByteStream, parse_reply, read_body, status_message, transport_error
+from restlayer.rest._parse import (
+    ByteStream,
+    parse_reply,
+    read_body,
+    read_error_body,
+    status_message,
+    transport_error,
+)
 from restlayer.rest._path import compile_path
 from restlayer.rest._retry import Retry
 from restlayer.rest._url import build_url
@@ -502,7 +509,7 @@ class RestEndpoint(Generic[T_co, Params, Args]):
                         f"{request.url}: more than {client.max_redirects} redirects", status=500, response=response
                     )
             if not response.is_success:
-                response = await read_body(response, self.max_body_size)
+                response = await read_error_body(response, self.max_body_size)
                 raise StatusError(status_message(response), status=response.status_code, response=response)
             if self._stream:
                 return response
