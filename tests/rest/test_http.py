@@ -145,6 +145,18 @@ async def test_urlencoded_and_multipart_forms(api: LocalServer) -> None:
     assert b'filename="x.txt"' in req.body and b"content" in req.body
 
 
+async def test_a_body_with_a_form_in_request_init_is_refused_not_sent_without_the_form(api: LocalServer) -> None:
+    """httpx sends `content` instead of `data`/`files`: the upload would go out as bare JSON without its file."""
+    upload = RestEndpoint(
+        path="/_test/echo", url_prefix=api.url, method="POST", request_init={"files": {"f": ("x.txt", b"content")}}
+    )
+    with pytest.raises(ParamError, match=r"request_init sends a form .* dropping the form"):
+        await upload({"title": "x"})
+    assert api.requests.matching("POST", "/_test/echo") == []
+    await upload.extend(body=None)({"q": 1})
+    assert b'filename="x.txt"' in last(api).body and last(api).query == "q=1"
+
+
 async def test_async_get_headers_adds_auth(api: LocalServer) -> None:
     class Authed(RestEndpoint):
         async def get_headers(self, headers: dict[str, str]) -> dict[str, str]:
