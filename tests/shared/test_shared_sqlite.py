@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +89,35 @@ async def test_malformed_rows_in_the_file_are_ignored_and_logged(
         todo = await run(path, lambda ctrl: ctrl.suspense(res.Todo.get, id=1))
     assert todo == Todo(id=1, userId=1, title="delectus aut autem", completed=False)
     assert len(gets(api, "/todos/1")) == 2 and caplog.text.count("malformed") >= 2
+
+
+async def test_an_endpoint_whose_entity_rows_were_pruned_is_not_served_as_none(
+    tmp_path: Path, res: Any, api: Any
+) -> None:
+    """Each row lives until its own expiry: a list that expired at once took todo 1's row with it,
+    while the long-lived `get` of todo 1 stayed in the file. The next run must not read that `get` as None."""
+    path = tmp_path / "cache.sqlite3"
+    hour_ago = time.time() * 1000 - 3_600_000
+    get = res.Todo.get.extend(data_expiry_length=2 * 3_600_000)
+    listed = res.Todo.get_list.extend(data_expiry_length=0)
+    ctrl = Controller(shared=SQLiteStore(path, keep_ms=0), clock=lambda: hour_ago)
+    manager = next(m for m in ctrl.managers if isinstance(m, SharedManager))
+    try:
+        assert await asyncio.wait_for(manager.wait_started(), 10)
+        await ctrl.fetch(get, id=1)
+        await ctrl.fetch(listed)  # rewrites todo 1's row with the list's (past) expiry
+        await manager.flush()
+    finally:
+        ctrl.close()
+        await manager.wait_closed()
+
+    async def read(ctrl: Controller) -> Any:
+        return ctrl.get_response(get, id=1).data, await ctrl.suspense(get, id=1)
+
+    cached, todo = await run(path, read)
+    assert cached is None
+    assert todo == Todo(id=1, userId=1, title="delectus aut autem", completed=False)
+    assert len(gets(api, "/todos/1")) == 1  # served from the file's stored response
 
 
 async def test_an_unopenable_file_leaves_the_controller_working_locally(

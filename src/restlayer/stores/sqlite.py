@@ -77,19 +77,26 @@ class SQLiteStore:
             on_patch(patch)
 
     def _load(self) -> Patch:
-        """Every stored row as one patch (malformed rows are logged and skipped)."""
+        """Every stored row as one patch (malformed rows are logged and skipped).
+
+        An endpoint naming an entity whose row is gone (pruned before it: each row
+        lives until its own expiry, and a later, shorter-lived response may have
+        rewritten a shared entity) is left out: loaded, it would read as valid data
+        of `None`. A fetch of it still reads its stored response from the file.
+        """
         db = self._conn()
         entities: list[EntityRow] = []
         for (text,) in db.execute("SELECT data FROM entities"):
             row = parse_entity(text)
             if row is not None:
                 entities.append(row)
+        present = {(row[0], row[1]) for row in entities}
         endpoints: list[EndpointRow] = []
         expired: list[str] = []
         invalidated: list[str] = []
         for key, text, state in db.execute("SELECT key, data, expired FROM endpoints"):
             parsed = parse_endpoint(text, key)
-            if parsed is not None:
+            if parsed is not None and all(ref in present for ref in parsed.deps):
                 endpoints.append((key, json.loads(text).get("result"), parsed.meta))
                 if state == _EXPIRED:
                     expired.append(key)
