@@ -105,6 +105,15 @@ class _LinkHeader:
         return params_from_url(page.endpoint, page.params, link["url"])
 
 
+def _query_params(query: str) -> dict[str, object]:
+    """A URL's query as params: a key given once maps to its value, a repeated key to the list
+    of its values (what `search_to_string` sends for a list, so the URL is built back the same)."""
+    grouped: dict[str, list[str]] = {}
+    for key, value in parse_qsl(query, keep_blank_values=True):
+        grouped.setdefault(key, []).append(value)
+    return {key: values[0] if len(values) == 1 else values for key, values in grouped.items()}
+
+
 def params_from_url(endpoint: RestEndpoint[object, ...], params: Mapping[str, object], url: str) -> dict[str, object]:
     """The params that make `endpoint` request `url`: path params kept, the query taken from `url`.
 
@@ -114,7 +123,7 @@ def params_from_url(endpoint: RestEndpoint[object, ...], params: Mapping[str, ob
     target = urlsplit(urljoin(endpoint.url(params), url))
     in_query = {key for key, _ in parse_qsl(current.query, keep_blank_values=True)}
     candidate = {k: v for k, v in params.items() if k not in in_query}
-    candidate.update(parse_qsl(target.query, keep_blank_values=True))
+    candidate.update(_query_params(target.query))
     built = urlsplit(endpoint.url(candidate))
     same = (built.scheme, built.netloc, built.path) == (target.scheme, target.netloc, target.path)
     if not same or sorted(parse_qsl(built.query)) != sorted(parse_qsl(target.query)):

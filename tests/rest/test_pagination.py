@@ -80,6 +80,19 @@ async def test_link_header_walks_the_pages_of_get_page_into_one_list(api: Any) -
     assert len(api.requests.matching("GET", "/todos")) == 3
 
 
+async def test_link_header_with_a_repeated_search_param(api: Any) -> None:
+    """A list param goes out as a repeated key (`userId=1&userId=2`); the next link repeats it, and is followed."""
+    todos = resource(path="/todos/:id", schema=Todo, url_prefix=api.url)
+    async with Controller() as ctrl:
+        params = {"userId": [1, 2], "limit": 2}
+        pages = [p async for p in paginate(ctrl, todos.get_list, params, next_page=link_header())]
+    assert len(pages) > 1
+    queries = [r.query for r in api.requests.matching("GET", "/todos")]
+    assert queries[0] == "limit=2&userId=1&userId=2"
+    assert queries[1] == "limit=2&page=2&userId=1&userId=2"
+    assert params_from_url(todos.get_list, {}, f"{api.url}/todos?a=1&a=2&b=3") == {"a": ["1", "2"], "b": "3"}
+
+
 def test_blocking_form(api: Any) -> None:
     endpoint = _page_endpoint(api, "/pages/todos")
     with blocking.Controller() as ctrl:
