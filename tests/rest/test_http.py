@@ -157,6 +157,14 @@ async def test_a_body_with_a_form_in_request_init_is_refused_not_sent_without_th
     assert b'filename="x.txt"' in last(api).body and last(api).query == "q=1"
 
 
+async def test_a_body_with_json_in_request_init_is_refused_not_sent_without_it(api: LocalServer) -> None:
+    """httpx sends `content` instead of `json`: the JSON body request_init names would be dropped silently."""
+    fixed = RestEndpoint(path="/_test/echo", url_prefix=api.url, method="POST", request_init={"json": {"a": 1}})
+    with pytest.raises(ParamError, match=r"request_init sends a JSON body \(json=\).* dropping the JSON body"):
+        await fixed({"title": "x"})
+    assert api.requests.matching("POST", "/_test/echo") == []
+
+
 async def test_async_get_headers_adds_auth(api: LocalServer) -> None:
     class Authed(RestEndpoint):
         async def get_headers(self, headers: dict[str, str]) -> dict[str, str]:

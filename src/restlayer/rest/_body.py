@@ -120,7 +120,7 @@ class RequestParts:
     init sets one or sends a form; `plain_headers`: the headers of other bodies.
     """
 
-    __slots__ = ("extra", "is_form", "json_headers", "plain_headers", "source")
+    __slots__ = ("extra", "json_headers", "own_body", "plain_headers", "source")
 
     def __init__(self, request_init: Mapping[str, object] | None) -> None:
         self.source = request_init
@@ -131,7 +131,9 @@ class RequestParts:
         self.extra = init
         self.plain_headers = headers
         sets_type = any(k.lower() == "content-type" for k in headers)
-        is_form = self.is_form = "data" in init or "files" in init
+        is_form = "data" in init or "files" in init
+        #: the body option request_init sends itself, which a call's body would replace in httpx
+        self.own_body = next((name for name in ("files", "data", "json") if name in init), None)
         self.json_headers = headers if sets_type or is_form else {**_JSON_CONTENT_TYPE, **headers}
 
     def encode(self, method: str, body: object, endpoint: str = "request") -> tuple[dict[str, object], dict[str, str]]:
@@ -141,11 +143,12 @@ class RequestParts:
         init["method"] = method
         if body is None:
             return init, self.json_headers
-        if self.is_form:
+        if self.own_body is not None:
+            kind = "JSON body" if self.own_body == "json" else "form"
             raise ParamError(
-                f"{endpoint}: request_init sends a form (data=/files=), and httpx would send the call's body "
-                f"({type(body).__name__}) in its place, dropping the form; call the endpoint without a body "
-                "(body=None) or build the form from the body in get_request_init"
+                f"{endpoint}: request_init sends a {kind} ({self.own_body}=), and httpx would send the call's "
+                f"body ({type(body).__name__}) in its place, dropping the {kind}; call the endpoint without a "
+                "body (body=None) or build the request from the body in get_request_init"
             )
         if isinstance(body, (dict, list)):
             init["content"] = dumps(body, endpoint)
