@@ -91,6 +91,27 @@ async def test_malformed_rows_in_the_file_are_ignored_and_logged(
     assert len(gets(api, "/todos/1")) == 2 and caplog.text.count("malformed") >= 2
 
 
+async def test_malformed_index_rows_of_a_foreign_file_are_ignored_and_logged(
+    tmp_path: Path, res: Any, api: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "cache.sqlite3"
+    with sqlite3.connect(path) as db:  # a file written by something else: no NOT NULL, a blob, a number
+        db.execute("CREATE TABLE indexes (key, field, value, pk, PRIMARY KEY (key, field, value))")
+        db.executemany(
+            "INSERT INTO indexes VALUES (?, ?, ?, ?)",
+            [
+                ("User", "username", "bret", "1"),
+                ("User", None, "x", "2"),
+                ("User", "email", b"\x00", "3"),
+                ("User", "username", "sam", 7),
+            ],
+        )
+    with caplog.at_level(logging.WARNING, logger="restlayer.shared"):
+        indexes = await run(path, lambda ctrl: asyncio.sleep(0, ctrl.get_state()["indexes"]))
+    assert indexes == {"User": {"username": {"bret": "1"}}}
+    assert caplog.text.count("malformed stored index row") == 3
+
+
 async def test_an_endpoint_whose_entity_rows_were_pruned_is_not_served_as_none(
     tmp_path: Path, res: Any, api: Any
 ) -> None:

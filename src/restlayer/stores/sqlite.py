@@ -15,11 +15,21 @@ import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from types import NoneType
+from typing import TypeGuard
 
 from restlayer.core import Patch, Snapshot, Write
 from restlayer.core._patch import EndpointRow, EntityRow, IndexRow
 from restlayer.errors import SharedStoreError
-from restlayer.stores._codec import dumps, endpoint_record, lifetime_ms, parse_endpoint, parse_entity, snapshot
+from restlayer.stores._codec import (
+    dumps,
+    endpoint_record,
+    lifetime_ms,
+    log,
+    parse_endpoint,
+    parse_entity,
+    snapshot,
+)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entities (
@@ -34,6 +44,15 @@ CREATE TABLE IF NOT EXISTS indexes (
 
 
 _EXPIRED, _INVALIDATED = 1, 2  # the `expired` column: 0 fresh, 1 stale, 2 invalidated (a tombstone)
+
+
+def _index_row(row: Sequence[object]) -> TypeGuard[IndexRow]:
+    """Whether a row of the `indexes` table is (key, field, value, pk or NULL) as text; else it is logged."""
+    key, field, value, pk = row
+    if isinstance(key, str) and isinstance(field, str) and isinstance(value, str) and isinstance(pk, (str, NoneType)):
+        return True
+    log.warning("ignored a malformed stored index row: %r", tuple(row))
+    return False
 
 
 def _now_ms() -> float:
@@ -102,7 +121,7 @@ class SQLiteStore:
                     expired.append(key)
                 elif state == _INVALIDATED:
                     invalidated.append(key)
-        indexes: list[IndexRow] = [tuple(row) for row in db.execute("SELECT key, field, value, pk FROM indexes")]
+        indexes = [row for row in db.execute("SELECT key, field, value, pk FROM indexes") if _index_row(row)]
         return Patch(tuple(entities), tuple(endpoints), tuple(indexes), tuple(invalidated), tuple(expired))
 
     async def run(self) -> None:
