@@ -18,7 +18,7 @@ from redis.crc import key_slot
 
 from examples.redis_server import RedisServer
 from restlayer.core import Controller, SharedManager
-from restlayer.errors import ResetError, SharedStoreError
+from restlayer.errors import ClosedError, ResetError, SharedStoreError
 from restlayer.rest import RestEndpoint
 from restlayer.stores import RedisStore
 from tests.core._models import Clock, Todo, gets
@@ -369,3 +369,25 @@ async def test_a_remove_reaches_the_other_controllers_list(make: Make, res: Any)
     writer.set_response(res.Todo.get_list.remove, {"userId": 1}, {"id": 3}, {"id": 3, "userId": 1})
     await shared(writer).flush()
     await until(reader, lambda: [t.id for t in reader.cache(res.Todo.get_list, {"userId": 1}) or []] == [1, 2])
+
+
+async def test_closing_a_controller_whose_fetch_waits_on_the_fleet_lock_raises_closed_error(
+    make: Make, api: Any
+) -> None:
+    """A read-through waiting for another process's request is in flight too: closing must not strand its caller."""
+    holder, waiter = make(), make()
+    await started(holder, waiter)
+    gate = RestEndpoint(path="/_test/gate/:name", url_prefix=api.url)
+    name = "close-" + secrets.token_hex(4)
+    holding = asyncio.ensure_future(holder.fetch(gate, name=name))
+    async with httpx.AsyncClient() as client:
+        arrived = await client.get(f"{api.url}/_test/gate/{name}/arrivals", params={"count": 1}, timeout=20)
+        assert arrived.status_code == 200
+        waiting = asyncio.ensure_future(waiter.fetch(gate, name=name))
+        await asyncio.sleep(0)
+        waiter.close()
+        with pytest.raises(ClosedError):
+            await asyncio.wait_for(waiting, 10)
+        (await client.post(f"{api.url}/_test/gate/{name}/open", timeout=10)).raise_for_status()
+    assert (await asyncio.wait_for(holding, 10))["gate"] == name
+    assert len(gets(api, f"/_test/gate/{name}")) == 1

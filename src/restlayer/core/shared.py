@@ -29,7 +29,7 @@ from restlayer.core import _actions as act
 from restlayer.core._patch import EntityRow, IndexRow, Meta, Patch, merge_patch
 from restlayer.core._read import read_response
 from restlayer.core.manager import Manager, Next
-from restlayer.errors import ResetError, SharedStoreError
+from restlayer.errors import ClosedError, ResetError, SharedStoreError
 from restlayer.schema import INVALID, MemoCache
 from restlayer.schema._normalize import written_by
 
@@ -196,6 +196,7 @@ class SharedManager(Manager):
     def cleanup(self) -> None:
         """Stop connecting and writing; the backend is closed in the background."""
         self._closed = True
+        self._drop_pending(ClosedError)
         for task in list(self._tasks):
             task.cancel()
         with contextlib.suppress(RuntimeError):
@@ -432,7 +433,11 @@ class SharedManager(Manager):
         self._spawn(self._resolve(controller, action.key, next))
 
     async def _resolve(self, controller: Controller, key: str, next: Next) -> None:
-        """Serve the key's waiting fetches from the backend, or send them on to the network."""
+        """Serve the key's waiting fetches from the backend, or send them on to the network.
+
+        Cancelled (the controller closed) while serving them from a snapshot, their
+        callers get `ClosedError`; the ones still waiting were failed by `cleanup`.
+        """
         try:
             await self._first.wait()
             found = await self._find(controller, key) if self.online else None
@@ -446,7 +451,11 @@ class SharedManager(Manager):
                 self._enqueue(Write(Patch(released=(key,)), unlock=((key, found),), now=controller.now()))
             return
         if isinstance(found, Snapshot):
-            await self._use(controller, actions, found)
+            try:
+                await self._use(controller, actions, found)
+            except asyncio.CancelledError:
+                _fail(actions, ClosedError)
+                raise
             return
         if isinstance(found, str):
             self._tokens[actions[0]] = (key, found)
@@ -565,13 +574,18 @@ class SharedManager(Manager):
             if (key, token) in self._held:
                 self._enqueue(Write(Patch(released=(key,)), unlock=((key, token),), now=controller.now()))
 
-    def _drop_pending(self) -> None:
-        """Reset: fetches waiting on the backend fail like in-flight requests do."""
+    def _drop_pending(self, error: type[ResetError | ClosedError] = ResetError) -> None:
+        """Reset or close: fetches waiting on the backend fail (`error`) like in-flight requests do."""
         pending, self._pending = self._pending, {}
         for actions in pending.values():
-            for action in actions:
-                if action.future is not None and not action.future.done():
-                    action.future.set_exception(ResetError())
+            _fail(actions, error)
+
+
+def _fail(actions: Sequence[act.Fetch], error: type[ResetError | ClosedError]) -> None:
+    """Give every caller of `actions` still waiting `error` (a read-through that will never answer)."""
+    for action in actions:
+        if action.future is not None and not action.future.done():
+            action.future.set_exception(error())
 
 
 def _raise_if_cancelling(error: BaseException | None = None) -> None:
