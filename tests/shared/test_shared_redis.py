@@ -391,3 +391,38 @@ async def test_closing_a_controller_whose_fetch_waits_on_the_fleet_lock_raises_c
         (await client.post(f"{api.url}/_test/gate/{name}/open", timeout=10)).raise_for_status()
     assert (await asyncio.wait_for(holding, 10))["gate"] == name
     assert len(gets(api, f"/_test/gate/{name}")) == 1
+
+
+@pytest.mark.parametrize("how", ["invalidate_all", "expire_all"])
+async def test_a_read_right_after_invalidating_or_expiring_fetches_instead_of_reading_the_old_shared_copy(
+    private_redis: RedisServer, res: Any, api: Any, namespace: str, how: str
+) -> None:
+    """The invalidation reaches Redis before the read-through that follows it looks there.
+
+    Many unrelated keys make the invalidation's key scan take several round trips, so a
+    read sent meanwhile would find the old copy.
+    """
+    filler = aioredis.Redis.from_url(private_redis.url)
+    async with filler.pipeline(transaction=False) as pipe:
+        for i in range(20_000):
+            pipe.set(f"unrelated:{i}", "x")
+        await pipe.execute()
+    await filler.aclose()
+    writer, reader = (Controller(shared=RedisStore(private_redis.url, namespace=namespace)) for _ in range(2))
+    try:
+        await started(writer, reader)
+        await writer.fetch(res.Todo.get, id=1)
+        await shared(writer).flush()
+        await reader.suspense(res.Todo.get, id=1)
+        async with httpx.AsyncClient() as client:
+            changed = await client.patch(f"{api.url}/todos/1", json={"title": "changed upstream"}, timeout=10)
+            changed.raise_for_status()
+        getattr(reader, how)(res.Todo.get.test_key)
+        requests = len(gets(api, "/todos/1"))
+        todo = await reader.fetch_if_stale(res.Todo.get, id=1)
+        assert todo.title == "changed upstream"
+        assert len(gets(api, "/todos/1")) == requests + 1
+    finally:
+        for ctrl in (writer, reader):
+            ctrl.close()
+            await shared(ctrl).wait_closed()

@@ -100,7 +100,8 @@ class SharedStore(Protocol):
         """Disconnect (the backend can be opened again)."""
 
 
-Queued = Write | Callable[[], Awaitable[Write]]
+#: A write, a write built when its turn comes, or a barrier (a future set once every earlier item is handed over).
+Queued = Write | Callable[[], Awaitable[Write]] | asyncio.Future[None]
 _ATTEMPTS = 8  # rounds of read / lock / wait before a waiter fetches without the lock
 _FILL_ROUNDS = 4  # levels of entities a read-through looks for beyond its snapshot's rows
 
@@ -400,13 +401,16 @@ class SharedManager(Manager):
         while not self._closed:
             item = await self._queue.get()
             try:
-                if self.online:
+                if isinstance(item, asyncio.Future):
+                    if not item.done():
+                        item.set_result(None)
+                elif self.online:
                     await self._write_one(item)
             finally:
                 self._queue.task_done()
             _raise_if_cancelling()
 
-    async def _write_one(self, item: Queued) -> None:
+    async def _write_one(self, item: Write | Callable[[], Awaitable[Write]]) -> None:
         if isinstance(item, Write):
             self._held.difference_update(item.unlock)
         try:
@@ -430,16 +434,21 @@ class SharedManager(Manager):
             waiting.append(action)
             return
         self._pending[action.key] = [action]
-        self._spawn(self._resolve(controller, action.key, next))
+        written: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._enqueue(written)
+        self._spawn(self._resolve(controller, action.key, next, written))
 
-    async def _resolve(self, controller: Controller, key: str, next: Next) -> None:
+    async def _resolve(self, controller: Controller, key: str, next: Next, written: asyncio.Future[None]) -> None:
         """Serve the key's waiting fetches from the backend, or send them on to the network.
 
+        The backend is read once `written` is set: after every write queued before the
+        fetch (an `invalidate_all` just before it must not leave the old copy to be read).
         Cancelled (the controller closed) while serving them from a snapshot, their
         callers get `ClosedError`; the ones still waiting were failed by `cleanup`.
         """
         try:
             await self._first.wait()
+            await written
             found = await self._find(controller, key) if self.online else None
         except SharedStoreError as exc:
             self._went_offline(exc)
