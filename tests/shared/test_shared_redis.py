@@ -426,3 +426,24 @@ async def test_a_read_right_after_invalidating_or_expiring_fetches_instead_of_re
         for ctrl in (writer, reader):
             ctrl.close()
             await shared(ctrl).wait_closed()
+
+
+async def test_a_test_key_raising_on_another_processs_key_does_not_stop_the_shared_writes(
+    make: Make, res: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """`expire_all`'s test also runs on keys only Redis holds; a failure there skips that write, not all later ones."""
+    other = make()
+    await started(other)
+    await other.fetch(res.Todo.get, id=2)
+    await shared(other).flush()
+    ctrl = make()
+    await started(ctrl)
+    await ctrl.fetch(res.Todo.get, id=1)
+    known = res.Todo.get.key({"id": 1})
+    ctrl.expire_all(lambda key: {known: True}[key])  # a KeyError for the key only Redis holds
+    await asyncio.wait_for(shared(ctrl).flush(), 10)
+    assert "KeyError" in caplog.text
+    assert (await asyncio.wait_for(ctrl.suspense(res.Todo.get, id=3), 10)).id == 3
+    await ctrl.fetch(res.Todo.partial_update, {"id": 1}, {"title": "still shared"})
+    await shared(ctrl).flush()
+    assert (await asyncio.wait_for(other.suspense(res.Todo.get, id=1), 10)).title == "still shared"

@@ -413,8 +413,10 @@ class SharedManager(Manager):
     async def _write_one(self, item: Write | Callable[[], Awaitable[Write]]) -> None:
         if isinstance(item, Write):
             self._held.difference_update(item.unlock)
+        write = item if isinstance(item, Write) else await self._built(item)
+        if write is None:
+            return
         try:
-            write = item if isinstance(item, Write) else await item()
             await self.store.write(write)
         except SharedStoreError as exc:
             _raise_if_cancelling(exc)
@@ -426,6 +428,22 @@ class SharedManager(Manager):
                     await self.store.write(
                         Write(Patch(released=tuple(k for k, _ in item.unlock)), unlock=item.unlock, now=item.now)
                     )
+
+    async def _built(self, build: Callable[[], Awaitable[Write]]) -> Write | None:
+        """The write `build` makes, or None when it fails.
+
+        A failure is logged and only this write is skipped: it runs the caller's
+        `test_key` on the backend's keys, and an exception there must not end the
+        write loop (every later write, and every read-through waiting its turn, with it).
+        """
+        try:
+            return await build()
+        except SharedStoreError as exc:
+            _raise_if_cancelling(exc)
+            self._went_offline(exc)
+        except Exception:
+            log.exception("a shared-store write could not be built (a test_key raised?); skipped")
+        return None
 
     # ----- read-through -----------------------------------------------------------------------
     def _read_through(self, controller: Controller, action: act.Fetch, next: Next) -> None:
