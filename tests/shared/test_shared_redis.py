@@ -447,3 +447,38 @@ async def test_a_test_key_raising_on_another_processs_key_does_not_stop_the_shar
     await ctrl.fetch(res.Todo.partial_update, {"id": 1}, {"title": "still shared"})
     await shared(ctrl).flush()
     assert (await asyncio.wait_for(other.suspense(res.Todo.get, id=1), 10)).title == "still shared"
+
+
+async def test_a_fetch_waiting_on_the_fleet_lock_goes_out_at_once_when_redis_dies(
+    private_redis: RedisServer, api: Any, namespace: str
+) -> None:
+    """Waiting for the holder's announcement is pointless once Redis is gone: not a wait of `lock_ms`."""
+    holder, waiter = (
+        Controller(shared=SharedManager(RedisStore(private_redis.url, namespace=namespace), lock_ms=60_000))
+        for _ in range(2)
+    )
+    gate = RestEndpoint(path="/_test/gate/:name", url_prefix=api.url)
+    name = "dies-" + secrets.token_hex(4)
+    try:
+        await started(holder, waiter)
+        holding = asyncio.ensure_future(holder.fetch(gate, name=name))
+        async with httpx.AsyncClient() as client:
+            arrivals = f"{api.url}/_test/gate/{name}/arrivals"
+            assert (await client.get(arrivals, params={"count": 1}, timeout=20)).status_code == 200
+            waiting = asyncio.ensure_future(waiter.fetch(gate, name=name))
+            key = gate.key({"name": name})
+            for _ in range(1000):  # until the waiter waits for the holder's announcement
+                if key in shared(waiter)._waiters:
+                    break
+                await asyncio.sleep(0.01)
+            assert key in shared(waiter)._waiters
+            private_redis.stop()
+            # the waiter's own request arrives, well before lock_ms (60 s)
+            assert (await client.get(arrivals, params={"count": 2, "ms": 15_000}, timeout=30)).status_code == 200
+            (await client.post(f"{api.url}/_test/gate/{name}/open", timeout=10)).raise_for_status()
+        assert (await asyncio.wait_for(waiting, 10))["gate"] == name
+        assert (await asyncio.wait_for(holding, 10))["gate"] == name
+    finally:
+        for ctrl in (holder, waiter):
+            ctrl.close()
+            await shared(ctrl).wait_closed()

@@ -259,6 +259,8 @@ class SharedManager(Manager):
         self.online = False
         self._held.clear()
         self._online_event.clear()
+        for key in list(self._waiters):  # no announcement will come: their fetches go out now, not after lock_ms
+            self._wake(key, "offline")
         self._ever_offline = True
         if not self._reported:
             self._reported = True
@@ -527,6 +529,8 @@ class SharedManager(Manager):
                     how = await asyncio.wait_for(asyncio.shield(waiter), self.lock_ms / 1000)
                 except asyncio.TimeoutError:
                     continue  # the holder died (its lock expires) or is slow (it extends the lock): look again
+                if how == "offline":
+                    return None  # the backend is gone: fetch without it
                 if how == "released":
                     continue  # the holder is done (failed, or found the data): look again
         return None
