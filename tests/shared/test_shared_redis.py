@@ -18,7 +18,7 @@ from redis.crc import key_slot
 
 from examples.redis_server import RedisServer
 from restlayer.core import Controller, SharedManager
-from restlayer.errors import ClosedError, ResetError, SharedStoreError
+from restlayer.errors import ClosedError, ParamError, ResetError, SharedStoreError
 from restlayer.rest import RestEndpoint
 from restlayer.stores import RedisStore
 from tests.core._models import Clock, Todo, gets
@@ -482,3 +482,27 @@ async def test_a_fetch_waiting_on_the_fleet_lock_goes_out_at_once_when_redis_die
         for ctrl in (holder, waiter):
             ctrl.close()
             await shared(ctrl).wait_closed()
+
+
+async def test_one_store_given_to_two_controllers_is_refused_with_a_clear_error(
+    redis_server: RedisServer, namespace: str
+) -> None:
+    """A store holds one controller's connection and subscription: a second would take them over, back and forth."""
+    store = RedisStore(redis_server.url, namespace=namespace)
+    first = Controller(shared=store)
+    try:
+        with pytest.raises(ParamError, match="already the shared store of another Controller"):
+            Controller(shared=store)
+        with pytest.raises(ParamError, match="already the shared store of another Controller"):
+            Controller(shared=shared(first))
+        await started(first)
+        assert shared(first).online
+    finally:
+        first.close()
+        await shared(first).wait_closed()
+    second = Controller(shared=store)  # free again once the first is closed
+    try:
+        await started(second)
+    finally:
+        second.close()
+        await shared(second).wait_closed()

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import weakref
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple, Protocol
@@ -29,7 +30,7 @@ from restlayer.core import _actions as act
 from restlayer.core._patch import EntityRow, IndexRow, Meta, Patch, merge_patch
 from restlayer.core._read import read_response
 from restlayer.core.manager import Manager, Next
-from restlayer.errors import ClosedError, ResetError, SharedStoreError
+from restlayer.errors import ClosedError, ParamError, ResetError, SharedStoreError
 from restlayer.schema import INVALID, MemoCache
 from restlayer.schema._normalize import written_by
 
@@ -102,6 +103,8 @@ class SharedStore(Protocol):
 
 #: A write, a write built when its turn comes, or a barrier (a future set once every earlier item is handed over).
 Queued = Write | Callable[[], Awaitable[Write]] | asyncio.Future[None]
+#: The open manager of each store in use (by `id`): a store serves one controller at a time.
+_ATTACHED: weakref.WeakValueDictionary[int, SharedManager] = weakref.WeakValueDictionary()
 _ATTEMPTS = 8  # rounds of read / lock / wait before a waiter fetches without the lock
 _FILL_ROUNDS = 4  # levels of entities a read-through looks for beyond its snapshot's rows
 
@@ -141,7 +144,20 @@ class SharedManager(Manager):
 
     # ----- lifecycle --------------------------------------------------------------------------
     def init(self, controller: Controller) -> None:
-        """Remember the controller; connect now when a loop runs (else on the first action)."""
+        """Remember the controller; connect now when a loop runs (else on the first action).
+
+        A store (and a manager) serves one controller until that one is closed: a second
+        would open the store again, taking its connection and subscription over from the
+        first, back and forth. `ParamError` then, before anything is connected.
+        """
+        holder = _ATTACHED.get(id(self.store))
+        taken = holder is not None and holder is not self and not holder._closed
+        if taken or (self._controller is not None and self._controller is not controller):
+            raise ParamError(
+                f"{self.store!r} is already the shared store of another Controller: "
+                "give each Controller its own store object (the same URL and namespace)"
+            )
+        _ATTACHED[id(self.store)] = self
         self._controller = controller
         self._ensure_started()
 
