@@ -506,3 +506,36 @@ async def test_one_store_given_to_two_controllers_is_refused_with_a_clear_error(
     finally:
         second.close()
         await shared(second).wait_closed()
+
+
+async def test_a_locked_fetch_that_joins_a_request_already_in_flight_releases_the_lock_with_its_reply(
+    make: Make, api: Any, raw: Any
+) -> None:
+    """An explicit fetch of fresh data goes out without the lock; a read-through of the key made stale meanwhile
+    takes the lock and joins that request. Its reply must release the lock (not leave it extended for good)."""
+    ctrl = make()
+    await started(ctrl)
+    name = "join-" + secrets.token_hex(4)
+    gate = RestEndpoint(path="/_test/gate/:name", url_prefix=api.url)
+    store = shared(ctrl).store
+    assert isinstance(store, RedisStore)
+    lock = store.lock_key(gate.key({"name": name}))
+    ctrl.set_response(gate, {"name": name}, {"gate": name})  # fresh locally: an explicit fetch skips the lock
+    direct = asyncio.ensure_future(ctrl.fetch(gate, name=name))
+    async with httpx.AsyncClient() as client:
+        arrivals = f"{api.url}/_test/gate/{name}/arrivals"
+        assert (await client.get(arrivals, params={"count": 1}, timeout=20)).status_code == 200
+        assert not await raw.exists(lock)
+        ctrl.expire_all(gate.test_key)
+        joining = asyncio.ensure_future(ctrl.fetch(gate, name=name))  # stale now: read-through, takes the lock
+        for _ in range(1000):
+            if await raw.exists(lock):
+                break
+            await asyncio.sleep(0.01)
+        assert await raw.exists(lock)
+        (await client.post(f"{api.url}/_test/gate/{name}/open", timeout=10)).raise_for_status()
+    assert (await asyncio.wait_for(direct, 10))["gate"] == name
+    assert (await asyncio.wait_for(joining, 10))["gate"] == name
+    assert len(gets(api, f"/_test/gate/{name}")) == 1
+    await shared(ctrl).flush()
+    assert not await raw.exists(lock)

@@ -135,7 +135,9 @@ class SharedManager(Manager):
         self._queue: asyncio.Queue[Queued] = asyncio.Queue()
         self._pending: dict[str, list[act.Fetch]] = {}
         self._waiters: dict[str, list[asyncio.Future[str]]] = {}
-        self._tokens: dict[act.Fetch, tuple[str, str]] = {}
+        # endpoint key -> the token of its fleet lock, held by whichever request of the key replies next (the
+        # locked fetch may have joined a request already in flight, whose reply is then the one committed)
+        self._tokens: dict[str, str] = {}
         self._held: set[tuple[str, str]] = set()  # locks this process holds until their write is done
         self._tasks: set[asyncio.Future[None]] = set()
         self._closing: asyncio.Task[None] | None = None
@@ -374,9 +376,9 @@ class SharedManager(Manager):
 
     def _response_written(self, controller: Controller, action: act.SetResponse, before: State) -> None:
         """Queue a committed response (or just release the key's lock when nothing was stored)."""
-        held = self._tokens.pop(action.fetch, None) if action.fetch is not None else None
-        unlock = () if held is None else (held,)
-        released = () if held is None else (held[0],)
+        token = self._tokens.pop(action.key, None) if action.fetch is not None else None
+        unlock = () if token is None else ((action.key, token),)
+        released = () if token is None else (action.key,)
         state = controller.get_committed_state()
         stored = state.meta.get(action.key)
         ok = (
@@ -503,7 +505,7 @@ class SharedManager(Manager):
                 raise
             return
         if isinstance(found, str):
-            self._tokens[actions[0]] = (key, found)
+            self._tokens[key] = found
             self._held.add((key, found))
             self._spawn(self._keep_lock(key, found))
         for action in actions:
@@ -617,7 +619,7 @@ class SharedManager(Manager):
     def _release_locks(self, controller: Controller) -> None:
         """Reset: the requests holding fleet locks are dropped and will write nothing, so release the locks now."""
         tokens, self._tokens = self._tokens, {}
-        for key, token in tokens.values():
+        for key, token in tokens.items():
             if (key, token) in self._held:
                 self._enqueue(Write(Patch(released=(key,)), unlock=((key, token),), now=controller.now()))
 
