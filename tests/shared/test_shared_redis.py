@@ -539,3 +539,23 @@ async def test_a_locked_fetch_that_joins_a_request_already_in_flight_releases_th
     assert len(gets(api, f"/_test/gate/{name}")) == 1
     await shared(ctrl).flush()
     assert not await raw.exists(lock)
+
+
+@pytest.mark.parametrize("response", [{"title": "no id"}, [1, 2], "text"])
+async def test_a_shared_copy_that_does_not_fit_the_schema_is_ignored_and_the_data_fetched(
+    make: Make, res: Any, api: Any, raw: Any, caplog: pytest.LogCaptureFixture, response: object
+) -> None:
+    """A well-formed record whose response the endpoint's schema cannot read (another app, an older version)."""
+    ctrl = make()
+    await started(ctrl)
+    store = shared(ctrl).store
+    assert isinstance(store, RedisStore)
+    now = ctrl.now()
+    meta = {"fetched_at": now, "date": now, "expires_at": now + 60_000}
+    record = {"response": response, "result": None, "meta": meta, "deps": []}
+    await raw.hset(store.endpoint_key(res.Todo.get.key({"id": 1})), mapping={"f": now, "d": json.dumps(record)})
+    with caplog.at_level(logging.WARNING, logger="restlayer.shared"):
+        todo = await ctrl.suspense(res.Todo.get, id=1)
+    assert todo.title == "delectus aut autem" and len(gets(api, "/todos/1")) == 1
+    assert "does not fit" in caplog.text
+    assert (await ctrl.fetch(res.Todo.get, id=1)).title == "delectus aut autem"

@@ -499,11 +499,11 @@ class SharedManager(Manager):
             return
         if isinstance(found, Snapshot):
             try:
-                await self._use(controller, actions, found)
+                if await self._use(controller, actions, found):
+                    return
             except asyncio.CancelledError:
                 _fail(actions, ClosedError)
                 raise
-            return
         if isinstance(found, str):
             self._tokens[key] = found
             self._held.add((key, found))
@@ -566,8 +566,12 @@ class SharedManager(Manager):
                 if not waiters:
                     del self._waiters[key]
 
-    async def _use(self, controller: Controller, actions: list[act.Fetch], snapshot: Snapshot) -> None:
-        """Store a backend snapshot as if this process had fetched it, then answer the callers."""
+    async def _use(self, controller: Controller, actions: list[act.Fetch], snapshot: Snapshot) -> bool:
+        """Store a backend snapshot as if this process had fetched it, then answer the callers.
+
+        False (nothing stored, nobody answered: fetch it) when the endpoint's schema cannot
+        read the stored response, e.g. one written by another app or version.
+        """
         first = actions[0]
         reset = controller.get_committed_state().last_reset
         meta = snapshot.meta
@@ -582,6 +586,9 @@ class SharedManager(Manager):
                 meta["expires_at"],
             )
         )
+        if not _holds(controller.get_committed_state(), first.key, meta):
+            log.warning("ignored the shared copy of %s: its response does not fit the endpoint's schema", first.key)
+            return False
         if snapshot.entities:
             self._replay(act.Merge(Patch(entities=snapshot.entities)))
         try:
@@ -596,6 +603,7 @@ class SharedManager(Manager):
                     action.future.set_exception(ResetError())
                 else:
                     action.future.set_result(snapshot.response)
+        return True
 
     async def _add_missing(self, controller: Controller, fetch: act.Fetch) -> None:
         """Read from the backend the entities the stored snapshot names but lacks, and store them.
@@ -660,6 +668,18 @@ def _fresh(controller: Controller, key: str) -> bool:
         and not meta.get("invalidated")
         and meta.get("error") is None
         and controller.now() <= meta.get("expires_at", 0)
+    )
+
+
+def _holds(state: State, key: str, meta: Meta) -> bool:
+    """Whether `state` stores the response of `key` that `meta` dates (storing it did not fail)."""
+    stored = state.meta.get(key)
+    return (
+        key in state.endpoints
+        and stored is not None
+        and stored.get("error") is None
+        and stored.get("fetched_at") == meta["fetched_at"]
+        and stored.get("date") == meta["date"]
     )
 
 
