@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from restlayer.core import Controller, SharedManager
+from restlayer.core import Controller, SharedManager, Write
 from restlayer.stores import SQLiteStore
 from tests.core._models import Todo, gets
 
@@ -201,3 +201,40 @@ async def test_a_store_that_opens_after_close_despite_the_cancellation_is_closed
     store.release.set()
     await asyncio.wait_for(store.closed_after_open.wait(), 10)
     assert not store.is_open
+
+
+class _FailsOnce(SQLiteStore):
+    """A store whose first write fails with an error of its own (not `SharedStoreError`), as a buggy backend's may."""
+
+    failed = False
+
+    async def write(self, write: Write) -> None:
+        if not self.failed:
+            self.failed = True
+            raise RuntimeError("a backend bug")
+        await super().write(write)
+
+
+async def test_a_backend_write_failing_unexpectedly_is_logged_and_later_writes_go_on(
+    tmp_path: Path, res: Any, api: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "cache.sqlite3"
+    ctrl = Controller(shared=_FailsOnce(path))
+    manager = next(m for m in ctrl.managers if isinstance(m, SharedManager))
+    try:
+        assert await asyncio.wait_for(manager.wait_started(), 10)
+        await ctrl.fetch(res.Todo.get, id=1)
+        await asyncio.wait_for(manager.flush(), 10)
+        assert "a backend bug" in caplog.text
+        await asyncio.wait_for(ctrl.fetch(res.Todo.get, id=2), 10)  # a read-through: it waits for earlier writes
+        await asyncio.wait_for(manager.flush(), 10)
+    finally:
+        ctrl.close()
+        await manager.wait_closed()
+
+    async def read(ctrl: Controller) -> Any:
+        return await ctrl.suspense(res.Todo.get, id=2)
+
+    requests = len(gets(api, "/todos/2"))
+    assert (await run(path, read)).id == 2
+    assert len(gets(api, "/todos/2")) == requests  # written to the file despite the earlier failure

@@ -416,7 +416,12 @@ class SharedManager(Manager):
         self._queue.put_nowait(item)
 
     async def _write_loop(self) -> None:
-        """Hand queued writes to the backend in order; while offline they are dropped."""
+        """Hand queued writes to the backend in order; while offline they are dropped.
+
+        A write failing with an error the backend does not turn into `SharedStoreError`
+        (a bug of its own) is logged and skipped: the loop must go on, or every later
+        write would be lost and every read-through waiting its turn would wait forever.
+        """
         await self._first.wait()
         while not self._closed:
             item = await self._queue.get()
@@ -426,6 +431,8 @@ class SharedManager(Manager):
                         item.set_result(None)
                 elif self.online:
                     await self._write_one(item)
+            except Exception:
+                log.exception("a shared-store write failed unexpectedly; skipped")
             finally:
                 self._queue.task_done()
             _raise_if_cancelling()
