@@ -559,3 +559,10 @@ async def test_a_shared_copy_that_does_not_fit_the_schema_is_ignored_and_the_dat
     assert todo.title == "delectus aut autem" and len(gets(api, "/todos/1")) == 1
     assert "does not fit" in caplog.text
     assert (await ctrl.fetch(res.Todo.get, id=1)).title == "delectus aut autem"
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:6379/0", "127.0.0.1:6379", "redis://127.0.0.1:port/0"])
+def test_a_malformed_redis_url_is_refused_at_once(url: str) -> None:
+    """Not later, in the background, where it left every fetch waiting for a connection that never came."""
+    with pytest.raises(SharedStoreError, match="URL"):
+        RedisStore(url)

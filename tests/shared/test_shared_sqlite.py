@@ -238,3 +238,24 @@ async def test_a_backend_write_failing_unexpectedly_is_logged_and_later_writes_g
     requests = len(gets(api, "/todos/2"))
     assert (await run(path, read)).id == 2
     assert len(gets(api, "/todos/2")) == requests  # written to the file despite the earlier failure
+
+
+class _CannotOpen(SQLiteStore):
+    """A store whose `open` fails with an error of its own (not `SharedStoreError`)."""
+
+    async def open(self, on_patch: Any) -> None:
+        raise ValueError("a backend bug")
+
+
+async def test_a_backend_failing_to_open_unexpectedly_leaves_the_controller_working_locally(
+    tmp_path: Path, res: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    ctrl = Controller(shared=_CannotOpen(tmp_path / "cache.sqlite3"))
+    manager = next(m for m in ctrl.managers if isinstance(m, SharedManager))
+    try:
+        assert not await asyncio.wait_for(manager.wait_started(), 10)
+        assert (await asyncio.wait_for(ctrl.suspense(res.Todo.get, id=1), 10)).id == 1
+        assert "a backend bug" in caplog.text
+    finally:
+        ctrl.close()
+        await manager.wait_closed()

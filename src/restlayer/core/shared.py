@@ -239,8 +239,10 @@ class SharedManager(Manager):
         while not self._closed:
             try:
                 await self.store.open(self._on_patch)
-            except SharedStoreError as exc:
+            except Exception as exc:  # SharedStoreError, or a backend's own bug: either way, work locally
                 _raise_if_cancelling(exc)
+                if not isinstance(exc, SharedStoreError) and not self._reported:  # once, like the warning
+                    log.exception("opening the shared store %r failed unexpectedly", self.store)
                 self._went_offline(exc)
                 self._first.set()
                 await asyncio.sleep(delay)

@@ -23,6 +23,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 try:
     import redis.asyncio as aioredis
     from redis.asyncio.client import PubSub
+    from redis.asyncio.connection import parse_url
     from redis.asyncio.retry import Retry
     from redis.backoff import NoBackoff
     from redis.commands.core import AsyncScript
@@ -71,6 +72,14 @@ return 0
 _FAILURES = (RedisError, OSError, asyncio.TimeoutError)
 
 
+def _check_url(url: str) -> None:
+    """SharedStoreError for a URL redis-py cannot connect with (found now, not in the background at first use)."""
+    try:
+        parse_url(url)
+    except (TypeError, ValueError) as exc:
+        raise SharedStoreError(f"invalid Redis URL {url!r}: {exc}") from exc
+
+
 class RedisStore:
     """A `SharedStore` on Redis: `Controller(shared=RedisStore("redis://127.0.0.1:6379/0", namespace="app"))`.
 
@@ -90,6 +99,7 @@ class RedisStore:
     ) -> None:
         if not namespace or any(c in namespace for c in "{}"):
             raise SharedStoreError(f"namespace {namespace!r} must be non-empty and without braces")
+        _check_url(url)
         self.url = url
         self.namespace = namespace
         self.keep_ms = keep_ms
