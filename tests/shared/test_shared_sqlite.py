@@ -259,3 +259,25 @@ async def test_a_backend_failing_to_open_unexpectedly_leaves_the_controller_work
     finally:
         ctrl.close()
         await manager.wait_closed()
+
+
+class _CannotRead(SQLiteStore):
+    """A store whose `read` fails with an error of its own (not `SharedStoreError`)."""
+
+    async def read(self, key: str) -> Any:
+        raise RuntimeError("a backend bug")
+
+
+async def test_a_backend_read_failing_unexpectedly_leaves_the_fetch_to_the_network(
+    tmp_path: Path, res: Any, api: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    ctrl = Controller(shared=_CannotRead(tmp_path / "cache.sqlite3"))
+    manager = next(m for m in ctrl.managers if isinstance(m, SharedManager))
+    try:
+        assert await asyncio.wait_for(manager.wait_started(), 10)
+        assert (await asyncio.wait_for(ctrl.suspense(res.Todo.get, id=1), 10)).id == 1
+        assert len(gets(api, "/todos/1")) == 1
+        assert "a backend bug" in caplog.text
+    finally:
+        ctrl.close()
+        await manager.wait_closed()

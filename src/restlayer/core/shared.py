@@ -500,6 +500,9 @@ class SharedManager(Manager):
         except SharedStoreError as exc:
             self._went_offline(exc)
             found = None
+        except Exception:  # a backend's own bug: its callers must still be answered, from the network
+            log.exception("reading %s from the shared store failed unexpectedly; fetching it", key)
+            found = None
         actions = self._pending.pop(key, [])
         log.debug("read-through of %s: %s", key, type(found).__name__)
         if not actions:  # a reset dropped them
@@ -605,6 +608,8 @@ class SharedManager(Manager):
         except SharedStoreError as exc:
             _raise_if_cancelling(exc)
             self._went_offline(exc)
+        except Exception:  # a backend's own bug: the snapshot is stored, answer with it
+            log.exception("reading the entities of %s from the shared store failed unexpectedly", first.key)
         dropped = controller.get_committed_state().last_reset != reset
         for action in actions:
             if action.future is not None and not action.future.done():
