@@ -264,6 +264,32 @@ async def test_redis_dying_mid_run_logs_once_and_reads_keep_working(
     assert ctrl.get_response(res.Todo.get, id=1).expires_at == 1  # coarse resync: local data expired
 
 
+async def test_an_invalidation_made_while_redis_was_down_is_shared_when_it_is_back(
+    private_redis: RedisServer, make: Make, res: Any, api: Any
+) -> None:
+    """Dropped, it would let the next read take Redis's older copy as fresh: the invalidated data back, no request."""
+    ctrl = make(private_redis.url)
+    await started(ctrl)
+    await ctrl.fetch(res.Todo.get, id=1)
+    await ctrl.fetch(res.Todo.get, id=2)
+    await shared(ctrl).flush()
+    private_redis.stop()
+    await asyncio.wait_for(ctrl.fetch(res.Todo.get, id=3), 10)  # notices Redis is gone
+    assert not shared(ctrl).online
+    ctrl.invalidate(res.Todo.get, id=1)
+    ctrl.invalidate_all(lambda key: key.endswith("/todos/2"))
+    private_redis.start()
+    await asyncio.wait_for(shared(ctrl).wait_online(), 20)
+    other = make(private_redis.url)
+    await started(other)
+    for todo_id in (1, 2):
+        await asyncio.wait_for(ctrl.suspense(res.Todo.get, id=todo_id), 10)
+        assert len(gets(api, f"/todos/{todo_id}")) == 2  # fetched again, not read back from Redis
+    await shared(ctrl).flush()
+    await asyncio.wait_for(other.suspense(res.Todo.get, id=1), 10)
+    assert len(gets(api, "/todos/1")) == 2  # the fresh copy is the shared one now
+
+
 def test_namespace_with_braces_is_refused() -> None:
     with pytest.raises(SharedStoreError, match="namespace"):
         RedisStore("redis://127.0.0.1:1/0", namespace="a}b")
