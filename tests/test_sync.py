@@ -143,9 +143,10 @@ def test_close_joins_the_thread_without_warnings(api: Any) -> None:
 # -- the facade cannot drift from the async Controller ------------------------------------------
 
 #: Members only one side has, on purpose: the async context manager vs the blocking one,
-#: the manager API (called by managers, on the event loop) and the sync facade's handles on
-#: the async controller underneath (UI bindings use call/submit).
-_ASYNC_ONLY = {"__aenter__", "__aexit__", "resolve", "abort", "poll"}
+#: the manager API (called by managers, on the event loop), `on_close` (takes an asyncio.Event
+#: of the controller's loop) and the sync facade's handles on the async controller underneath
+#: (UI bindings use call/submit).
+_ASYNC_ONLY = {"__aenter__", "__aexit__", "resolve", "abort", "poll", "on_close"}
 _SYNC_ONLY = {"controller", "call", "submit", "__enter__", "__exit__"}
 
 

@@ -11,7 +11,7 @@ from typing import Any, Protocol
 import pytest
 
 from examples.todo_api import LocalServer
-from restlayer import Controller, Entity, NetworkError, ParamError, RestLayerError, TransportError
+from restlayer import ClosedError, Controller, Entity, NetworkError, ParamError, RestLayerError, TransportError
 from restlayer.graphql import GQLEndpoint, GQLNetworkError, GQLSubscription
 from restlayer.graphql._subscription import reopens
 from restlayer.streams import Backoff
@@ -146,6 +146,78 @@ async def test_protocol_failures_raise_restlayer_errors(
 
 def test_a_non_http_url_is_used_as_the_websocket_url() -> None:
     assert GQLEndpoint("ws://host/graphql").subscription(QUERY).ws_url == "ws://host/graphql"
+
+
+# -- the controller closing ---------------------------------------------------------------
+
+
+def others() -> set[asyncio.Task[Any]]:
+    """The tasks running besides the test's own."""
+    return {task for task in asyncio.all_tasks() if task is not asyncio.current_task()}
+
+
+async def complete_received(received: Received) -> bool:
+    """Whether the server reads `complete` (it records frames in its own thread: a bounded wait)."""
+    for _ in range(500):
+        if {"id": "1", "type": "complete"} in received:
+            return True
+        await asyncio.sleep(0.01)
+    return False
+
+
+async def test_closing_the_controller_ends_the_subscription_and_closes_its_socket(scripted: Scripted) -> None:
+    sub, received = scripted([nxt({"data": {"todoChanged": {"id": 5, "title": "before close"}}})])
+    ctrl = Controller()
+    events = sub.events(ctrl)
+    stream = aiter(events)
+    assert (await anext(stream))["todoChanged"].title == "before close"
+    waiting = asyncio.ensure_future(anext(stream))  # waits for an event the server never sends
+    await asyncio.sleep(0)  # let it reach the socket
+    ctrl.close()
+    with pytest.raises(ClosedError):
+        await asyncio.wait_for(waiting, 10)
+    # ended without leaving `events`: the operation completed, the socket closed (its keepalive task too)
+    assert await complete_received(received)
+    assert others() == set()
+    with pytest.raises(StopAsyncIteration):  # ended for good
+        await anext(stream)
+    await events.aclose()
+
+
+async def test_a_subscription_of_a_closed_controller_opens_no_socket(
+    scripted: Scripted, script_server: LocalServer
+) -> None:
+    sub, received = scripted([nxt({"data": {"todoChanged": {"id": 6, "title": "never"}}})])
+    ctrl = Controller()
+    ctrl.close()
+    with pytest.raises(ClosedError):
+        async with sub.events(ctrl) as events:
+            async for _ in events:
+                pass
+    assert received == []
+    assert ctrl.get(Todo, {"id": 6}) is None
+
+
+async def test_closing_the_controller_stops_the_wait_to_reconnect(scripted: Scripted) -> None:
+    waiting = asyncio.Event()
+
+    async def never(seconds: float) -> None:
+        waiting.set()
+        await asyncio.get_running_loop().create_future()  # a backoff that only a close interrupts
+
+    sub, received = scripted(["DROP", nxt({"data": {"todoChanged": {"id": 7, "title": "never"}}})])
+    sub.backoff = Backoff(sleep=never)
+    ctrl = Controller()
+    events = sub.events(ctrl)
+    consuming = asyncio.ensure_future(anext(aiter(events)))
+    await asyncio.wait_for(waiting.wait(), 10)
+    ctrl.close()
+    with pytest.raises(ClosedError):
+        await asyncio.wait_for(consuming, 10)
+    assert events.connects == 1
+    assert titles_of(received) == ["connection_init", "subscribe"]
+    assert others() == set()
+    await events.aclose()
 
 
 # -- reconnecting ------------------------------------------------------------------------

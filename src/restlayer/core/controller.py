@@ -213,6 +213,17 @@ class Controller:
         if self.gc_policy is not None:
             self.gc_policy.cleanup()
 
+    def on_close(self, event: asyncio.Event) -> Callable[[], None]:
+        """Set `event` when this controller closes (at once when it is closed already).
+
+        For long waits outside the managers (a GraphQL subscription's socket) to end on
+        `close()` like `live()` does. Returns the function that stops telling `event`.
+        """
+        if self.closed:
+            event.set()
+        self._wakeups.add(event)
+        return lambda: self._wakeups.discard(event)
+
     async def __aenter__(self) -> Controller:
         return self
 

@@ -19,8 +19,8 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from types import TracebackType
 from typing import TYPE_CHECKING, Final, Generic, Protocol, cast, overload
 
-from restlayer._typing import T_co
-from restlayer.errors import NetworkError, ParamError, RestLayerError, TransportError
+from restlayer._typing import T, T_co
+from restlayer.errors import ClosedError, NetworkError, ParamError, RestLayerError, TransportError
 from restlayer.graphql._errors import GQLNetworkError
 
 if TYPE_CHECKING:
@@ -148,38 +148,50 @@ class GQLEvents(Generic[T_co]):
         await self.aclose()
 
     async def _run(self, controller: Controller | None, args: tuple[object, ...]) -> AsyncGenerator[T_co, None]:
-        """Connect and yield events; reconnect after a lost connection (the first connect is not retried)."""
+        """Connect and yield events; reconnect after a lost connection (the first connect is not retried).
+
+        The controller closing ends it with ClosedError, whatever it waits for: the socket or the backoff.
+        One generator, no inner one: a loop left early leaves only this one for the interpreter to finalize.
+        """
         sub = self.subscription
         backoff = sub.backoff or _default_backoff()
+        closing = asyncio.Event()
+        forget = controller.on_close(closing) if controller is not None else None
         failures = 0
-        while True:
-            delivered = False
-            try:
-                socket = await _open(sub)
-            except TransportError as exc:
-                if self.connects == 0:
-                    raise
-                lost: TransportError = exc
-            else:
-                self.connects += 1
-                session = _Session(socket, sub, controller, args)
+        try:
+            while True:
+                delivered = False
                 try:
-                    async for data in session:
-                        delivered = True
-                        yield data
-                    return
-                except _Lost as exc:
-                    lost = exc
-                finally:
-                    await session.close()
-            failures = 1 if delivered else failures + 1
-            if sub.retries is not None and failures > sub.retries:
-                raise TransportError(
-                    f"{sub.ws_url}: gave up after {sub.retries} reconnects: {lost}", status=500
-                ) from lost
-            wait = backoff.delay(failures)
-            log.warning("GraphQL subscription %s: %s; reconnecting in %.2fs", sub.endpoint.name, lost, wait)
-            await backoff.sleep(wait)
+                    socket = await _unless_closed(closing, _open(sub))
+                except TransportError as exc:
+                    if self.connects == 0:
+                        raise
+                    lost: TransportError = exc
+                else:
+                    self.connects += 1
+                    session = _Session(socket, sub, controller, args)
+                    try:
+                        while True:
+                            data = await _unless_closed(closing, anext(session))
+                            delivered = True
+                            yield data
+                    except StopAsyncIteration:
+                        return
+                    except _Lost as exc:
+                        lost = exc
+                    finally:
+                        await session.close()
+                failures = 1 if delivered else failures + 1
+                if sub.retries is not None and failures > sub.retries:
+                    raise TransportError(
+                        f"{sub.ws_url}: gave up after {sub.retries} reconnects: {lost}", status=500
+                    ) from lost
+                wait = backoff.delay(failures)
+                log.warning("GraphQL subscription %s: %s; reconnecting in %.2fs", sub.endpoint.name, lost, wait)
+                await _unless_closed(closing, backoff.sleep(wait))
+        finally:
+            if forget is not None:
+                forget()
 
 
 class _Lost(TransportError):
@@ -194,6 +206,26 @@ def _default_backoff() -> ReconnectBackoff:
             "GraphQL subscriptions need the 'streams' extra: pip install 'restlayer[streams]'"
         ) from exc
     return Backoff()
+
+
+async def _unless_closed(closing: asyncio.Event, step: Awaitable[T]) -> T:
+    """`step`'s result; ClosedError (`step` cancelled) when `closing` is set first (its controller closed)."""
+    if closing.is_set():
+        if asyncio.iscoroutine(step):
+            step.close()  # never started: nothing to cancel, no "never awaited" warning
+        raise ClosedError("The controller was closed: the GraphQL subscription ended")
+    task = asyncio.ensure_future(step)
+    closed = asyncio.ensure_future(closing.wait())
+    try:
+        await asyncio.wait({task, closed}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiting in (task, closed):
+            if not waiting.done():
+                waiting.cancel()
+        await asyncio.wait({task, closed})  # both ended: nothing left running (nor a socket it opened unowned)
+    if task.cancelled():  # only here: a cancellation of the caller propagated from the waits above
+        raise ClosedError("The controller was closed: the GraphQL subscription ended")
+    return task.result()  # what ended before the close stands (a socket opened is closed by its session)
 
 
 async def _open(sub: GQLSubscription[object]) -> ClientConnection:
@@ -285,7 +317,7 @@ class _Session(Generic[T_co]):
         from websockets.exceptions import WebSocketException
 
         with contextlib.suppress(WebSocketException, OSError):
-            if not self.completed:
+            if self.subscribed and not self.completed:
                 await self.socket.send(json.dumps({"id": _OP_ID, "type": "complete"}))
         await self.socket.close()
         if self.keepalive is not None:
@@ -323,6 +355,8 @@ def _deliver(
     if payload.get("data") is None:
         raise GQLNetworkError([{"message": "a subscription event has no data"}])
     data = endpoint.process(payload.get("data"), *args)
+    if controller is not None and controller.closed:  # closed while the event was on its way: not stored
+        raise ClosedError("The controller was closed: the GraphQL subscription ended")
     if controller is None:
         return cast("T_co", data)  # no store: the processed reply stands for the result
     controller.set_response(endpoint, *args, data)
