@@ -221,6 +221,18 @@ async def test_the_servers_retry_field_sets_the_reconnection_time(
     assert played.resumed_from == ["", "1"]
 
 
+async def test_a_retry_of_zero_from_the_server_still_waits_before_reconnecting(
+    script_server: LocalServer, script: ScriptFactory
+) -> None:
+    query, played = script([updated(1, 1, "a"), updated(2, 1, "b")], drop_after=1, retry_ms=0)
+    delays = Delays()
+    stream = SSEStream(f"{script_server.url}/_stream/sse{query}", on={"todos.updated": Todo}, backoff=fast(delays))
+    async with StreamManager(Controller(), [stream]):
+        await stream.until(lambda s: s.applied == 2)
+    assert delays.delays == [0.1]  # the floor of a server's reconnection time: no reconnecting in a tight loop
+    assert played.resumed_from == ["", "1"]
+
+
 async def test_failed_connections_back_off_exponentially_up_to_the_cap(
     script_server: LocalServer, script: ScriptFactory
 ) -> None:

@@ -16,6 +16,9 @@ __all__ = ["SSEStream"]
 
 #: No read timeout: an event stream is quiet for as long as nothing changes.
 DEFAULT_TIMEOUT = httpx.Timeout(10.0, read=None)
+#: The shortest reconnection time a server's `retry:` may set, in ms: `retry: 0` (or a few ms)
+#: from a server that then drops each connection must not make the client reconnect in a tight loop.
+MIN_SERVER_RETRY_MS = 100
 
 
 class SSEStream(Stream):
@@ -23,7 +26,7 @@ class SSEStream(Stream):
 
     `data` is decoded by `decode` (JSON by default); the event type is the SSE
     `event:` field (`"message"` when absent). After a reconnect the last seen id
-    is sent as `Last-Event-ID`; a `retry:` field sets the reconnection time. A
+    is sent as `Last-Event-ID`; a `retry:` field sets the reconnection time (at least 100 ms). A
     reply with status 204 stops the stream. `client`: the `httpx.AsyncClient` to
     use (default: restlayer's shared one); `timeout`: connect 10 s, no read timeout.
     """
@@ -79,7 +82,7 @@ class SSEStream(Stream):
     def _message(self, sse: ServerSentEvent) -> Message | None:
         """The Message of one event; None for a `retry:`-only frame or undecodable data (logged)."""
         if sse.retry is not None:
-            self.server_retry = sse.retry / 1000
+            self.server_retry = max(sse.retry, MIN_SERVER_RETRY_MS) / 1000
         event_id = sse.id or None
         event = sse.event or "message"
         if not sse.data:  # not dispatched (SSE spec): a `retry:` or `id:` only frame
