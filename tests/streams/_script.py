@@ -31,6 +31,8 @@ class Script:
     drop_after: int | None = None
     retry_ms: int | None = None
     status: int = 200
+    #: Hold each connection open after its events (else the server ends it: the client reconnects).
+    hold: bool = True
     #: The last event id each connection resumed from ("" when none), in order.
     resumed_from: list[str] = field(default_factory=list)
     dropped: bool = False
@@ -66,8 +68,8 @@ async def sse(request: Request) -> Response:
                 yield f"id: {event_id}\nevent: {event}\ndata: {data[: len(data) // 2]}".encode()
                 raise ConnectionResetError("dropped by the script")
             yield f"id: {event_id}\nevent: {event}\ndata: {data}\n\n".encode()
-        await _forever()
-        yield b""  # pragma: no cover
+        if script.hold:
+            await _forever()
 
     return StreamingResponse(body(), media_type="text/event-stream")
 

@@ -233,6 +233,33 @@ async def test_a_retry_of_zero_from_the_server_still_waits_before_reconnecting(
     assert played.resumed_from == ["", "1"]
 
 
+async def test_connections_ended_after_frames_that_are_no_message_still_back_off(
+    script_server: LocalServer, script: ScriptFactory
+) -> None:
+    """A `retry:`-only frame, then the server ends the connection: nothing was applied, so the
+    backoff grows as after a failed connection (it restarts only once a message is applied)."""
+    query, _ = script([], retry_ms=100, hold=False)
+    delays = Delays()
+    stream = SSEStream(f"{script_server.url}/_stream/sse{query}", on={}, backoff=fast(delays))
+    async with StreamManager(Controller(), [stream]):
+        await stream.until(lambda s: len(delays.delays) >= 4)
+    assert delays.delays[:4] == [0.1, 0.2, 0.4, 0.8]
+    assert stream.connects >= 4 and stream.applied == 0
+
+
+async def test_a_connection_that_applied_a_message_restarts_the_backoff(
+    script_server: LocalServer, script: ScriptFactory
+) -> None:
+    query, played = script([updated(1, 1, "a"), updated(2, 1, "b")], drop_after=1, retry_ms=100, hold=False)
+    delays = Delays()
+    stream = SSEStream(f"{script_server.url}/_stream/sse{query}", on={"todos.updated": Todo}, backoff=fast(delays))
+    async with StreamManager(Controller(), [stream]):
+        await stream.until(lambda s: len(delays.delays) >= 4)
+    # event 1 applied, dropped; event 2 applied, ended; then connections that apply nothing
+    assert delays.delays[:4] == [0.1, 0.1, 0.2, 0.4]
+    assert played.resumed_from[:4] == ["", "1", "2", "2"]
+
+
 async def test_failed_connections_back_off_exponentially_up_to_the_cap(
     script_server: LocalServer, script: ScriptFactory
 ) -> None:

@@ -192,18 +192,21 @@ class Stream:
     # -- the loop --------------------------------------------------------------------------
 
     async def run(self, controller: Controller) -> None:
-        """Keep the stream connected and apply its messages until cancelled or closed by the server."""
+        """Keep the stream connected and apply its messages until cancelled or closed by the server.
+
+        The wait before reconnecting grows with each connection that applied no message (a server
+        sending only comments, `retry:` or undecodable frames before dropping is backed off too).
+        """
         failures = 0
         self.closed = False
         try:
             while True:
-                received = False
+                applied = False  # only an applied message shows the server works: frames that are none do not
                 try:
                     async with contextlib.aclosing(self._messages()) as messages:
                         async for message in messages:
-                            received = True
-                            if message is not None:
-                                self.apply(controller, message)
+                            if message is not None and self.apply(controller, message):
+                                applied = True
                     reason = "the server ended the stream"
                 except ServerStopped as exc:
                     log.info("stream %s: closed by the server: %s", self.name, exc)
@@ -211,7 +214,7 @@ class Stream:
                 except Exception as exc:
                     reason = f"{type(exc).__name__}: {exc}"
                 await self._lost(reason)
-                failures = 1 if received else failures + 1
+                failures = 1 if applied else failures + 1
                 await self.backoff.sleep(self.backoff.delay(failures, self.server_retry))
         finally:
             was_connected, self.connected, self.closed = self.connected, False, True
