@@ -33,6 +33,8 @@ class Script:
     status: int = 200
     #: Hold each connection open after its events (else the server ends it: the client reconnects).
     hold: bool = True
+    #: Raw SSE text sent after the events of each connection (frames the events cannot express).
+    tail: str = ""
     #: The last event id each connection resumed from ("" when none), in order.
     resumed_from: list[str] = field(default_factory=list)
     dropped: bool = False
@@ -68,6 +70,8 @@ async def sse(request: Request) -> Response:
                 yield f"id: {event_id}\nevent: {event}\ndata: {data[: len(data) // 2]}".encode()
                 raise ConnectionResetError("dropped by the script")
             yield f"id: {event_id}\nevent: {event}\ndata: {data}\n\n".encode()
+        if script.tail:
+            yield script.tail.encode()
         if script.hold:
             await _forever()
 

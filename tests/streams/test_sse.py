@@ -303,6 +303,17 @@ def test_a_stream_runs_again_in_another_event_loop(api: LocalServer) -> None:
     assert stream.connects == 2 and stream.closed
 
 
+async def test_an_empty_id_field_forgets_the_last_event_id(script_server: LocalServer, script: ScriptFactory) -> None:
+    """`id:` with no value resets the last event id (SSE standard): the reconnect sends no `Last-Event-ID`."""
+    cleared = 'id:\nevent: todos.updated\ndata: {"id": 1, "title": "b"}\n\n'
+    query, played = script([updated(1, 1, "a")], tail=cleared, hold=False)
+    stream = SSEStream(f"{script_server.url}/_stream/sse{query}", on={"todos.updated": Todo}, backoff=fast())
+    async with StreamManager(Controller(), [stream]):
+        await stream.until(lambda s: s.connects >= 2)
+    assert played.resumed_from[:2] == ["", ""]
+    assert stream.applied >= 2
+
+
 async def test_an_id_only_frame_wakes_whoever_waits_for_that_last_event_id(script_server: LocalServer) -> None:
     key = uuid.uuid4().hex
     stream = SSEStream(f"{script_server.url}/_stream/paced?key={key}", on={}, backoff=fast())

@@ -26,9 +26,10 @@ class SSEStream(Stream):
 
     `data` is decoded by `decode` (JSON by default); the event type is the SSE
     `event:` field (`"message"` when absent). After a reconnect the last seen id
-    is sent as `Last-Event-ID`; a `retry:` field sets the reconnection time (at least 100 ms). A
-    reply with status 204 stops the stream. `client`: the `httpx.AsyncClient` to
-    use (default: restlayer's shared one); `timeout`: connect 10 s, no read timeout.
+    is sent as `Last-Event-ID` (an `id:` with no value forgets it); a `retry:`
+    field sets the reconnection time (at least 100 ms). A reply with status 204
+    stops the stream. `client`: the `httpx.AsyncClient` to use (default:
+    restlayer's shared one); `timeout`: connect 10 s, no read timeout.
     """
 
     def __init__(
@@ -76,8 +77,18 @@ class SSEStream(Stream):
                 )
             _check_event_stream(response)  # a reply of another kind is no connection (and pauses no polling)
             await self._opened()
+            named = False  # whether a frame of this connection named an event id yet
             async for sse in source.aiter_sse():
+                if named and not sse.id:  # the parser's id empties only on an `id:` with no value
+                    self._forget_event_id()
+                named = named or bool(sse.id)
                 yield self._message(sse)
+
+    def _forget_event_id(self) -> None:
+        """The server reset the last event id (SSE standard): the next reconnect sends no `Last-Event-ID`."""
+        if self.last_event_id is not None:
+            self.last_event_id = None
+            self._tick()
 
     def _message(self, sse: ServerSentEvent) -> Message | None:
         """The Message of one event; None for a `retry:`-only frame or undecodable data (logged)."""
