@@ -11,6 +11,7 @@ import pytest
 
 from examples.todo_api import LocalServer
 from restlayer import (
+    ClosedError,
     Controller,
     Entity,
     ParamError,
@@ -88,6 +89,36 @@ async def test_controller_close_cancels_the_streams(script_server: LocalServer, 
     ctrl.close()
     await stream.until(lambda s: s.closed)
     assert not stream.connected
+
+
+async def test_closing_the_controller_stops_the_streams_of_a_manager_it_was_not_given(
+    script_server: LocalServer, script: ScriptFactory
+) -> None:
+    query, _ = script([event(1)])  # then held open
+    stream = SSEStream(f"{script_server.url}/_stream/sse{query}", on={"todos.updated": Todo})
+    ctrl = Controller()
+    async with StreamManager(ctrl, [stream]) as manager:
+        await stream.until(lambda s: s.applied == 1)
+        ctrl.close()  # the manager runs beside the controller: the close still ends its connections
+        await stream.until(lambda s: s.closed)  # so nothing pushed later reaches the closed store
+        assert not stream.connected
+        with pytest.raises(ClosedError):
+            manager.start()
+    assert [t for t in asyncio.all_tasks() if t is not asyncio.current_task()] == []
+
+
+async def test_a_manager_of_a_closed_controller_starts_no_stream(
+    script_server: LocalServer, script: ScriptFactory
+) -> None:
+    query, played = script([event(1)])
+    stream = SSEStream(f"{script_server.url}/_stream/sse{query}", on={"todos.updated": Todo})
+    ctrl = Controller()
+    ctrl.close()
+    with pytest.raises(ClosedError):
+        async with StreamManager(ctrl, [stream]):
+            pass
+    assert played.resumed_from == [] and stream.connects == 0
+    assert ctrl.get(Todo, {"id": 1}) is None
 
 
 async def test_aclose_after_controller_close_waits_until_the_streams_are_closed(

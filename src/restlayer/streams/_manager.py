@@ -10,7 +10,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Protocol, TypeGuard
 
 from restlayer.core.manager import Manager, Next
-from restlayer.errors import RestLayerError
+from restlayer.errors import ClosedError, RestLayerError
 from restlayer.streams._stream import Stream
 
 if TYPE_CHECKING:
@@ -68,6 +68,8 @@ class StreamManager(Manager):
         #: Tasks `cleanup()` cancelled that may still be closing their connection (`aclose` waits for them).
         self._closing: set[asyncio.Task[None]] = set()
         self._running = False
+        #: Stops the streams when the controller closes, for a manager the controller was not given.
+        self._close_watch: asyncio.Task[None] | None = None
         self._held: list[_Held] = []
         self._passing = False
         for stream in streams:
@@ -154,11 +156,19 @@ class StreamManager(Manager):
         return stream
 
     def start(self) -> None:
-        """Connect every stream (needs a running event loop)."""
-        asyncio.get_running_loop()
-        if self.controller is None:
+        """Connect every stream (needs a running event loop); ClosedError when the controller is closed.
+
+        The controller closing stops them, whether or not the manager is among its managers.
+        """
+        loop = asyncio.get_running_loop()
+        controller = self.controller
+        if controller is None:
             raise RestLayerError("StreamManager.start: no controller (pass one, or give the manager to a Controller)")
+        if controller.closed:
+            raise ClosedError("The controller is closed: StreamManager.start connects no stream")
         self._running = True
+        if self not in controller.managers and self._close_watch is None:  # else its close calls `cleanup`
+            self._close_watch = loop.create_task(_cleanup_on_close(self, controller), name="restlayer-stream-close")
         for stream in self.streams:
             if stream not in self._tasks:
                 self._launch(stream)
@@ -187,6 +197,9 @@ class StreamManager(Manager):
         self._tasks.clear()
         closing = list(self._closing)
         self._closing.clear()
+        watch, self._close_watch = self._close_watch, None
+        if watch is not None:
+            tasks.append(watch)
         await _stop(tasks, cancelled=closing)
 
     def cleanup(self) -> None:
@@ -206,6 +219,17 @@ class StreamManager(Manager):
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self.aclose()
+
+
+async def _cleanup_on_close(manager: StreamManager, controller: Controller) -> None:
+    """Wait for `controller` to close, then stop `manager`'s streams (as a close does for its own managers)."""
+    closing = asyncio.Event()
+    forget = controller.on_close(closing)
+    try:
+        await closing.wait()
+    finally:
+        forget()
+    manager.cleanup()
 
 
 def _next_held(held: list[_Held], action: _Subscribing) -> _Held | None:
