@@ -97,6 +97,25 @@ def test_a_mapping_function_that_raises_changes_nothing() -> None:
     assert stream.ignored == 1
 
 
+async def _async_on(message: Message, writes: Writes) -> None:
+    writes.set(Todo, message.data)  # pragma: no cover - never run: refused
+
+
+@pytest.mark.parametrize("on", [_async_on, {"todos.updated": _async_on}], ids=["function", "table"])
+def test_an_async_mapping_function_is_a_param_error(on: Any) -> None:
+    """Its writes would come after the message was counted as applied (or never): refused up front."""
+    with pytest.raises(ParamError, match=r"on= .*plain function"):
+        SSEStream(f"{NOWHERE}/events", on=on)
+
+
+def test_a_mapping_function_returning_an_awaitable_is_ignored_and_changes_nothing() -> None:
+    ctrl = Controller()
+    stream = SSEStream(f"{NOWHERE}/events", on=lambda message, writes: _async_on(message, writes))
+    assert not stream.apply(ctrl, Message("todos.updated", {"id": 5, "title": "e"}))
+    assert (stream.applied, stream.ignored) == (0, 1)
+    assert ctrl.get(Todo, {"id": 5}) is None
+
+
 @pytest.mark.parametrize("on", [{1: Todo}, 42])
 def test_bad_mappings_are_param_errors(on: Any) -> None:
     with pytest.raises(ParamError, match="on= "):

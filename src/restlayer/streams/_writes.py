@@ -9,6 +9,7 @@ Controller's public methods, so a message that does not fit changes nothing.
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -173,10 +174,10 @@ def handler_for(on: Mapping[str, Target] | Handler) -> Callable[[Message, Writes
     if not isinstance(on, Mapping):
         if not callable(on):
             raise ParamError(f"on= must be a function (message, writes) or a table {{event: target}}, not {on!r}")
-        function = on
+        function = _plain(on, "on= function")
 
         def call(message: Message, writes: Writes) -> bool:
-            function(message, writes)
+            _run_handler(function, message, writes)
             return True
 
         return call
@@ -186,7 +187,7 @@ def handler_for(on: Mapping[str, Target] | Handler) -> Callable[[Message, Writes
         target = table.get(message.event)
         if target is None:
             return False
-        target(message, writes)
+        _run_handler(target, message, writes)
         return True
 
     return lookup
@@ -203,5 +204,22 @@ def _table_target(event: object, target: Target) -> Handler:
         schema = target
         return lambda message, writes: writes.set(schema, message.data)
     if callable(target) and not isinstance(target, type):
-        return target
+        return _plain(target, f"on= table: {event!r} maps to a function that")
     raise ParamError(f"on= table: {event!r} maps to {target!r}, not an endpoint, a schema or a function")
+
+
+def _plain(handler: Handler, what: str) -> Handler:
+    """`handler`, refused when it is a coroutine function: a message's writes are applied as it is handled,
+    so writes an `async def` would record later would be lost (and the message counted as applied)."""
+    if inspect.iscoroutinefunction(handler):
+        raise ParamError(f"{what} must be a plain function (message, writes), not an async one: {handler!r}")
+    return handler
+
+
+def _run_handler(handler: Handler, message: Message, writes: Writes) -> None:
+    """Call `handler`; a ParamError (the message ignored, nothing written) when it returns an awaitable."""
+    result = handler(message, writes)
+    if inspect.isawaitable(result):
+        if inspect.iscoroutine(result):
+            result.close()  # never run: no "never awaited" warning
+        raise ParamError("an on= handler returned an awaitable: it must record its writes as it runs, not later")
