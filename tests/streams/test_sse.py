@@ -314,6 +314,18 @@ async def test_an_empty_id_field_forgets_the_last_event_id(script_server: LocalS
     assert stream.applied >= 2
 
 
+async def test_an_event_id_that_is_not_ascii_is_sent_back_as_utf8(
+    script_server: LocalServer, script: ScriptFactory
+) -> None:
+    """A header cannot carry it as text: sent as UTF-8 bytes (as browsers do), the stream reconnects and resumes."""
+    named = 'id: café✓\nevent: todos.updated\ndata: {"id": 1, "title": "b"}\n\n'
+    query, played = script([], tail=named, hold=False)
+    stream = SSEStream(f"{script_server.url}/_stream/sse{query}", on={"todos.updated": Todo}, backoff=fast())
+    async with StreamManager(Controller(), [stream]):
+        await stream.until(lambda s: s.connects >= 2)
+    assert played.resumed_from[1].encode("latin-1").decode("utf-8") == "café✓"  # the server reads latin-1
+
+
 async def test_an_id_only_frame_wakes_whoever_waits_for_that_last_event_id(script_server: LocalServer) -> None:
     key = uuid.uuid4().hex
     stream = SSEStream(f"{script_server.url}/_stream/paced?key={key}", on={}, backoff=fast())

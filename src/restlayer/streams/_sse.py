@@ -64,9 +64,11 @@ class SSEStream(Stream):
             await release(client)
 
     async def _read(self, client: httpx.AsyncClient) -> AsyncGenerator[Message | None, None]:
-        headers = dict(self.headers)
+        headers: dict[str, str | bytes] = dict(self.headers)
         if self.last_event_id:
-            headers["Last-Event-ID"] = self.last_event_id
+            # UTF-8 bytes, as browsers send it: a header given as text must be ASCII, so an id of other
+            # characters would fail every reconnect
+            headers["Last-Event-ID"] = self.last_event_id.encode()
         async with aconnect_sse(client, "GET", self.url, headers=headers, timeout=self.timeout) as source:
             response = source.response
             if response.status_code == 204:
