@@ -274,6 +274,15 @@ async def test_failed_connections_back_off_exponentially_up_to_the_cap(
     assert played.resumed_from[:4] == ["", "", "", ""]
 
 
+@pytest.mark.parametrize("factor", [2, 2.0, 10.0])
+def test_the_wait_after_a_very_long_outage_stays_at_the_cap(factor: float) -> None:
+    """Past about a thousand failed connections the power overflows a float: the wait stays at the cap
+    (an OverflowError would end the stream for good)."""
+    backoff = Backoff(initial=1, factor=factor, cap=30, jitter=0)
+    assert [backoff.delay(n) for n in (1, 2, 1025, 100_000)] == [1, factor, 30, 30]
+    assert Backoff(initial=0, factor=factor, jitter=0).delay(5000) == 0  # no wait stays no wait
+
+
 async def test_a_reply_that_is_no_event_stream_is_no_connection(
     api: LocalServer, caplog: pytest.LogCaptureFixture
 ) -> None:

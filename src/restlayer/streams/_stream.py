@@ -58,7 +58,11 @@ class Backoff:
     def delay(self, failures: int, initial: float | None = None) -> float:
         """Seconds to wait after `failures` consecutive failed connections (1-based)."""
         base = self.initial if initial is None else initial
-        return min(self.cap, base * self.factor ** max(0, failures - 1)) * (1 - self.jitter * self.random())
+        try:
+            grown = base * self.factor ** max(0, failures - 1)
+        except OverflowError:  # a very long outage: the power is past any float, so past the cap (unless no wait)
+            grown = self.cap if base else 0.0
+        return min(self.cap, grown) * (1 - self.jitter * self.random())
 
 
 #: What a stream keeps fresh: an endpoint, endpoints, or a predicate on store keys.
