@@ -104,6 +104,7 @@ async def ws(websocket: WebSocket) -> None:
 #: graphql-transport-ws scripts: key -> frames sent after `subscribe` (raw text), and what the client sent.
 #: "CLOSE" closes with 1011 (internal error); "DROP" (or "DROP:<code>", default 1012, service restart)
 #: closes and ends the part played to one connection: connection n plays the frames after the n-th DROP.
+#: A frame "PREACK:<text>" sends <text> before `connection_ack` instead (a server pinging early).
 GQL_SCRIPTS: dict[str, tuple[list[str], list[dict[str, Any]]]] = {}
 #: key -> how many connections its script's server accepted.
 GQL_CONNECTS: dict[str, int] = {}
@@ -128,9 +129,13 @@ async def gql(websocket: WebSocket) -> None:
     await websocket.accept(subprotocol="graphql-transport-ws")
     try:
         received.append(await websocket.receive_json())  # connection_init
+        part = _gql_part(frames, connection)
+        for frame in part:
+            if frame.startswith("PREACK:"):
+                await websocket.send_text(frame.removeprefix("PREACK:"))
         await websocket.send_json({"type": "connection_ack"})
         received.append(await websocket.receive_json())  # subscribe
-        for frame in _gql_part(frames, connection):
+        for frame in (f for f in part if not f.startswith("PREACK:")):
             if frame == "CLOSE" or frame.startswith("DROP"):
                 code = 1011 if frame == "CLOSE" else int(frame.partition(":")[2] or 1012)
                 await websocket.close(code=code)

@@ -99,6 +99,22 @@ async def test_ping_is_answered_and_a_server_complete_ends_the_iteration(scripte
     assert "GQLSubscription(name=" in repr(sub)
 
 
+async def test_a_ping_or_pong_before_the_acknowledgement_is_no_protocol_error(scripted: Scripted) -> None:
+    """graphql-transport-ws allows ping and pong at any time: the client answers and waits on for the ack."""
+    sub, received = scripted(
+        [
+            "PREACK:" + json.dumps({"type": "ping"}),
+            "PREACK:" + json.dumps({"type": "pong"}),
+            nxt({"data": {"todoChanged": {"id": 4, "title": "acked"}}}),
+            json.dumps({"id": "1", "type": "complete"}),
+        ]
+    )
+    ctrl = Controller()
+    seen = [data["todoChanged"].title async for data in sub.events(ctrl)]
+    assert seen == ["acked"]
+    assert titles_of(received)[:3] == ["connection_init", "pong", "subscribe"]
+
+
 async def test_without_a_controller_the_data_is_yielded_as_sent(scripted: Scripted) -> None:
     sub, _ = scripted([nxt({"data": {"todoChanged": {"id": 2, "title": "raw"}}})])
     async with sub.events() as events:

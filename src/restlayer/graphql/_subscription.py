@@ -325,9 +325,16 @@ class _Session(Generic[T_co]):
 
 
 async def _expect_ack(socket: ClientConnection, url: str) -> None:
-    message = _decode(await socket.recv(), url)
-    if message.get("type") != "connection_ack":
-        raise NetworkError(f"{url}: expected connection_ack, got {message.get('type')!r}", status=500)
+    """Wait for `connection_ack`; a ping before it is answered and a pong skipped (allowed at any time)."""
+    while True:
+        message = _decode(await socket.recv(), url)
+        kind = message.get("type")
+        if kind == "connection_ack":
+            return
+        if kind == "ping":
+            await socket.send(json.dumps({"type": "pong"}))
+        elif kind != "pong":
+            raise NetworkError(f"{url}: expected connection_ack, got {kind!r}", status=500)
 
 
 def _decode(frame: str | bytes, url: str) -> Frame:
