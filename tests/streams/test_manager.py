@@ -180,3 +180,11 @@ async def test_until_raises_stream_timeout_error_naming_the_state() -> None:
     with pytest.raises(StreamTimeoutError, match="connected=False, applied=0") as info:
         await stream.until(lambda s: s.connected, timeout=0.01)
     assert isinstance(info.value, TimeoutError)
+
+
+@pytest.mark.parametrize("timeout", [0, -1])
+async def test_until_a_state_that_holds_returns_even_with_no_time_to_wait(timeout: float) -> None:
+    stream = SSEStream("http://127.0.0.1:9/events", on={})  # never started
+    await stream.until(lambda s: not s.connected, timeout=timeout)  # holds now: no timeout to report
+    with pytest.raises(StreamTimeoutError):
+        await stream.until(lambda s: s.connected, timeout=timeout)

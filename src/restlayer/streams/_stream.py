@@ -145,7 +145,12 @@ class Stream:
             self._changed[1].set()
 
     async def until(self, predicate: Callable[[Stream], bool], timeout: float = 10.0) -> None:
-        """Wait until `predicate(stream)` holds (checked at each status change); else StreamTimeoutError."""
+        """Wait until `predicate(stream)` holds (checked now, then at each status change); else StreamTimeoutError.
+
+        A state that holds already returns at once, whatever the timeout (even 0).
+        """
+        if predicate(self):
+            return
         loop = asyncio.get_running_loop()
         if self._changed is None or self._changed[0] is not loop:
             self._changed = (loop, asyncio.Event())  # an Event of an earlier loop cannot be awaited in this one
