@@ -12,7 +12,7 @@ import pytest
 
 from examples.todo_api import LocalServer
 from restlayer import ClosedError, Controller, Entity, NetworkError, ParamError, RestLayerError, TransportError
-from restlayer.graphql import GQLEndpoint, GQLNetworkError, GQLSubscription
+from restlayer.graphql import GQLEndpoint, GQLEvents, GQLNetworkError, GQLSubscription
 from restlayer.graphql._subscription import reopens
 from restlayer.streams import Backoff
 from tests.streams._script import GQL_CONNECTS, GQL_SCRIPTS
@@ -234,6 +234,27 @@ async def test_closing_the_controller_stops_the_wait_to_reconnect(scripted: Scri
     assert titles_of(received) == ["connection_init", "subscribe"]
     assert others() == set()
     await events.aclose()
+
+
+async def test_leaving_the_block_while_another_task_iterates_ends_that_iteration(scripted: Scripted) -> None:
+    sub, received = scripted([nxt({"data": {"todoChanged": {"id": 8, "title": "first"}}})])
+    seen: list[str] = []
+    first = asyncio.Event()
+
+    async def consume(events: GQLEvents[Any]) -> None:
+        async for data in events:
+            seen.append(data["todoChanged"].title)
+            first.set()
+
+    async with sub.events(Controller()) as events:
+        consuming = asyncio.ensure_future(consume(events))
+        await asyncio.wait_for(first.wait(), 10)
+        await asyncio.sleep(0)  # the consumer waits for the next event again
+    # the block's end stopped the subscription for the task iterating: its loop ended normally
+    await asyncio.wait_for(consuming, 10)
+    assert seen == ["first"]
+    assert await complete_received(received)
+    assert others() == set()
 
 
 # -- reconnecting ------------------------------------------------------------------------

@@ -130,13 +130,25 @@ class GQLEvents(Generic[T_co]):
     ) -> None:
         self.subscription = subscription
         self.connects = 0
+        #: Set when the controller closes, or by `aclose` to stop an iteration another task is in.
+        self._wake = asyncio.Event()
+        self._stopping = False
+        self._inside = False  # an `anext` runs the generator now (it is not parked at a `yield`)
+        self._ended = asyncio.Event()
         self._generator = self._run(controller, args)
 
     def __aiter__(self) -> AsyncIterator[T_co]:
         return self._generator
 
     async def aclose(self) -> None:
-        """Tell the server to stop and close the socket (or stop waiting to reconnect)."""
+        """Tell the server to stop and close the socket (or stop waiting to reconnect).
+
+        When another task waits in `async for` meanwhile, its loop ends (normally) once that is done.
+        """
+        if self._inside:  # a generator cannot be closed while it runs: wake it to end itself
+            self._stopping = True
+            self._wake.set()
+            await self._ended.wait()
         await self._generator.aclose()
 
     async def __aenter__(self) -> GQLEvents[T_co]:
@@ -155,9 +167,10 @@ class GQLEvents(Generic[T_co]):
         """
         sub = self.subscription
         backoff = sub.backoff or _default_backoff()
-        closing = asyncio.Event()
+        closing = self._wake
         forget = controller.on_close(closing) if controller is not None else None
         failures = 0
+        self._inside = True
         try:
             while True:
                 delivered = False
@@ -174,7 +187,9 @@ class GQLEvents(Generic[T_co]):
                         while True:
                             data = await _unless_closed(closing, anext(session))
                             delivered = True
+                            self._inside = False
                             yield data
+                            self._inside = True
                     except StopAsyncIteration:
                         return
                     except _Lost as exc:
@@ -189,9 +204,15 @@ class GQLEvents(Generic[T_co]):
                 wait = backoff.delay(failures)
                 log.warning("GraphQL subscription %s: %s; reconnecting in %.2fs", sub.endpoint.name, lost, wait)
                 await _unless_closed(closing, backoff.sleep(wait))
+        except ClosedError:
+            if not self._stopping:
+                raise
+            # stopped by `aclose` from another task: the iteration ends normally
         finally:
             if forget is not None:
                 forget()
+            self._inside = False
+            self._ended.set()  # last: nothing awaited after it, so the generator has ended when `aclose` wakes
 
 
 class _Lost(TransportError):
