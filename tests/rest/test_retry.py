@@ -244,6 +244,13 @@ def test_backoff_grows_by_factor_up_to_the_cap() -> None:
     assert [policy.delay(n) for n in range(1, 6)] == [1, 2, 4, 5, 5]
 
 
+def test_the_wait_of_a_very_late_retry_stays_at_the_cap() -> None:
+    """`attempts` has no bound: past about a thousand retries the power outgrows a float (no OverflowError)."""
+    policy = Retry(attempts=5000, backoff=1, factor=2.0, max_backoff=5, jitter=0)
+    assert [policy.delay(n) for n in (1025, 5000)] == [5, 5]
+    assert Retry(backoff=0, factor=2.0, jitter=0).delay(5000) == 0  # no wait stays no wait
+
+
 def test_jitter_shortens_the_wait_by_at_most_its_fraction() -> None:
     assert Retry(backoff=2, jitter=0.5, random=lambda: 0.5).delay(1) == 1.5
     assert Retry(backoff=2, jitter=0.5, random=lambda: 0.0).delay(1) == 2.0

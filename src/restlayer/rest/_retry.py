@@ -102,8 +102,11 @@ class Retry:
 
     def delay(self, retry: int) -> float:
         """Seconds to wait before the `retry`-th retry (1-based), jitter applied."""
-        base = min(self.max_backoff, self.backoff * self.factor ** (retry - 1))
-        return base * (1 - self.jitter * self.random())
+        try:
+            grown = self.backoff * self.factor ** (retry - 1)
+        except OverflowError:  # a very late retry: the power is past any float, so past the cap (unless no wait)
+            grown = self.max_backoff if self.backoff else 0.0
+        return min(self.max_backoff, grown) * (1 - self.jitter * self.random())
 
     def is_transient(self, error: BaseException) -> bool:
         """Whether `error` (or one of its causes) is a transient failure."""
