@@ -151,6 +151,55 @@ def test_dle_loading_then_data_and_none_args_do_not_fetch(mount: Any, seen: Seen
     assert [r.path for r in api.requests] == ["/todos/2"]
 
 
+def test_dle_shows_the_error_of_a_failed_fetch(mount: Any, seen: Seen, api: Any, Todos: Any) -> None:
+    @solara.component
+    def Item() -> Any:
+        dle = use_dle(Todos.get, id=99999)
+        seen.add("dle", (dle.loading, dle.data, getattr(dle.error, "status", None)))
+        return solara.Text("x")
+
+    mount(ControllerProvider(children=[Item()]))
+    # the failure stores an error but no data: the component must still learn the fetch is over
+    seen.wait(lambda: (False, None, 404) in seen.of("dle"), "the 404 after loading")
+    assert seen.of("dle")[0] == (True, None, None)
+
+
+def test_invalidating_a_shown_item_fetches_it_again(
+    mount: Any, seen: Seen, sctrl: Controller, api: Any, Todos: Any
+) -> None:
+    sctrl.fetch(Todos.get, id=1)
+
+    @solara.component
+    def Item() -> Any:
+        todo = use_suspense(Todos.get, id=1)
+        seen.add("item", todo.title)
+        return solara.Text(todo.title)
+
+    mount(ControllerProvider(children=[Suspense(children=[Item()])], controller=sctrl))
+    api.db.update("todos", 1, {"title": "changed on the server"})
+    sctrl.invalidate(Todos.get, id=1)  # the entity stays stored: only the call's metadata changes
+    seen.wait(lambda: "changed on the server" in seen.of("item"), "the item fetched again")
+    assert gets(api, "/todos/1") == 2
+
+
+def test_expiring_a_shown_item_refreshes_it_in_the_background(
+    mount: Any, seen: Seen, sctrl: Controller, api: Any, Todos: Any
+) -> None:
+    sctrl.fetch(Todos.get, id=2)
+
+    @solara.component
+    def Item() -> Any:
+        dle = use_dle(Todos.get, id=2)
+        seen.add("item", dle.data and dle.data.title)
+        return solara.Text("x")
+
+    mount(ControllerProvider(children=[Item()], controller=sctrl))
+    api.db.update("todos", 2, {"title": "renamed elsewhere"})
+    sctrl.expire_all(Todos.get.test_key)  # stale, still valid: a background fetch, no loading state
+    seen.wait(lambda: "renamed elsewhere" in seen.of("item"), "the stale item refreshed")
+    assert False not in [t is not None for t in seen.of("item")]
+
+
 def test_cache_never_fetches_but_shows_what_another_component_fetched(
     mount: Any, seen: Seen, api: Any, Todos: Any
 ) -> None:

@@ -5,6 +5,11 @@ compares unequal (re-normalizing equal data builds new objects; that is not a
 change). Each read comes with a cheap test telling whether a later store could
 read differently, so a change re-reads only the watchers whose data it touched.
 Callback exceptions are logged and never reach the store.
+
+A watcher made `with_meta` also fires when the call's metadata entry changes
+(a fetch settled with an error or with equal data, an invalidation, an expiry):
+what a UI binding shows (loading, error) and whether it must fetch again
+depend on it, though the data did not change.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ if TYPE_CHECKING:
 Read = Callable[
     ["Endpoint[object]", tuple[object, ...]], "tuple[Response[object], list[tuple[str, str]], Callable[[], bool]]"
 ]
+#: `meta_of(key)`: the current metadata entry of a store key (None when absent); a new object on each change.
+MetaOf = Callable[[str], object]
 #: `hold(key, refs)` / `release(key, refs)`: take or drop a garbage-collection hold.
 Hold = Callable[[str | None, list[tuple[str, str]]], None]
 
@@ -48,9 +55,16 @@ def _never() -> bool:
 class Watcher:
     """One `watch()` registration: what it reads, the last value seen and its GC hold."""
 
-    __slots__ = ("active", "args", "callback", "endpoint", "key", "last", "refs", "unchanged")
+    __slots__ = ("active", "args", "callback", "endpoint", "key", "last", "meta", "refs", "unchanged", "with_meta")
 
-    def __init__(self, endpoint: Endpoint[T], args: tuple[object, ...], callback: Callable[[T | None], object]) -> None:
+    def __init__(
+        self,
+        endpoint: Endpoint[T],
+        args: tuple[object, ...],
+        callback: Callable[[T | None], object],
+        *,
+        with_meta: bool = False,
+    ) -> None:
         self.endpoint: Endpoint[object] = endpoint
         self.args = args
         # Called only with the store's reads of `endpoint`: its results, which the store keeps as `object`.
@@ -60,6 +74,8 @@ class Watcher:
         self.refs: list[tuple[str, str]] = []
         self.unchanged: Callable[[], bool] = _never
         self.active = True  # False once removed: a round already under way skips it
+        self.with_meta = with_meta  # fire also when the key's metadata entry changes
+        self.meta: object = None  # that entry as last seen (only tracked `with_meta`)
 
 
 class Watchers:
@@ -69,8 +85,9 @@ class Watchers:
     release what it read, so garbage collection keeps watched data.
     """
 
-    def __init__(self, read: Read, hold: Hold, release: Hold) -> None:
+    def __init__(self, read: Read, hold: Hold, release: Hold, meta_of: MetaOf) -> None:
         self._read = read
+        self._meta_of = meta_of
         self._hold = hold
         self._release = release
         self._items: list[Watcher] = []
@@ -81,6 +98,8 @@ class Watchers:
         """Register `watcher` (reading its current value); returns the function removing it."""
         response, refs, watcher.unchanged = self._read(watcher.endpoint, watcher.args)
         watcher.last, watcher.refs = response.data, refs
+        if watcher.with_meta:
+            watcher.meta = self._meta_of(watcher.key)
         self._hold(watcher.key, refs)
         self._items.append(watcher)
         removed = False
@@ -109,10 +128,14 @@ class Watchers:
                 self._again = False
                 for watcher in list(self._items):
                     # a callback earlier in this round may have removed it: its hold is gone, so is its call
-                    if watcher.active and not watcher.unchanged():
+                    if watcher.active and not (watcher.unchanged() and self._same_meta(watcher)):
                         self._check(watcher)
         finally:
             self._busy = False
+
+    def _same_meta(self, watcher: Watcher) -> bool:
+        """Whether the metadata a `with_meta` watcher saw is still stored (always True for the others)."""
+        return not watcher.with_meta or self._meta_of(watcher.key) is watcher.meta
 
     def _check(self, watcher: Watcher) -> None:
         try:
@@ -122,14 +145,17 @@ class Watchers:
             watcher.unchanged = _never
             return
         new = response.data
-        if new is watcher.last:
+        meta_moved = not self._same_meta(watcher)
+        if meta_moved:
+            watcher.meta = self._meta_of(watcher.key)
+        if new is watcher.last and not meta_moved:
             return
         old, watcher.last = watcher.last, new
         if refs != watcher.refs:
             self._hold(None, refs)
             self._release(None, watcher.refs)
             watcher.refs = refs
-        if not changed(old, new):
+        if not changed(old, new) and not meta_moved:
             return
         try:
             watcher.callback(new)

@@ -136,7 +136,7 @@ class Controller:
         self._view: State | None = EMPTY_STATE
         self._overlay: tuple[State, State] | None = None  # the last (state, view) with optimistic guesses
         self._failures: weakref.WeakKeyDictionary[act.SetResponse, BaseException] = weakref.WeakKeyDictionary()
-        self._watchers = Watchers(self._read_watched, self._hold, self._unhold)
+        self._watchers = Watchers(self._read_watched, self._hold, self._unhold, self._meta_of)
         self._dispatch = build_chain(self, self.managers, self._commit)
         for manager in self.managers:
             manager.init(self)
@@ -269,6 +269,10 @@ class Controller:
         same = same_data(endpoint, args, state, detail)
         refs = refs_of(detail) if self.gc_policy is not None else []
         return response, refs, lambda: same(self._current())
+
+    def _meta_of(self, key: str) -> object:
+        """The metadata entry of store key `key` as readers see it (None when absent)."""
+        return self._current().meta.get(key)
 
     @overload
     def get_response(self, endpoint: Endpoint[T], skip: None, /) -> Response[T]: ...
@@ -699,6 +703,18 @@ class Controller:
         if bound is None:
             return lambda: None
         return self._watchers.add(Watcher(endpoint, bound, callback))
+
+    def _watch_shown(
+        self, endpoint: Endpoint[T], args: tuple[object, ...], callback: Callable[[T | None], object]
+    ) -> Callable[[], None]:
+        """`watch` for UI bindings: fires also when the metadata of `endpoint(*args)` changes.
+
+        A hook shows more than the data: a fetch that failed, or brought equal data,
+        ends a loading state; an invalidation or expiry must make it fetch again. None
+        of these changes the data, so `watch` (data changes only, as documented) misses
+        them. `args` are canonical (`endpoint.bind`).
+        """
+        return self._watchers.add(Watcher(endpoint, args, callback, with_meta=True))
 
     @overload
     def subscription(

@@ -27,6 +27,7 @@ from reacton.core import Element
 from restlayer._typing import A, T
 from restlayer.core import DLE, Endpoint
 from restlayer.core import Controller as AsyncController
+from restlayer.core._watch import changed
 from restlayer.errors import ClosedError, RestLayerError, SuspendedError
 from restlayer.solara._binding import Binding
 from restlayer.sync import Controller
@@ -149,37 +150,60 @@ def _bound(
     return endpoint.bind(*args, **kwargs)
 
 
-def _stored(ctrl: AsyncController, endpoint: Endpoint[object], bound: tuple[object, ...]) -> object:
-    """The stored denormalized data (referentially stable while nothing it reads changes)."""
-    return ctrl.get_response(endpoint, *bound).data
+def _differs(shown: object, now: object) -> bool:
+    """Whether a hook's read `now` shows something else than `shown` (a DLE compares field by field).
+
+    Equal data rebuilt as new objects is no change, as for `watch`.
+    """
+    if isinstance(shown, DLE) and isinstance(now, DLE):
+        return any(changed(old, new) for old, new in zip(shown, now, strict=True))
+    return changed(shown, now)
 
 
 def _use_read(
     endpoint: Endpoint[object], bound: tuple[object, ...] | None, read: Callable[[AsyncController], R], empty: R
 ) -> R:
-    """`read(controller)` now, and re-render this component whenever the data of `endpoint(*bound)` changes."""
+    """`read(controller)` now, and re-render this component whenever that read would show something else.
+
+    The store tells of each change of the data or metadata of `endpoint(*bound)`;
+    the read runs again then (starting a fetch the change made needed, as a render
+    would) and the component re-renders only when the result differs.
+    """
     binding = use_binding()
     _, set_tick = reacton.use_state(0)
     shown: reacton.core.Ref[object] = reacton.use_ref(None)
     key = None if bound is None else endpoint.key(*bound)
 
-    def bump() -> None:
-        set_tick(lambda n: n + 1)
-
     def watch() -> Callable[[], None] | None:
         if bound is None:
             return None
-        stop = binding.watch(endpoint, bound, bump)
-        # a change between the render's read and the watch's start would otherwise be missed
-        if binding.controller.call(_stored, binding.controller.controller, endpoint, bound) is not shown.current:
-            bump()
-        return stop
+        watching = True
+
+        def refresh() -> None:
+            if not watching:
+                return  # unmounted meanwhile: its reads must not start fetches any more
+            try:
+                now = binding.controller.call(read, binding.controller.controller)
+            except ClosedError:
+                return  # the controller is gone: nothing will change any more
+            if _differs(shown.current, now):
+                set_tick(lambda n: n + 1)
+
+        stop = binding.watch(endpoint, bound, refresh)
+        refresh()  # a change between the render's read and the watch's start would otherwise be missed
+
+        def unwatch() -> None:
+            nonlocal watching
+            watching = False
+            stop()
+
+        return unwatch
 
     reacton.use_effect(watch, [binding, id(endpoint), key])
     if bound is None:
         return empty
-    ctrl = binding.controller.controller
-    value, shown.current = binding.controller.call(lambda: (read(ctrl), _stored(ctrl, endpoint, bound)))
+    value = binding.controller.call(read, binding.controller.controller)
+    shown.current = value
     return value
 
 

@@ -12,8 +12,10 @@ from __future__ import annotations
 import concurrent.futures
 import threading
 from collections.abc import Callable
+from contextlib import suppress
 
 from restlayer.core import Endpoint
+from restlayer.errors import ClosedError
 from restlayer.sync import Controller as SyncController
 
 
@@ -48,8 +50,23 @@ class Binding:
     def watch(
         self, endpoint: Endpoint[object], args: tuple[object, ...], on_change: Callable[[], object]
     ) -> Callable[[], None]:
-        """Call `on_change()` (on the delivery thread) whenever `endpoint(*args)` reads differently."""
-        unwatch = self.controller.watch(endpoint, *args, callback=lambda _data: self.deliver(on_change))
+        """Call `on_change()` (on the delivery thread) whenever `endpoint(*args)` may show differently.
+
+        That is a change of its data or of its metadata (a fetch settled with an error
+        or with equal data, an invalidation, an expiry): a hook shows loading and errors
+        too, and must fetch again what was invalidated. `args` are canonical (`endpoint.bind`).
+        """
+        ctrl = self.controller.controller
+
+        def notify(_data: object) -> None:
+            self.deliver(on_change)
+
+        stop = self.controller.call(ctrl._watch_shown, endpoint, args, notify)
+
+        def unwatch() -> None:
+            with suppress(ClosedError):  # closed meanwhile: nothing left to watch
+                self.controller.call(stop)
+
         return self._counted("watching", unwatch)
 
     def subscribe(self, endpoint: Endpoint[object], args: tuple[object, ...]) -> Callable[[], None]:
