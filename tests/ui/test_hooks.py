@@ -403,6 +403,36 @@ def test_use_fetch_settles_when_the_provider_unmounts_during_the_request(mount: 
         httpx.post(f"{api.url}/_test/gate/{name}/open")
 
 
+def test_suspense_follows_a_new_controller_given_while_it_waits(mount: Any, seen: Seen, api: Any) -> None:
+    name = f"swap-{uuid.uuid4().hex}"
+    held = RestEndpoint(path="/_test/gate/:name", url_prefix=api.url)
+    first, second = Controller(), Controller()
+    second.set_response(held, {"name": name}, {"from": "second"})
+
+    @solara.component
+    def Item() -> Any:
+        seen.add("item", use_suspense(held, name=name))
+        return solara.Text("x")
+
+    @solara.component
+    def Page() -> Any:
+        ctrl, set_ctrl = solara.use_state(first)
+        seen.add("swap", set_ctrl)
+        return ControllerProvider(children=[Suspense(children=[Item()])], controller=ctrl)
+
+    rc = mount(Page())
+    try:
+        arrived = httpx.get(f"{api.url}/_test/gate/{name}/arrivals", params={"count": 1}, timeout=15)
+        assert arrived.json() == {"arrivals": 1}  # the first controller's request is held by the server
+        seen.of("swap")[0](second)  # the app hands the page another controller, which has the data
+        seen.wait(lambda: {"from": "second"} in seen.of("item"), "the second controller's data")
+    finally:
+        httpx.post(f"{api.url}/_test/gate/{name}/open")
+        rc.close()  # the page goes before the controllers it was given
+        first.close()
+        second.close()
+
+
 RENDERER_PROBE = """
 import os, solara
 import restlayer.solara

@@ -313,7 +313,9 @@ def Suspense(children: Children | None = None, fallback: object = None) -> objec
 
         return unmount
 
-    reacton.use_effect(wait, [waiting])
+    # a new controller (the provider given another one) has its own store: wait on that one; the old
+    # binding is closed and would never deliver the end of its wait
+    reacton.use_effect(wait, [waiting, binding])
     if exception is not None and waiting is None:
         raise exception
     if waiting is not None:
