@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     import httpx
 
     from restlayer.core.endpoint import Endpoint
+    from restlayer.sync import Controller as SyncController
 
 
 class RestLayerError(Exception):
@@ -224,13 +225,18 @@ class AbortOptimistic(RestLayerError):
 class SuspendedError(RestLayerError):
     """A UI component needs data still being fetched; a suspense boundary shows its fallback meanwhile.
 
-    `endpoint` and `arguments` name what it waits for (the boundary waits on them too).
+    `endpoint` and `arguments` name what it waits for (the boundary waits on them too);
+    `controller` is the one whose store it reads (None: the boundary's own), which
+    may be another than the boundary's when a provider sits between them.
     """
 
-    def __init__(self, endpoint: Endpoint[object], arguments: tuple[object, ...]) -> None:
+    def __init__(
+        self, endpoint: Endpoint[object], arguments: tuple[object, ...], controller: SyncController | None = None
+    ) -> None:
         super().__init__(f"{getattr(endpoint, 'name', endpoint)}: waiting for data (no Suspense boundary above?)")
         self.endpoint = endpoint
         self.arguments = arguments
+        self.controller = controller
 
 
 class PathTemplateWarning(UserWarning):

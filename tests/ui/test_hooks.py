@@ -433,6 +433,62 @@ def test_suspense_follows_a_new_controller_given_while_it_waits(mount: Any, seen
         second.close()
 
 
+def test_suspense_waits_on_the_controller_of_a_provider_below_it(mount: Any, seen: Seen, api: Any) -> None:
+    name = f"nested-{uuid.uuid4().hex}"
+    held = RestEndpoint(path="/_test/gate/:name", url_prefix=api.url)
+    inner = Controller()
+
+    @solara.component
+    def Item() -> Any:
+        seen.add("item", use_suspense(held, name=name))
+        return solara.Text("x")
+
+    page = Suspense(children=[ControllerProvider(children=[Item()], controller=inner)])
+    rc = mount(ControllerProvider(children=[page]))
+    try:
+        arrived = httpx.get(f"{api.url}/_test/gate/{name}/arrivals", params={"count": 1}, timeout=15)
+        assert arrived.json() == {"arrivals": 1}
+        httpx.post(f"{api.url}/_test/gate/{name}/open")
+        seen.wait(lambda: bool(seen.of("item")), "the item")
+        # the outer controller, whose store the item never reads, sent no request of its own
+        assert seen.of("item")[0] == {"gate": name, "arrival": 1}
+        assert inner.cache(held, name=name) == {"gate": name, "arrival": 1}
+        again = httpx.get(f"{api.url}/_test/gate/{name}/arrivals", params={"count": 2, "ms": 200}, timeout=15)
+        assert again.json() == {"arrivals": 1}
+    finally:
+        httpx.post(f"{api.url}/_test/gate/{name}/open")
+        rc.close()
+        inner.close()
+
+
+def test_suspense_above_a_provider_owning_its_controller_says_why_it_cannot_wait(
+    mount: Any, seen: Seen, api: Any
+) -> None:
+    name = f"owned-{uuid.uuid4().hex}"
+    held = RestEndpoint(path="/_test/gate/:name", url_prefix=api.url)
+
+    @solara.component
+    def Item() -> Any:
+        seen.add("item", use_suspense(held, name=name))
+        return solara.Text("x")
+
+    def show(error: BaseException, retry: Any) -> Any:
+        seen.add("error", error)
+        return solara.Text("failed")
+
+    # the fallback replaces the inner provider, which closes the controller its item waits on
+    page = ErrorBoundary(children=[Suspense(children=[ControllerProvider(children=[Item()])])], fallback=show)
+    rc = mount(ControllerProvider(children=[page]))
+    try:
+        seen.wait(lambda: bool(seen.of("error")), "the boundary to say why")
+        error = seen.of("error")[0]
+        assert isinstance(error, RestLayerError) and "ControllerProvider" in str(error)
+        assert seen.of("item") == []
+    finally:
+        httpx.post(f"{api.url}/_test/gate/{name}/open")
+        rc.close()
+
+
 RENDERER_PROBE = """
 import os, solara
 import restlayer.solara

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Protocol, TypeVar, cast, overload
 
@@ -54,6 +55,8 @@ R = TypeVar("R")
 Children = Sequence[object]
 
 _binding_context: reacton.core.UserContext[Binding | None] = reacton.create_context(None)
+#: The bindings whose controller a provider created, by controller (a Suspense above such a provider must not wait).
+_created: weakref.WeakKeyDictionary[Controller, Binding] = weakref.WeakKeyDictionary()
 
 
 def _not_suspended(record: logging.LogRecord) -> bool:
@@ -81,10 +84,19 @@ def _stack(children: Children | None) -> Element[object]:
 @solara.component  # type: ignore[untyped-decorator]  # solara is untyped
 def ControllerProvider(children: Children | None = None, controller: Controller | None = None) -> Element[object]:
     """Give every component below a controller: `controller`, or a new one closed when this unmounts."""
-    binding = reacton.use_memo(lambda: Binding(controller or Controller(), owned=controller is None), [controller])
+    binding = reacton.use_memo(lambda: _provided(controller), [controller])
     reacton.use_effect(lambda: binding.close, [binding])
     reacton.provide_context(_binding_context, binding)
     return _stack(children)
+
+
+def _provided(controller: Controller | None) -> Binding:
+    """The binding of a provider given `controller`, or of a new controller it owns (recorded in `_created`)."""
+    if controller is not None:
+        return Binding(controller, owned=False)
+    binding = Binding(Controller(), owned=True)
+    _created[binding.controller] = binding
+    return binding
 
 
 def use_binding() -> Binding:
@@ -239,11 +251,12 @@ def use_suspense(endpoint: Endpoint[T], *args: object, **kwargs: object) -> T | 
     """
     bound = _bound(endpoint, args, kwargs)
     nothing: DLE[T] = DLE(None, False, None)
+    controller = use_controller()  # the boundary above may belong to another provider: it must wait on this one
     dle = _use_read(endpoint, bound, lambda c: c.dle(endpoint, *(bound or ())), nothing)
     if bound is None:
         return None  # "do not fetch" reads nothing, as the Controller's own bindings do
     if dle.loading:
-        raise SuspendedError(endpoint, bound)
+        raise SuspendedError(endpoint, bound, controller)
     if dle.error is not None:
         raise dle.error
     return cast(T, dle.data)  # valid and without error: the data is there
@@ -288,23 +301,61 @@ def use_live(endpoint: Endpoint[T], *args: object, **kwargs: object) -> T | None
 
 
 # ----- boundaries --------------------------------------------------------------------------------
+def _closed_meanwhile(future: concurrent.futures.Future[object]) -> bool:
+    """Whether a boundary's wait ended because the controller it waited on was closed."""
+    return future.cancelled() or isinstance(future.exception(), ClosedError)
+
+
+def _stranded(waiting: SuspendedError, *, owned: bool) -> RestLayerError:
+    """Why a `Suspense` cannot wait for `waiting`: the controller it waits on is closed.
+
+    `owned`: that controller was created by another provider, below the boundary.
+    Showing the fallback removes that provider and so its controller; a provider
+    rendered again would create a new, empty one, so waiting would never end.
+    """
+    name = getattr(waiting.endpoint, "name", waiting.endpoint)
+    if owned:
+        return ClosedError(
+            f"{name}: a Suspense cannot wait for data read below a ControllerProvider that creates its "
+            "own controller (the fallback replaces that provider, and its controller with it); give that "
+            "provider a controller, or put a Suspense below it"
+        )
+    return ClosedError(f"{name}: the controller was closed while a Suspense waited for its data")
+
+
 @solara.component  # type: ignore[untyped-decorator]  # solara is untyped
 def Suspense(children: Children | None = None, fallback: object = None) -> object:
     """Render `children`, or `fallback` (a progress bar by default) while any of them waits for data."""
     binding = use_binding()
     exception, clear = reacton.use_exception()
     waiting = exception if isinstance(exception, SuspendedError) else None
+    stranded, set_stranded = reacton.use_state(cast("RestLayerError | None", None))
 
     def wait() -> Callable[[], None] | None:
         if waiting is None:
             return None
         mounted = True
+        controller = waiting.controller or binding.controller
+        below = _created.get(controller) if controller is not binding.controller else None
+        if below is not None:
+            # the fallback replaces the provider that created this controller (or it never mounted):
+            # nobody else closes it, and one created again would never get its data either
+            below.close()
+            set_stranded(_stranded(waiting, owned=True))
+            return None
 
-        def settled(_future: concurrent.futures.Future[object]) -> None:
-            if mounted:
-                binding.deliver(clear)
+        def give_up() -> None:
+            set_stranded(_stranded(waiting, owned=False))
 
-        future = binding.controller.submit(lambda c: c.suspense(waiting.endpoint, *waiting.arguments))
+        def settled(future: concurrent.futures.Future[object]) -> None:
+            if mounted:  # delivered by this boundary's binding: the waited controller's may be gone
+                binding.deliver(give_up if _closed_meanwhile(future) else clear)
+
+        try:
+            future = controller.submit(lambda c: c.suspense(waiting.endpoint, *waiting.arguments))
+        except ClosedError:
+            give_up()
+            return None
         future.add_done_callback(settled)
 
         def unmount() -> None:
@@ -316,6 +367,16 @@ def Suspense(children: Children | None = None, fallback: object = None) -> objec
     # a new controller (the provider given another one) has its own store: wait on that one; the old
     # binding is closed and would never deliver the end of its wait
     reacton.use_effect(wait, [waiting, binding])
+    followed = reacton.use_ref(binding)
+
+    def follow() -> None:
+        if followed.current is not binding:  # the provider was given another controller
+            followed.current = binding
+            clear()  # the children read that one now: render them again (they suspend anew if need be)
+
+    reacton.use_effect(follow, [binding])
+    if stranded is not None:
+        raise stranded
     if exception is not None and waiting is None:
         raise exception
     if waiting is not None:
