@@ -403,6 +403,32 @@ def test_use_fetch_settles_when_the_provider_unmounts_during_the_request(mount: 
         httpx.post(f"{api.url}/_test/gate/{name}/open")
 
 
+def test_use_fetch_settling_after_the_page_went_runs_callbacks_off_the_loop_thread(
+    mount: Any, seen: Seen, sctrl: Controller, api: Any
+) -> None:
+    name = f"late-{uuid.uuid4().hex}"
+    held = RestEndpoint(path="/_test/gate/:name", url_prefix=api.url)
+
+    @solara.component
+    def Item() -> Any:
+        seen.add("fetch", use_fetch())
+        return solara.Text("x")
+
+    rc = mount(ControllerProvider(children=[Item()], controller=sctrl))
+    future = seen.of("fetch")[0](held, name=name)
+    future.add_done_callback(lambda done: seen.add("done", threading.current_thread().name))
+    try:
+        arrived = httpx.get(f"{api.url}/_test/gate/{name}/arrivals", params={"count": 1}, timeout=15)
+        assert arrived.json() == {"arrivals": 1}
+        rc.close()  # the page goes; the app's controller stays open and the request goes on
+    finally:
+        httpx.post(f"{api.url}/_test/gate/{name}/open")
+    assert future.result(timeout=10) == {"gate": name, "arrival": 1}
+    seen.wait(lambda: bool(seen.of("done")), "the done-callback")
+    # a callback blocking on the controller there would hang it
+    assert not seen.of("done")[0].startswith("restlayer-sync-loop")
+
+
 def test_suspense_follows_a_new_controller_given_while_it_waits(mount: Any, seen: Seen, api: Any) -> None:
     name = f"swap-{uuid.uuid4().hex}"
     held = RestEndpoint(path="/_test/gate/:name", url_prefix=api.url)

@@ -35,8 +35,9 @@ class Binding:
         """Run `fn` on the delivery thread, unless this binding is closed.
 
         `always`: run it even so, for what must happen once whatever the UI does (settling
-        a future a caller may wait on): right here when closed, or where the binding closes
-        when it was still queued then.
+        a future a caller may wait on): on a thread of its own when closed, or where the
+        binding closes when it was still queued then. Never inline: the caller may be the
+        controller's loop thread, where a callback blocking on the controller would hang it.
         """
         with self._lock:
             if not self.closed:
@@ -45,7 +46,7 @@ class Binding:
                     queued.add_done_callback(lambda done: fn() if done.cancelled() else None)
                 return
         if always:
-            fn()
+            threading.Thread(target=fn, name="restlayer-ui-late", daemon=True).start()
 
     def watch(
         self, endpoint: Endpoint[object], args: tuple[object, ...], on_change: Callable[[], object]
