@@ -429,11 +429,13 @@ def test_use_fetch_settling_after_the_page_went_runs_callbacks_off_the_loop_thre
     assert not seen.of("done")[0].startswith("restlayer-sync-loop")
 
 
-def test_suspense_follows_a_new_controller_given_while_it_waits(mount: Any, seen: Seen, api: Any) -> None:
+@pytest.mark.parametrize("owned", [False, True], ids=["given", "created"])
+def test_suspense_follows_a_new_controller_given_while_it_waits(mount: Any, seen: Seen, api: Any, owned: bool) -> None:
     name = f"swap-{uuid.uuid4().hex}"
     held = RestEndpoint(path="/_test/gate/:name", url_prefix=api.url)
     first, second = Controller(), Controller()
     second.set_response(held, {"name": name}, {"from": "second"})
+    start = None if owned else first  # None: the provider creates the first controller (closed at the swap)
 
     @solara.component
     def Item() -> Any:
@@ -442,7 +444,7 @@ def test_suspense_follows_a_new_controller_given_while_it_waits(mount: Any, seen
 
     @solara.component
     def Page() -> Any:
-        ctrl, set_ctrl = solara.use_state(first)
+        ctrl, set_ctrl = solara.use_state(start)
         seen.add("swap", set_ctrl)
         return ControllerProvider(children=[Suspense(children=[Item()])], controller=ctrl)
 

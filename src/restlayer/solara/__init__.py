@@ -330,9 +330,14 @@ def Suspense(children: Children | None = None, fallback: object = None) -> objec
     exception, clear = reacton.use_exception()
     waiting = exception if isinstance(exception, SuspendedError) else None
     stranded, set_stranded = reacton.use_state(cast("RestLayerError | None", None))
+    followed = reacton.use_ref(binding)
 
     def wait() -> Callable[[], None] | None:
+        swapped, followed.current = followed.current is not binding, binding
         if waiting is None:
+            return None
+        if swapped:  # the provider was given another controller: what waited read the old one
+            clear()  # render the children again: they read the new one (and suspend anew if need be)
             return None
         mounted = True
         controller = waiting.controller or binding.controller
@@ -364,17 +369,9 @@ def Suspense(children: Children | None = None, fallback: object = None) -> objec
 
         return unmount
 
-    # a new controller (the provider given another one) has its own store: wait on that one; the old
-    # binding is closed and would never deliver the end of its wait
+    # a new controller (the provider given another one) has its own store, and the old binding is
+    # closed: it would never deliver the end of a wait begun there
     reacton.use_effect(wait, [waiting, binding])
-    followed = reacton.use_ref(binding)
-
-    def follow() -> None:
-        if followed.current is not binding:  # the provider was given another controller
-            followed.current = binding
-            clear()  # the children read that one now: render them again (they suspend anew if need be)
-
-    reacton.use_effect(follow, [binding])
     if stranded is not None:
         raise stranded
     if exception is not None and waiting is None:
