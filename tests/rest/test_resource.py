@@ -453,3 +453,25 @@ async def test_typed_params_fetch_like_untyped_ones(api: Any) -> None:
         assert ctrl.cache(typed.get, {"id": 1}) is todo
     finally:
         ctrl.close()
+
+
+# -- assign belongs to Values collections -------------------------------------------------
+
+
+async def test_assign_on_a_list_collection_is_refused_before_sending(api: Any) -> None:
+    from restlayer.core import Controller
+
+    todos = resource(path="/todos/:id", schema=Todo, url_prefix=api.url)
+    ctrl = Controller()
+    try:
+        await ctrl.fetch(todos.get_list, userId=1)
+        state = ctrl.get_state()
+        api.requests.clear()
+        with pytest.raises(ParamError, match=r"assign.*Values.*push"):
+            await ctrl.fetch(todos.get_list.assign, {"userId": 1}, {"title": "x", "userId": 1})
+        with pytest.raises(ParamError, match=r"assign.*Values.*push"):
+            await todos.get_list.assign({"userId": 1}, {"title": "x", "userId": 1})
+        assert api.requests == []
+        assert ctrl.get_state() is state
+    finally:
+        ctrl.close()

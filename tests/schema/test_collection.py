@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from restlayer.errors import SchemaError
+from restlayer.errors import ParamError, SchemaError
 from restlayer.schema import (
     INVALID,
     Collection,
@@ -211,6 +211,14 @@ def test_assign_values_collection() -> None:
     r = normalize(coll.assign, {"b": {"id": 2}}, args=[{"userId": 1}], state=state)
     assert r.result == {"b": "2"}
     assert r.entities["{Todo}"] == {K_U1: {"a": "1", "b": "2"}, K_U2: {"z": "9"}}
+
+
+def test_assign_of_a_list_collection_is_a_param_error_naming_push() -> None:
+    """`assign` merges `{name: item}` into a dict; on a list it would fail deep in the merge, after storing."""
+    state = normalize(TODOS, [{"id": 1}], args=[{}])
+    with pytest.raises(ParamError, match=r"Collection\(\[Todo\]\): assign .*Values.*use push or unshift"):
+        normalize(TODOS.assign, {"id": 2, "title": "x"}, args=[{}], state=state)
+    assert lists(state, "[Todo]") == {K_ALL: ["1"]}
 
 
 @pytest.mark.parametrize("derived", ["assign", "remove", "add_with"])

@@ -47,6 +47,7 @@ from restlayer.rest._url import build_url
 from restlayer.rest._url import search_to_string as _default_search_to_string
 from restlayer.schema import Schema
 from restlayer.schema._base import NestedListShorthand
+from restlayer.schema._collection import misuse_of
 
 __all__ = ["OPTIONS", "ByteStream", "RestEndpoint"]
 
@@ -371,6 +372,7 @@ class RestEndpoint(Generic[T_co, Params, Args]):
 
     def bind(self, *args: object, **kwargs: object) -> tuple[object, ...]:
         """Canonical positional arguments: keyword arguments merged into the params dict."""
+        self._check_usable()
         if not kwargs:
             return args
         if self._has_body and len(args) < 2:
@@ -381,6 +383,15 @@ class RestEndpoint(Generic[T_co, Params, Args]):
                 )
             return ({**kwargs}, args[0])
         return merge_keywords(args, kwargs)
+
+    def _check_usable(self) -> None:
+        """`ParamError` for an endpoint whose schema can never store a reply (a list's `assign`).
+
+        Checked when a call is bound or sent, so such a call sends nothing and leaves the store alone.
+        """
+        misuse = misuse_of(self.schema)
+        if misuse is not None:
+            raise ParamError(f"{self.name}: {misuse}")
 
     def _split(self, args: tuple[object, ...]) -> tuple[object, object]:
         """`(URL params, request body)` of canonical call arguments (the hook GQLEndpoint overrides)."""
@@ -579,6 +590,7 @@ class RestEndpoint(Generic[T_co, Params, Args]):
 
     async def __call__(self, *args: Args.args, **kwargs: Args.kwargs) -> Any:
         """Send the request; the value of `process(parsed, *args)`."""
+        self._check_usable()
         call: tuple[object, ...] = self.bind(*args, **kwargs) if kwargs else args
         params, body = self._split(call)
         init: Mapping[str, object] | Awaitable[Mapping[str, object]] = self.get_request_init(body)

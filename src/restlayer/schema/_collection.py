@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol, overload
 
 from restlayer._text import to_text
 from restlayer._typing import E, T, T_co
-from restlayer.errors import DefinitionError, SchemaError
+from restlayer.errors import DefinitionError, ParamError, SchemaError
 from restlayer.schema._base import INVALID, Schema, compile_schema, schema_name
 from restlayer.schema._containers import Array, Object, Values
 from restlayer.schema._entity import Meta
@@ -217,7 +217,7 @@ class Collection(Schema[T_co]):
         first = unshift_merge if self.is_array else values_unshift_merge
         self.push = _Adder(self, add, creating=True, by_pk=by_pk)
         self.unshift = _Adder(self, first, creating=True, by_pk=by_pk)
-        self.assign = _Adder(self, values_merge, creating=True)
+        self.assign = _Adder(self, values_merge, creating=True, misuse=None if by_pk else _LIST_ASSIGN)
         self.remove = _Adder(self, removal, creating=False)
         self.move = _Mover(self, add, removal)
 
@@ -325,6 +325,21 @@ def _matches(values: Mapping[str, object], name: str, want: object) -> bool:
     return got is not None and to_text(got) == want
 
 
+#: Why a list Collection's `assign` cannot be used: it merges `{name: item}` entries into a dict.
+_LIST_ASSIGN = (
+    "assign merges {name: item} entries into a Values collection; this collection is a list: use push or unshift"
+)
+
+
+def misuse_of(schema: object) -> str | None:
+    """Why `schema` cannot be used at all (a list Collection's `assign`), or None when it can.
+
+    An endpoint asks before sending, so a call that could never be stored sends nothing.
+    """
+    misuse = getattr(schema, "misuse", None)
+    return misuse if isinstance(misuse, str) else None
+
+
 class _Adder(Schema[object]):
     """Normalizes the response, then merges its refs into every accepted stored list."""
 
@@ -336,7 +351,10 @@ class _Adder(Schema[object]):
         *,
         creating: bool,
         by_pk: bool = False,
+        misuse: str | None = None,
     ) -> None:
+        # Set for a derived schema that cannot work with this collection (`misuse_of` reads it).
+        self.misuse = misuse
         self.collection = collection
         self.key = collection.key
         self.merge = merge
@@ -349,6 +367,8 @@ class _Adder(Schema[object]):
         return f"{self.collection!r}.{getattr(self.merge, '__name__', 'merge')}"
 
     def normalize_value(self, value: object, parent: object, key: str | None, ctx: Normalizer) -> object:
+        if self.misuse is not None:
+            raise ParamError(f"{self.collection!r}: {self.misuse}")
         coll = self.collection
         if coll.is_array and not isinstance(value, (list, tuple)):
             value = [value]
