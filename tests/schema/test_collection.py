@@ -472,6 +472,49 @@ def values_lists() -> Any:
 VALUES = Collection(Values(Todo))
 
 
+MEMBERS = Collection([Union({"users": User, "groups": Group}, "type")])
+T1 = '{"teamId":"1"}'
+T2 = '{"teamId":"2"}'
+
+
+def member_lists(coll: Collection = MEMBERS) -> Any:
+    """Lists for {teamId 1} holding user 1 and group 1, {teamId 2} holding user 2."""
+    one = [{"id": 1, "type": "users", "teamId": 1}, {"id": 1, "type": "groups", "teamId": 1}]
+    two = [{"id": 2, "type": "users", "teamId": 2}]
+    if not coll.is_array:
+        state = normalize(coll, {"u1": one[0], "g1": one[1]}, args=[{"teamId": 1}], meta=meta(1000))
+        return normalize(coll, {"u2": two[0]}, args=[{"teamId": 2}], state=state, meta=meta(1000))
+    state = normalize(coll, one, args=[{"teamId": 1}], meta=meta(1000))
+    return normalize(coll, two, args=[{"teamId": 2}], state=state, meta=meta(1000))
+
+
+def test_move_in_a_union_collection_moves_the_item_between_lists(each_engine: str) -> None:
+    """A move reads the stored record of the member type the item names, like for an Entity collection."""
+    moved = {"id": 1, "type": "groups", "teamId": 2}
+    r = normalize(MEMBERS.move, moved, args=[{"id": 1}, {"teamId": 2}], state=member_lists(), meta=meta(2000))
+    user1, user2, group1 = ({"id": pk, "schema": s} for pk, s in (("1", "users"), ("2", "users"), ("1", "groups")))
+    assert lists(r, "[User;Group]") == {T1: [user1], T2: [user2, group1]}
+    assert r.entities["Group"]["1"]["teamId"] == 2 and r.entities["User"]["1"]["teamId"] == 1
+    read = denormalize(MEMBERS.move, r.result, r.entities, args=[{"id": 1}, {"teamId": 2}])
+    assert isinstance(read, Group) and read.id == 1
+
+
+def test_move_in_a_union_values_collection_moves_the_entry(each_engine: str) -> None:
+    coll = Collection(Values(Union({"users": User, "groups": Group}, "type")))
+    moved = {"id": 2, "type": "users", "teamId": 1}
+    r = normalize(coll.move, moved, args=[{"id": 2}, {"teamId": 1}], state=member_lists(coll), meta=meta(2000))
+    tables = lists(r, "{User;Group}")
+    assert tables[T2] == {}
+    assert tables[T1]["2"] == {"id": "2", "schema": "users"} and len(tables[T1]) == 3
+
+
+def test_move_of_an_item_of_no_union_member_is_a_schema_error() -> None:
+    state = member_lists()
+    with pytest.raises(SchemaError, match="names no member of Union") as info:
+        normalize(MEMBERS.move, {"id": 1, "type": "robots", "teamId": 2}, args=[{"id": 1}, {"teamId": 2}], state=state)
+    assert info.value.status == 400
+
+
 def test_values_move_between_collections() -> None:
     r = normalize(
         VALUES.move, {"id": 1, "userId": 2}, args=[{"id": 1}, {"userId": 2}], state=values_lists(), meta=meta(2000)

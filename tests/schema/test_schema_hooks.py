@@ -146,9 +146,10 @@ def test_invalidate_and_query_need_a_schema() -> None:
 
 
 def test_moving_between_lists_of_non_entities_is_a_schema_error() -> None:
-    users = Collection([Union({"users": User, "groups": Group}, "type")])
-    with pytest.raises(SchemaError, match="A move needs a Collection of one Entity type"):
-        normalize(users.move, {"id": "1", "type": "users"}, args=[{"id": "1"}, {"team": "a"}])
+    """A Union collection's items move (see test_collection); plain objects have no stored record to move."""
+    rows = Collection([{"user": User}])
+    with pytest.raises(SchemaError, match="A move needs a Collection of an Entity type or a Union"):
+        normalize(rows.move, {"user": {"id": "1"}}, args=[{"id": "1"}, {"team": "a"}])
 
 
 class Dropped(Entity):

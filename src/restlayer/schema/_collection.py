@@ -19,9 +19,11 @@ from restlayer.schema._base import INVALID, Schema, compile_schema, schema_name
 from restlayer.schema._containers import Array, Object, Values
 from restlayer.schema._entity import Meta
 from restlayer.schema._frozen import FrozenDict
+from restlayer.schema._union import Union
 
 if TYPE_CHECKING:
     from restlayer.schema._denormalize import Unvisit
+    from restlayer.schema._entity import Entity
     from restlayer.schema._normalize import Normalizer
 
 #: Accepts or refuses a stored list by the values its key was built from.
@@ -543,15 +545,28 @@ class _Mover(Schema[object]):
         self, item: Mapping[str, object], parent: object, key: str | None, ctx: Normalizer
     ) -> tuple[Mapping[str, object], Mapping[str, object] | None, str | None]:
         """An item's processed reply, its stored record (if any) and its pk, read before it is stored."""
-        entity = self.collection.node.node
-        if not isinstance(entity, type):
-            raise SchemaError("A move needs a Collection of one Entity type", schema=repr(self))
+        entity = self._entity_of(item, parent, key)
         processed = entity.process(item, parent, key, ctx.args)
         if processed is None:
             raise SchemaError(f"{entity.key}.process() returned None for a moved item", schema=repr(self))
         pk = entity.compute_pk(processed, parent, key, ctx.args)
         stored = ctx.get(entity.key, pk) if pk else None
         return processed, stored if isinstance(stored, Mapping) else None, pk
+
+    def _entity_of(self, item: Mapping[str, object], parent: object, key: str | None) -> type[Entity]:
+        """The entity class a moved item is stored as: the collection's, or the Union member the item names."""
+        member = self.collection.node.node
+        if isinstance(member, Union):
+            name, entity = member.pick(item, parent, key)
+            if entity is None:
+                raise SchemaError(
+                    f"A moved item of type {name!r} names no member of {member!r}, so it has no stored record to move",
+                    schema=repr(self),
+                )
+            return entity
+        if not isinstance(member, type):
+            raise SchemaError("A move needs a Collection of an Entity type or a Union", schema=repr(self))
+        return member
 
     def _move(
         self, ref: object, processed: Mapping[str, object], stored: Mapping[str, object] | None, ctx: Normalizer
