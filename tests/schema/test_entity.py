@@ -311,6 +311,29 @@ def test_index_lookup_resolves_query() -> None:
     assert MemoCache().query(U, [{"username": "nobody"}], r) is None
 
 
+class Tagged(Entity):
+    id: int = 0
+    label: Any = None
+    indexes = ("label",)
+
+
+def test_dict_and_list_index_values_are_not_indexed_and_never_match() -> None:
+    """A dict or list has no text of its own: indexed by its repr, `"[1, 2]"` found the list (and took
+    the entry of the record whose label is that text), and an equal dict written in another order missed."""
+    records = [{"id": 4, "label": "[1, 2]"}, {"id": 1, "label": {"a": 1, "b": 2}}, {"id": 2, "label": [1, 2]}]
+    r = normalize([Tagged], records)
+    assert r.indexes["Tagged"]["label"] == {"[1, 2]": "4"}
+    memo = MemoCache()
+    for probe in ({"a": 1, "b": 2}, {"b": 2, "a": 1}, "{'a': 1, 'b': 2}", [1, 2]):
+        assert memo.query(Tagged, [{"label": probe}], r) is None
+    assert memo.query(Tagged, [{"label": "[1, 2]"}], r) == Tagged(id=4, label="[1, 2]")
+    # a label changing from a list to text and back: only the text is ever indexed (then retired)
+    changed = normalize(Tagged, {"id": 2, "label": "two"}, state=r)
+    assert changed.indexes["Tagged"]["label"] == {"[1, 2]": "4", "two": "2"}
+    back = normalize(Tagged, {"id": 2, "label": [1, 2]}, state=changed)
+    assert back.indexes["Tagged"]["label"] == {"[1, 2]": "4", "two": INVALID}
+
+
 # ----- 4.6 validate and denormalization --------------------------------------------------------
 def test_validate_at_normalize_raises_400() -> None:
     """Check: validate requiring name: normalize(V, {"id": "x"}) raises status 400."""

@@ -11,6 +11,7 @@ import enum
 from collections.abc import Callable, Hashable, Mapping
 from typing import TYPE_CHECKING, Any, Final, Generic, Literal, TypeAlias, cast
 
+from restlayer._text import to_text
 from restlayer._typing import T_co
 from restlayer.errors import DefinitionError, SchemaError
 
@@ -84,6 +85,18 @@ class Schema(Generic[T_co]):
         Default: False; containers answer for their members.
         """
         return False
+
+
+def index_text(value: object) -> str | None:
+    """The key an `indexes` field's value is indexed and looked up under; None when it has none.
+
+    A dict, list or other container has no text of its own: its repr would let a string that
+    reads like it find the record, and an equal value written in another order miss it, so such
+    values are not indexed and a lookup by one finds nothing.
+    """
+    if value is None or isinstance(value, (Mapping, list, tuple, set, frozenset)):
+        return None
+    return to_text(value)
 
 
 def normalize_members(

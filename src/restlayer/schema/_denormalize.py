@@ -13,9 +13,8 @@ from operator import is_
 from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 from restlayer._gc import no_gc
-from restlayer._text import to_text
 from restlayer._typing import E
-from restlayer.schema._base import INVALID, MAX_DEPTH, InvalidType, Node, compile_schema
+from restlayer.schema._base import INVALID, MAX_DEPTH, InvalidType, Node, compile_schema, index_text
 
 if TYPE_CHECKING:
     from restlayer.schema._collection import Collection
@@ -380,11 +379,11 @@ class Unvisit:
         if per_key is None:
             return None
         for field in cls.indexes:
-            value = fields.get(field)
-            if value is None:
+            text = index_text(fields.get(field))
+            if text is None:
                 continue
             table = per_key.get(field)
-            pk = None if table is None else table.get(to_text(value))
+            pk = None if table is None else table.get(text)
             if isinstance(pk, str):  # not missing, not INVALID (a value no longer indexed)
                 return pk
         return None

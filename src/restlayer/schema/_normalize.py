@@ -15,9 +15,16 @@ from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from restlayer._gc import no_gc
 from restlayer._pmap import EMPTY, OrderedPMap, PMap, merge_tables
-from restlayer._text import to_text
 from restlayer.errors import ParamError, SchemaError
-from restlayer.schema._base import INVALID, InvalidType, Node, compile_schema, normalize_members, schema_name
+from restlayer.schema._base import (
+    INVALID,
+    InvalidType,
+    Node,
+    compile_schema,
+    index_text,
+    normalize_members,
+    schema_name,
+)
 from restlayer.schema._fast import normalizer
 from restlayer.schema._frozen import freeze, freeze_members
 
@@ -225,14 +232,14 @@ class Normalizer:
             return
         per_field = self.pending_indexes.setdefault(schema.key, {})
         for field in schema.indexes:
-            value = new.get(field)
+            text = index_text(new.get(field))
             changes = per_field.setdefault(field, {})
             if isinstance(old, Mapping):
-                before = old.get(field)
-                if before is not None and before != value:
-                    changes[to_text(before)] = INVALID
-            if value is not None:
-                changes[to_text(value)] = pk
+                before = index_text(old.get(field))
+                if before is not None and before != text:
+                    changes[before] = INVALID
+            if text is not None:
+                changes[text] = pk
 
     # ----- commit --------------------------------------------------------------------
     def commit(self, result: object) -> NormalizedResult:
