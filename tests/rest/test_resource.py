@@ -136,6 +136,29 @@ def test_paginated_with_function() -> None:
     assert page.name == "/todos.get_page"
 
 
+@pytest.mark.parametrize("wrong", [None, 5, "userId=1", {"userId": 1}], ids=["None", "int", "str", "the params dict"])
+async def test_paginated_function_returning_no_argument_list_is_a_param_error(api: Any, wrong: object) -> None:
+    """`paginated(fn)`: fn returns the list endpoint's arguments; None failed with a bare TypeError and
+    the params dict itself (not `[params]`) was read as the arguments ("userId",)."""
+    from restlayer.core import Controller
+
+    lists = RestEndpoint(path="/todos", url_prefix=api.url, schema=Collection([Todo]))
+    page = lists.paginated(lambda *args: wrong)  # type: ignore[arg-type]  # the misuse under test
+    ctrl = Controller()
+    try:
+        await ctrl.fetch(lists, {"userId": 1})
+        state = ctrl.get_state()
+        api.requests.clear()
+        with pytest.raises(ParamError, match="must return the list endpoint's arguments as a list"):
+            await ctrl.fetch(page, {"userId": 1, "page": 2})
+        with pytest.raises(ParamError, match="must return the list endpoint's arguments as a list"):
+            normalize(page.schema, [{"id": 9}], args=({"userId": 1, "page": 2},), state=state)
+        assert api.requests == []
+        assert ctrl.get_state() is state
+    finally:
+        ctrl.close()
+
+
 def test_paginated_needs_a_collection() -> None:
     with pytest.raises(RestLayerError, match="Missing Collection"):
         RestEndpoint(path="/todos", schema=[Todo]).paginated("page")

@@ -47,7 +47,7 @@ from restlayer.rest._url import build_url
 from restlayer.rest._url import search_to_string as _default_search_to_string
 from restlayer.schema import Schema
 from restlayer.schema._base import NestedListShorthand
-from restlayer.schema._collection import misuse_of
+from restlayer.schema._collection import cursor_args, misuse_of
 
 __all__ = ["OPTIONS", "ByteStream", "RestEndpoint"]
 
@@ -422,7 +422,7 @@ class RestEndpoint(Generic[T_co, Params, Args]):
         """The store key of a call: `"<method> <url>"`; the body never enters it."""
         remove_cursor = self.remove_cursor
         if remove_cursor is not None:
-            args = tuple(remove_cursor(*args))
+            args = cursor_args(remove_cursor, args)
         return f"{self.method} {self.url(split_call(args, self._has_body)[0])}"
 
     def test_key(self, key: str) -> bool:
@@ -742,7 +742,7 @@ class RestEndpoint(Generic[T_co, Params, Args]):
             inner = remove_cursor
 
             def remove_cursor(*args: object) -> Iterable[object]:
-                return outer(*inner(*args))
+                return outer(*cursor_args(inner, args))
 
         page: Self = self.extend(schema=schema, remove_cursor=remove_cursor, name=self.name + ".get_page")
         return page

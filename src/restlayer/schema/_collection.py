@@ -467,6 +467,21 @@ def _denormalize_items(
     return items[0] if items else None
 
 
+def cursor_args(remove_cursor: Callable[..., Iterable[object]], args: tuple[object, ...]) -> tuple[object, ...]:
+    """The list endpoint's arguments for a page call's `args`: `remove_cursor(*args)`, checked.
+
+    It must give a list of arguments (`[params]`): the params dict itself would be read as the
+    arguments (its names) and key the page to the wrong list, and None would fail deep inside.
+    """
+    base = remove_cursor(*args)
+    if isinstance(base, (Mapping, str, bytes)) or not isinstance(base, Iterable):
+        raise ParamError(
+            f"remove_cursor {getattr(remove_cursor, '__name__', remove_cursor)!r} must return the list endpoint's "
+            f"arguments as a list (such as [params]), not {type(base).__name__}"
+        )
+    return tuple(base)
+
+
 def _add_page(current: object, page: object) -> object:
     """The stored list (or `Values` dict) with a next page added; the page alone when there is none yet."""
     if isinstance(current, list) and isinstance(page, list):
@@ -489,7 +504,7 @@ class _Paginator(Schema[T_co]):
 
     def normalize_value(self, value: object, parent: object, key: str | None, ctx: Normalizer) -> object:
         coll = self.collection
-        pk = coll.pk(value, parent, key, tuple(self.remove_cursor(*ctx.args)))
+        pk = coll.pk(value, parent, key, cursor_args(self.remove_cursor, ctx.args))
         page = coll.node.normalize_value(value, parent, key, ctx)
         current = ctx.get(self.key, pk)
         ctx.replace(self.key, pk, _add_page(current, page))
@@ -499,7 +514,7 @@ class _Paginator(Schema[T_co]):
         return self.collection.denormalize_value(value, unvisit)
 
     def query_key(self, args: tuple[object, ...], unvisit: Unvisit) -> object:
-        return self.collection.query_key(tuple(self.remove_cursor(*args)), unvisit)
+        return self.collection.query_key(cursor_args(self.remove_cursor, args), unvisit)
 
 
 class _Mover(Schema[object]):
