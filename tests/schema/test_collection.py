@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from restlayer.errors import ParamError, SchemaError
+from restlayer.errors import DefinitionError, ParamError, SchemaError
 from restlayer.schema import (
     INVALID,
     Collection,
@@ -289,6 +289,19 @@ def test_non_filter_argument_keys(option: Any) -> None:
     r = normalize(coll.push, {"id": 3}, args=[{"userId": 1}], state=state)
     assert r.entities["[Todo]"]['{"sort":"a","userId":"1"}'] == ["3"]
     assert r.entities["[Todo]"]['{"orderBy":"a","userId":"1"}'] == []
+
+
+@pytest.mark.parametrize("option", [5, True, [b"sort"], ["sort", 5], {"sort": 1}], ids=str)
+def test_non_filter_argument_keys_of_another_type_is_a_definition_error(option: Any) -> None:
+    """Not names, a regex or a function: a bare TypeError (5), or names matching nothing (b"sort")."""
+    with pytest.raises(DefinitionError, match="non_filter_argument_keys must be"):
+        Collection([Todo], non_filter_argument_keys=option)
+
+
+def test_non_filter_argument_keys_names_may_come_as_a_set_or_generator() -> None:
+    for option in ({"sort"}, (n for n in ["sort"])):
+        coll = Collection([Todo], non_filter_argument_keys=option)  # type: ignore[call-overload]
+        assert coll.non_filter_argument_keys("sort") and not coll.non_filter_argument_keys("orderBy")
 
 
 def test_default_filter_missing_member_never_matches() -> None:

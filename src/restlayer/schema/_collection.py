@@ -69,8 +69,16 @@ def _non_filter_predicate(option: NonFilter) -> Callable[[str], bool]:
         return lambda name: option.search(name) is not None
     if callable(option):
         return option
-    names = frozenset([option] if isinstance(option, str) else option)
-    return names.__contains__
+    if isinstance(option, str):
+        return frozenset([option]).__contains__
+    names = list(option) if isinstance(option, Iterable) and not isinstance(option, (Mapping, bytes)) else None
+    if names is None or not all(isinstance(name, str) for name in names):
+        # Anything else either failed later with a bare TypeError or named no argument at all (b"sort").
+        raise DefinitionError(
+            "non_filter_argument_keys must be argument names (str or a list of str), a compiled regex "
+            f"or a function of a name, not {option!r}"
+        )
+    return frozenset(names).__contains__
 
 
 # ----- merges ----------------------------------------------------------------------------
