@@ -394,6 +394,18 @@ def test_set_updater_not_called_when_nothing_is_stored(ctrl: Controller) -> None
     assert [c.title for c in calls] == ["first"] and present(ctrl.get(Todo, {"id": 9})).title == "renamed"
 
 
+def test_set_updater_returning_the_instances_it_got_raises_and_keeps_the_list(ctrl: Controller) -> None:
+    """The instances were stored as is and read back as nothing: the list silently became empty."""
+    todos = Collection([Todo])
+    ctrl.set(todos, {"userId": 1}, [{"id": 1, "userId": 1}, {"id": 2, "userId": 1}])
+    state = ctrl.get_state()
+    with pytest.raises(SchemaError, match=r"found Todo \(an entity instance: pass its fields"):
+        ctrl.set(todos, {"userId": 1}, lambda current: [*current, Todo(id=3, userId=1)])
+    assert ctrl.get_state() is state
+    ctrl.set(todos, {"userId": 1}, lambda current: [*(t.to_dict() for t in current), {"id": 3, "userId": 1}])
+    assert [t.id for t in present(ctrl.get(todos, {"userId": 1}))] == [1, 2, 3]
+
+
 def _network(ctrl: Controller) -> NetworkManager:
     return next(m for m in ctrl.managers if isinstance(m, NetworkManager))
 

@@ -392,3 +392,22 @@ def test_binary_or_set_input_raises_400_like_a_scalar(data: object) -> None:
     with pytest.raises(SchemaError, match="Unexpected input") as caught:
         normalize(Todo, data)
     assert caught.value.status == 400
+
+
+# ----- entity instances where a record or pk belongs ------------------------------------------
+@pytest.mark.parametrize(
+    ("schema", "value"),
+    [
+        ([Todo], [{"id": 1}, Todo(id=2, title="x")]),
+        ({"todos": [Todo]}, {"todos": [Todo(id=2)]}),
+        (Todo, {"id": 1, "author": User(id=3)}),
+        ([Todo], [object()]),
+    ],
+    ids=["in a list", "in an object", "as a member", "any object"],
+)
+def test_an_object_that_is_no_record_nor_pk_is_a_schema_error(schema: Any, value: Any, each_engine: str) -> None:
+    """It was stored as is: the list then read without it (its pk was its repr), with no error."""
+    state = normalize([Todo], [{"id": 1}])
+    with pytest.raises(SchemaError, match=r"Expected an object or a primary key for entity (Todo|User), found") as info:
+        normalize(schema, value, state=state)
+    assert info.value.status == 400

@@ -351,7 +351,14 @@ class Entity:
                 raise SchemaError(f"Expected a single object for entity {cls.key}, found a list", schema=cls.key)
             if isinstance(value, (str, int, float)) and not isinstance(value, bool):
                 return to_text(value) if value else value  # an id given directly
-            return value
+            if value is None or isinstance(value, bool):
+                return value
+            # Stored as is, any other object (an entity instance, say) named no record: reads dropped it.
+            hint = " (an entity instance: pass its fields, e.g. to_dict())" if isinstance(value, Entity) else ""
+            raise SchemaError(
+                f"Expected an object or a primary key for entity {cls.key}, found {type(value).__name__}{hint}",
+                schema=cls.key,
+            )
         args = ctx.args
         processed = cls.process(value, parent, key, args)
         if processed is None:
