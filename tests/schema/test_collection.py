@@ -577,3 +577,21 @@ def test_move_with_non_object_items_is_a_schema_error_naming_the_path(items: Any
     with pytest.raises(SchemaError, match="A move takes objects") as info:
         normalize(TODOS.move, items, args=[{"id": 1}, {"userId": 2}], state=state)
     assert info.value.path == (len(items) - 1 if items[0] == {"id": 1} else 0,)
+
+
+# ----- hooks returning the wrong type -----------------------------------------------------------
+@pytest.mark.parametrize("wrong", [[1], "userId", 5])
+def test_args_key_or_nest_key_returning_no_mapping_is_a_definition_error(wrong: Any) -> None:
+    """It failed inside with a bare AttributeError (`'list' object has no attribute 'items'`), on reads too."""
+    by_args = Collection([Todo], args_key=lambda *args: wrong)
+    with pytest.raises(DefinitionError, match=r"args_key must return a dict of key values"):
+        normalize(by_args, [{"id": 1}], args=[{"userId": 1}])
+    with pytest.raises(DefinitionError, match=r"args_key must return a dict of key values"):
+        MemoCache().query(by_args, [{"userId": 1}], normalize([Todo], [{"id": 1}]))
+
+    class Owner(Entity):
+        id: int = 0
+        schema = {"todos": Collection([Todo], nest_key=lambda parent, key: wrong)}
+
+    with pytest.raises(DefinitionError, match=r"nest_key must return a dict of key values"):
+        normalize(Owner, {"id": 1, "todos": [{"id": 2}]})

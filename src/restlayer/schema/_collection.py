@@ -269,8 +269,12 @@ class Collection(Schema[T_co]):
     def pk(self, value: object, parent: object, key: str | None, args: tuple[object, ...]) -> str:
         """The stored list's key text for these arguments (or parent, when nested)."""
         if self.nest_key is not None and key is not None and isinstance(parent, Mapping):
-            return serialize_key(self.nest_key(parent, key))
-        return serialize_key(self.args_key(*args))
+            return serialize_key(_key_values(self.nest_key(parent, key), "nest_key"))
+        return self.args_pk(args)
+
+    def args_pk(self, args: tuple[object, ...]) -> str:
+        """The key text `args_key(*args)` names."""
+        return serialize_key(_key_values(self.args_key(*args), "args_key"))
 
     def default_filter(self, *args: object) -> KeyFilter:
         """Accept a stored list when each of its key values equals the first or second argument's."""
@@ -325,9 +329,19 @@ class Collection(Schema[T_co]):
         return unvisit.collection(self, value)
 
     def query_key(self, args: tuple[object, ...], unvisit: Unvisit) -> object:
-        pk = serialize_key(self.args_key(*args))
+        pk = self.args_pk(args)
         table = unvisit.entities.get(self.key)
         return pk if table is not None and table.get(pk) is not None else None
+
+
+def _key_values(values: object, hook: str) -> Mapping[str, object] | None:
+    """What `args_key`/`nest_key` returned, checked: a dict of key values (or None, no values).
+
+    Anything else failed deep inside serialization with a bare AttributeError.
+    """
+    if values is None or isinstance(values, Mapping):
+        return values
+    raise DefinitionError(f"Collection {hook} must return a dict of key values, not {type(values).__name__}")
 
 
 def _matches(values: Mapping[str, object], name: str, want: object) -> bool:
