@@ -595,3 +595,13 @@ def test_args_key_or_nest_key_returning_no_mapping_is_a_definition_error(wrong: 
 
     with pytest.raises(DefinitionError, match=r"nest_key must return a dict of key values"):
         normalize(Owner, {"id": 1, "todos": [{"id": 2}]})
+
+
+@pytest.mark.parametrize("derived", ["push", "move", "add_with"])
+def test_create_collection_filter_returning_no_function_is_a_definition_error(derived: str) -> None:
+    """It failed with a bare TypeError ('NoneType' object is not callable) from push, move and add_with."""
+    coll = Collection([Todo], create_collection_filter=lambda *args: None)  # type: ignore[arg-type]
+    state = normalize(coll, [{"id": 1, "userId": 1}], args=[{"userId": 1}])
+    schema = coll.add_with(values_merge) if derived == "add_with" else getattr(coll, derived)
+    with pytest.raises(DefinitionError, match="create_collection_filter must return a function of a list's key values"):
+        normalize(schema, {"id": 1, "userId": 2}, args=[{"id": 1}, {"userId": 2}], state=state)

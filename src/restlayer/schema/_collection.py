@@ -344,6 +344,17 @@ def _key_values(values: object, hook: str) -> Mapping[str, object] | None:
     raise DefinitionError(f"Collection {hook} must return a dict of key values, not {type(values).__name__}")
 
 
+def _key_filter(factory: FilterFactory, *args: object) -> KeyFilter:
+    """`factory(*args)`, checked: the test of a stored list's key values (else a bare TypeError later)."""
+    accept = factory(*args)
+    if not callable(accept):
+        raise DefinitionError(
+            "create_collection_filter must return a function of a list's key values (dict -> bool), "
+            f"not {type(accept).__name__}"
+        )
+    return accept
+
+
 def _matches(values: Mapping[str, object], name: str, want: object) -> bool:
     got = values.get(name)
     return got is not None and to_text(got) == want
@@ -408,7 +419,7 @@ class _Adder(Schema[object]):
                 normalized = coll.node.normalize_value(value, parent, key, ctx)
         finally:
             ctx.creating = was_creating
-        accept = (self.create_collection_filter or coll.create_collection_filter)(*ctx.args)
+        accept = _key_filter(self.create_collection_filter or coll.create_collection_filter, *ctx.args)
         for list_key in ctx.keys_of(self.key):
             if accept(_parse_key(list_key)):
                 current = ctx.get(self.key, list_key)
@@ -615,8 +626,8 @@ class _Mover(Schema[object]):
         last: Mapping[str, object] = args[-1] if args and isinstance(args[-1], Mapping) else {}
         new_values = {**last, **processed}
         merged = {**stored, **new_values} if stored else new_values
-        leave = coll.create_collection_filter({**first, **stored}, stored) if stored else None
-        join = coll.create_collection_filter({**first, **new_values}, merged)
+        leave = _key_filter(coll.create_collection_filter, {**first, **stored}, stored) if stored else None
+        join = _key_filter(coll.create_collection_filter, {**first, **new_values}, merged)
         for list_key in ctx.keys_of(self.key):
             key_values = _parse_key(list_key)
             out = leave(key_values) if leave else False
