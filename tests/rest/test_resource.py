@@ -498,3 +498,18 @@ async def test_assign_on_a_list_collection_is_refused_before_sending(api: Any) -
         assert ctrl.get_state() is state
     finally:
         ctrl.close()
+
+
+async def test_delete_on_a_union_resource_deletes_the_member_storing_the_pk(api: Any) -> None:
+    """The server's `{}` reply reads as the URL params, which name no type: the delete failed after it was done."""
+    from restlayer.core import Controller
+
+    kinds = Union({"todos": Todo, "users": User}, lambda value, parent, key: "todos" if "title" in value else None)
+    items = resource(path="/todos/:id", schema=kinds, url_prefix=api.url)
+    ctrl = Controller()
+    try:
+        await ctrl.fetch(items.get_list, userId=1)
+        assert await ctrl.fetch(items.delete, id=1) == {"id": 1}
+        assert [item.pk() for item in present(ctrl.cache(items.get_list, userId=1))] == ["2", "3"]
+    finally:
+        ctrl.close()

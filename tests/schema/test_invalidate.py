@@ -48,6 +48,26 @@ def test_invalidate_union() -> None:
     assert r.entities["Group"]["4"] is INVALID
 
 
+MEMBERS = Union({"users": User, "groups": Group}, "type")
+
+
+@pytest.mark.parametrize("reply", [{"id": 4}, "4", 4], ids=["params without the type", "pk text", "pk number"])
+def test_invalidate_union_without_its_type_deletes_the_one_member_storing_that_pk(reply: object) -> None:
+    """A delete's reply (or, for a 204, its params) rarely names the type: it failed after the server deleted."""
+    state = normalize([MEMBERS], [{"id": 4, "type": "groups"}, {"id": 5, "type": "users"}])
+    r = normalize(Invalidate(MEMBERS), reply, state=state)
+    assert r.result == {"id": "4", "schema": "groups"}
+    assert r.entities["Group"]["4"] is INVALID and r.entities["User"]["5"] is not INVALID
+
+
+@pytest.mark.parametrize("stored", [[], [{"id": 4, "type": "groups"}, {"id": 4, "type": "users"}]], ids=["none", "two"])
+def test_invalidate_union_without_its_type_and_no_single_member_storing_the_pk_raises(stored: list[object]) -> None:
+    state = normalize([MEMBERS], stored)
+    with pytest.raises(SchemaError, match="could not pick a Union member") as info:
+        normalize(Invalidate(MEMBERS), {"id": 4}, state=state)
+    assert info.value.status == 400
+
+
 def test_reply_to_request_started_before_delete_keeps_marker() -> None:
     store = normalize(Invalidate(User), {"id": "1"}, meta=meta(5000))
     r = normalize(User, {"id": "1", "username": "back"}, state=store, meta=meta(10))

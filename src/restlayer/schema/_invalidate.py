@@ -51,13 +51,15 @@ class Invalidate(Schema[Any], Generic[T]):
         return True
 
     def normalize_value(self, value: object, parent: object, key: str | None, ctx: Normalizer) -> object:
-        name = None
         if isinstance(self.node, Union):
-            name, node = self.node.pick(value, parent, key)
-            if node is None:
-                raise SchemaError("Invalidate could not pick a Union member", schema=repr(self))
+            name, node, pk = self._union_target(self.node, value, parent, key, ctx)
         else:
-            node = self.node
+            name, node, pk = None, self.node, self._pk(self.node, value, parent, key, ctx)
+        ctx.invalidate(node.key, pk)
+        return pk if name is None else {"id": pk, "schema": name}
+
+    def _pk(self, node: type[Entity], value: object, parent: object, key: str | None, ctx: Normalizer) -> str:
+        """The pk `value` names for entity type `node`: a record's (processed), or the value itself."""
         if isinstance(value, Mapping):
             processed = node.process(value, parent, key, ctx.args)
             pk = node.compute_pk(processed if processed is not None else value, parent, key, ctx.args)
@@ -67,8 +69,34 @@ class Invalidate(Schema[Any], Generic[T]):
             raise SchemaError(f"Expected an object or a primary key, found {type(value).__name__}", schema=repr(self))
         if pk is None:
             raise SchemaError("Missing usable primary key", schema=repr(self))
-        ctx.invalidate(node.key, pk)
-        return pk if name is None else {"id": pk, "schema": name}
+        return pk
+
+    def _union_target(
+        self, union: Union, value: object, parent: object, key: str | None, ctx: Normalizer
+    ) -> tuple[str, type[Entity], str]:
+        """(member name, entity type, pk) to delete: the member the value names by its type attribute.
+
+        A delete's reply (or, for an empty reply, its URL params) seldom names the type, so without
+        it the one member that stores a record under the pk is meant; none or several is an error.
+        """
+        name, node = union.pick(value, parent, key)
+        if name is not None and node is not None:
+            return name, node, self._pk(node, value, parent, key, ctx)
+        storing: list[tuple[str, type[Entity], str]] = []
+        for member_name, member in union.nodes.items():
+            try:
+                pk = self._pk(member, value, parent, key, ctx)
+            except SchemaError:
+                continue
+            if isinstance(ctx.get(member.key, pk), Mapping):
+                storing.append((member_name, member, pk))
+        if len(storing) == 1:
+            return storing[0]
+        which = "no member stores" if not storing else "several members store"
+        raise SchemaError(
+            f"Invalidate could not pick a Union member: the value names no known type and {which} its pk",
+            schema=repr(self),
+        )
 
     def denormalize_value(self, value: object, unvisit: Unvisit) -> object:
         return self.node.denormalize_value(value, unvisit)
