@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any, Optional
 
 from restlayer.schema import Entity, Values, denormalize, normalize
+from tests._present import present
 
 
 class Person(Entity):
@@ -68,7 +69,7 @@ def test_list_of_a_forward_referenced_entity_nests_as_an_array() -> None:
 
 def test_denormalized_nested_members_are_entity_instances() -> None:
     out = normalize(Note, NOTE)
-    note = denormalize(Note, out.result, out.entities)
+    note = present(denormalize(Note, out.result, out.entities))
     assert isinstance(note.author, Person) and note.author.name == "Ann"
     assert [label.text for label in note.labels] == ["urgent"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -23,6 +23,7 @@ from restlayer.schema import (
     replace_collection,
 )
 from restlayer.schema._collection import values_merge
+from tests._present import present
 
 from ._models import Group, Todo, User, meta
 
@@ -139,7 +140,7 @@ def test_nest_key() -> None:
     r = normalize(Author, {"id": 7, "todos": [{"id": 1}, {"id": 2}]})
     assert r.entities["[Todo]"]['{"userId":"7"}'] == ["1", "2"]
     assert r.entities["Author"]["7"]["todos"] == '{"userId":"7"}'
-    author = denormalize(Author, "7", r.entities)
+    author = present(denormalize(Author, "7", r.entities))
     assert author.todos == [Todo(id=1), Todo(id=2)]
 
 
@@ -149,7 +150,7 @@ def test_push_filter() -> None:
     state = prepared()
     r = normalize(TODOS.push, {"id": 3, "userId": 1}, args=[{"userId": 1}, {"title": "x"}], state=state)
     assert r.result == ["3"]  # the stored result of a create is the list of new pks, even for one object
-    assert denormalize(TODOS.push, r.result, r.entities, args=[{"userId": 1}, {"title": "x"}]).id == 3
+    assert present(denormalize(TODOS.push, r.result, r.entities, args=[{"userId": 1}, {"title": "x"}])).id == 3
     assert lists(r) == {
         K_U1: ["1", "3"],
         K_U2: ["2"],
@@ -415,8 +416,13 @@ def test_create_reply_of_several_items_reads_them_all() -> None:
         for args in ([{"userId": 1}], [{"userId": 1}, {"title": "x"}]):
             r = normalize(schema, [{"id": 7, "userId": 1}, {"id": 8, "userId": 1}], args=args, state=state)
             assert r.result == ["7", "8"]
-            assert [t.id for t in denormalize(schema, r.result, r.entities, args=args)] == [7, 8], (schema, args)
-            assert [t.id for t in MemoCache().denormalize(schema, r.result, r.entities, args=args)] == [7, 8]
+            assert [t.id for t in cast("list[Todo]", denormalize(schema, r.result, r.entities, args=args))] == [7, 8], (
+                schema,
+                args,
+            )
+            assert [
+                t.id for t in cast("list[Todo]", MemoCache().denormalize(schema, r.result, r.entities, args=args))
+            ] == [7, 8]
 
 
 # ----- helpers ---------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from restlayer.schema import (
     to_plain,
 )
 from restlayer.schema._base import MAX_DEPTH
+from tests._present import present
 
 from ._models import CycleTag, CycleTodo, CycleUser, Todo, User
 
@@ -68,29 +69,29 @@ def test_top_level_missing_and_deleted_are_none() -> None:
 
 def test_in_list_missing_and_deleted_dropped() -> None:
     e = store()
-    assert [t.id for t in denormalize([Todo], ["1", "4", "9"], e)] == [1]
+    assert [t.id for t in present(denormalize([Todo], ["1", "4", "9"], e))] == [1]
 
 
 def test_in_values_missing_and_deleted_dropped() -> None:
     e = store()
-    assert list(denormalize(Values(Todo), {"a": "1", "b": "4", "c": "9"}, e)) == ["a"]
+    assert list(present(denormalize(Values(Todo), {"a": "1", "b": "4", "c": "9"}, e))) == ["a"]
 
 
 def test_in_collection_missing_and_deleted_dropped() -> None:
     e = store()
     e["[Todo]"] = {"{}": ["1", "4", "9"]}
-    assert [t.id for t in denormalize(Collection([Todo]), "{}", e)] == [1]
+    assert [t.id for t in present(denormalize(Collection([Todo]), "{}", e))] == [1]
 
 
 def test_in_all_deleted_dropped() -> None:
     e = store()
-    assert sorted(t.id for t in denormalize(All(Todo), ["1", "2", "3", "4", "9"], e)) == [1, 2, 3]
+    assert sorted(t.id for t in present(denormalize(All(Todo), ["1", "2", "3", "4", "9"], e))) == [1, 2, 3]
 
 
 def test_in_entity_list_field_dropped() -> None:
     e = store()
     e["Owner"] = {"1": {"id": 1, "todos": ["1", "4", "9"]}}
-    assert [t.id for t in denormalize(Owner, "1", e).todos] == [1]
+    assert [t.id for t in present(denormalize(Owner, "1", e)).todos] == [1]
 
 
 def test_dict_member_missing_none_deleted_invalid() -> None:
@@ -148,11 +149,11 @@ def test_deleted_via_normalize_then_denormalize() -> None:
 
 # ----- instances ------------------------------------------------------------------------------
 def test_instances_are_immutable() -> None:
-    todo = denormalize(Todo, "1", store())
+    todo = present(denormalize(Todo, "1", store()))
     with pytest.raises(AttributeError):
-        todo.title = "x"
+        todo.title = "x"  # type: ignore[misc]
     with pytest.raises(AttributeError):
-        todo.author.username = "x"
+        present(todo.author).username = "x"  # type: ignore[misc]
     with pytest.raises(AttributeError):
         todo.__dict__ = {}
     assert todo.title == "one"
@@ -160,12 +161,12 @@ def test_instances_are_immutable() -> None:
 
 def test_to_plain_is_a_copy() -> None:
     e = store()
-    todo = denormalize(Todo, "1", e)
+    todo = present(denormalize(Todo, "1", e))
     plain = to_plain(todo)
     plain["title"] = "changed"
     plain["author"]["username"] = "changed"
     assert todo.title == "one"
-    assert todo.author.username == "u1"
+    assert present(todo.author).username == "u1"
     assert e["User"]["1"] == {"id": 1, "username": "u1"}
 
 
@@ -180,17 +181,17 @@ def test_value_equality_and_fresh_objects() -> None:
 
 
 def test_defaults_and_undeclared_members() -> None:
-    todo = denormalize(Todo, "x", {"Todo": {"x": {"id": "x", "extra": [1]}}})
+    todo = present(denormalize(Todo, "x", {"Todo": {"x": {"id": "x", "extra": [1]}}}))
     assert todo.completed is False
     assert todo.user_id == 0
-    assert todo.extra == [1]
+    assert todo.extra == [1]  # type: ignore[attr-defined]  # an undeclared member
     assert to_plain(todo) == {"id": "x", "user_id": 0, "title": "", "completed": False, "author": None, "extra": [1]}
 
 
 def test_mutable_defaults_not_shared_between_instances() -> None:
     e = {"Owner": {"1": {"id": 1}, "2": {"id": 2}}}
-    one = denormalize(Owner, "1", e)
-    two = denormalize(Owner, "2", e)
+    one = present(denormalize(Owner, "1", e))
+    two = present(denormalize(Owner, "2", e))
     assert one.todos == [] and two.todos == []
     assert one.todos is not two.todos
     assert one.todos is not Owner.todos
@@ -207,14 +208,14 @@ def test_a_stored_record_with_exactly_the_fields_is_the_instances_dict() -> None
     state = normalize([Tag], [{"id": "1", "labels": ["a"]}, {"labels": ["b"], "id": "2"}, {"id": "3"}])
     table = state.entities["Tag"]
     for read in (
-        denormalize([Tag], state.result, state.entities),
-        MemoCache().denormalize([Tag], state.result, state.entities),
+        present(denormalize([Tag], state.result, state.entities)),
+        present(MemoCache().denormalize([Tag], state.result, state.entities)),
     ):
         assert vars(read[0]) is table["1"]  # same fields, same order: one dict for both
         assert vars(read[1]) is not table["2"] and list(vars(read[1])) == ["id", "labels"]  # class order
         assert vars(read[2]) == {"id": "3", "labels": []} and read[2].labels is not Tag.labels  # own dict
         with pytest.raises(AttributeError):
-            read[0].id = "changed"
+            read[0].id = "changed"  # type: ignore[misc]
     assert table["1"] == {"id": "1", "labels": ["a"]}
 
 
@@ -284,26 +285,26 @@ def test_cycle_normalize() -> None:
 def test_cycle_denormalize_user_todo(memo: bool) -> None:
     r = cycle_store()
     read = MemoCache().denormalize if memo else denormalize
-    user = read(CUser, "1", r.entities)
+    user = present(read(CUser, "1", r.entities))
     assert [t.title for t in user.todos] == ["a", "b"]
     assert user.todos[0].author is user
     assert user.todos[1].author is user
-    todo = read(CTodo, "10", r.entities)
-    assert todo.author.name == "u"
-    assert todo.author.todos[0] is todo
+    todo = present(read(CTodo, "10", r.entities))
+    assert present(todo.author).name == "u"
+    assert present(todo.author).todos[0] is todo
 
 
 def test_cycle_memo_follows_the_cycle_root() -> None:
     r = cycle_store()
     memo = MemoCache()
-    user = memo.denormalize(CUser, "1", r.entities)
-    todo = memo.denormalize(CTodo, "10", r.entities)
+    user = present(memo.denormalize(CUser, "1", r.entities))
+    todo = present(memo.denormalize(CTodo, "10", r.entities))
     assert todo is user.todos[0]
     r2 = normalize(CUser, {"id": 1, "name": "renamed"}, state=r)
-    todo2 = memo.denormalize(CTodo, "10", r2.entities)
+    todo2 = present(memo.denormalize(CTodo, "10", r2.entities))
     assert todo2 is not todo
-    assert todo2.author.name == "renamed"
-    user2 = memo.denormalize(CUser, "1", r2.entities)
+    assert present(todo2.author).name == "renamed"
+    user2 = present(memo.denormalize(CUser, "1", r2.entities))
     assert user2.name == "renamed"
     assert [t.author.name for t in user2.todos] == ["renamed", "renamed"]
 
@@ -313,7 +314,7 @@ def test_cycle_memo_sibling_change() -> None:
     memo = MemoCache()
     user = memo.denormalize(CUser, "1", r.entities)
     r2 = normalize(CTodo, {"id": 11, "title": "B"}, state=r)
-    user2 = memo.denormalize(CUser, "1", r2.entities)
+    user2 = present(memo.denormalize(CUser, "1", r2.entities))
     assert user2 is not user
     assert [t.title for t in user2.todos] == ["a", "B"]
     assert user2.todos[1].author is user2
@@ -324,7 +325,7 @@ def test_cycle_memo_sibling_change_reaches_earlier_members() -> None:
     memo = MemoCache()
     memo.denormalize(CUser, "1", r.entities)
     r2 = normalize(CTodo, {"id": 11, "title": "B"}, state=r)
-    user2 = memo.denormalize(CUser, "1", r2.entities)
+    user2 = present(memo.denormalize(CUser, "1", r2.entities))
     assert user2.todos[0].author is user2
 
 
@@ -333,13 +334,13 @@ def test_cycle_memo_sees_a_change_below_the_entity_it_came_back_to() -> None:
     data = {"id": 1, "tag": {"id": 7, "name": "old"}, "author": {"id": 3, "todos": [{"id": 1}]}}
     r = normalize(CycleTodo, data)
     memo = MemoCache()
-    todo = memo.denormalize(CycleTodo, "1", r.entities)
+    todo = present(memo.denormalize(CycleTodo, "1", r.entities))
     assert todo.author.todos[0] is todo
     r2 = normalize(CycleTag, {"id": 7, "name": "new"}, state=r)
-    user = memo.denormalize(CycleUser, "3", r2.entities)
+    user = present(memo.denormalize(CycleUser, "3", r2.entities))
     assert user.todos[0].tag.name == "new"
-    todo2 = memo.denormalize(CycleTodo, "1", r2.entities)
-    assert todo2.tag.name == "new" and todo2.author.todos[0] is todo2 and todo2.author is user
+    todo2 = present(memo.denormalize(CycleTodo, "1", r2.entities))
+    assert present(todo2.tag).name == "new" and present(todo2.author).todos[0] is todo2 and todo2.author is user
     assert memo.denormalize(CycleUser, "3", r2.entities) is user  # and the same objects while nothing changes
 
 
@@ -349,9 +350,9 @@ def test_cycle_memo_an_entity_reaching_into_a_closed_cycle_from_outside_sees_a_c
     todos = [{"id": 1, "author": 3}, {"id": 2, "title": "old", "author": 3}]
     r = normalize([CycleUser], [{"id": 3, "todos": todos}, {"id": 4, "todos": [{"id": 1}]}])
     memo = MemoCache()
-    assert memo.denormalize([CycleUser], r.result, r.entities)[1].todos[0].author.todos[1].title == "old"
+    assert present(memo.denormalize([CycleUser], r.result, r.entities))[1].todos[0].author.todos[1].title == "old"
     r2 = normalize(CycleTodo, {"id": 2, "title": "new"}, state=r)
-    users = memo.denormalize([CycleUser], r.result, r2.entities)
+    users = present(memo.denormalize([CycleUser], r.result, r2.entities))
     assert users[1].todos[0].author.todos[1].title == "new"
     assert users[1].todos[0] is users[0].todos[0]
 
@@ -362,10 +363,10 @@ def test_cycle_memo_an_inner_cycle_leaves_the_deps_of_the_entity_it_came_back_to
     data = {"id": 1, "tag": {"id": 7, "name": "old"}, "author": {"id": 3, "todos": [{"id": 2, "author": 3}, {"id": 1}]}}
     r = normalize(CycleTodo, data)
     memo = MemoCache()
-    assert memo.denormalize(CycleTodo, "1", r.entities).tag.name == "old"
+    assert present(present(memo.denormalize(CycleTodo, "1", r.entities)).tag).name == "old"
     r2 = normalize(CycleTag, {"id": 7, "name": "new"}, state=r)
-    todo = memo.denormalize(CycleTodo, "1", r2.entities)
-    assert todo.tag.name == "new" and todo.author.todos[1] is todo
+    todo = present(memo.denormalize(CycleTodo, "1", r2.entities))
+    assert present(todo.tag).name == "new" and present(todo.author).todos[1] is todo
 
 
 class LTodo(Entity):
@@ -391,9 +392,9 @@ def test_cycle_memo_through_a_nested_collection_sees_a_change_below_its_root() -
     data = {"id": 1, "userId": 3, "tag": {"id": 7, "name": "old"}, "author": {"id": 3, "todos": [{"id": 1}]}}
     r = normalize(LTodo, data)
     memo = MemoCache()
-    assert memo.denormalize(LTodo, "1", r.entities).author.todos[0].tag.name == "old"
+    assert present(memo.denormalize(LTodo, "1", r.entities)).author.todos[0].tag.name == "old"
     r2 = normalize(CycleTag, {"id": 7, "name": "new"}, state=r)
-    user = memo.denormalize(LUser, "3", r2.entities)
+    user = present(memo.denormalize(LUser, "3", r2.entities))
     assert user.todos[0].tag.name == "new" and user.todos[0].author is user
 
 
@@ -443,7 +444,7 @@ def test_deep_memo_read_sees_a_change_far_down_the_chain() -> None:
     r2 = normalize(Link, {"id": 2_999, "name": "changed"}, state=r)
     second = memo.denormalize(Link, "1", r2.entities)
     assert second is not first
-    node = second
+    node = present(second)
     while node.id != 2_999:
         node = node.next if node.next is not None else node.items[0]
     assert node.name == "changed"
@@ -456,9 +457,9 @@ def test_deep_memo_an_entity_reading_deep_data_of_the_same_read_sees_a_change_be
     the chain must renew link 100 too."""
     r = normalize(Link, {**_chain(MAX_DEPTH + 16), "items": [{"id": 100, "items": [{"id": deep}]}]})
     memo = MemoCache()
-    assert memo.denormalize(Link, "1", r.entities).items[0].items[0].id == deep
+    assert present(memo.denormalize(Link, "1", r.entities)).items[0].items[0].id == deep
     r2 = normalize(Link, {"id": MAX_DEPTH + 16, "name": "changed"}, state=r)
-    node = memo.denormalize(Link, "100", r2.entities).items[0]
+    node = present(memo.denormalize(Link, "100", r2.entities)).items[0]
     while node.next is not None or node.items:
         node = node.next if node.next is not None else node.items[0]
     assert node.name == "changed"
@@ -491,9 +492,12 @@ def test_deep_memo_a_stored_list_holding_deep_data_of_the_same_read_sees_a_chang
         data = {"id": i, "next": data}
     r = normalize(ShelvedLink, {**data, "shelf": {"id": 9, "links": [{"id": deep}]}})
     memo = MemoCache()
-    assert memo.denormalize(ShelvedLink, "1", r.entities).shelf.links[0].id == deep
+    assert present(memo.denormalize(ShelvedLink, "1", r.entities)).shelf.links[0].id == deep
     r2 = normalize(ShelvedLink, {"id": MAX_DEPTH + 16, "name": "new"}, state=r)
-    for read in (memo.denormalize(Shelf, "9", r2.entities), memo.denormalize(ShelvedLink, "1", r2.entities).shelf):
+    for read in (
+        present(memo.denormalize(Shelf, "9", r2.entities)),
+        present(memo.denormalize(ShelvedLink, "1", r2.entities)).shelf,
+    ):
         node = read.links[0]
         while node.next is not None:
             node = node.next
@@ -505,16 +509,16 @@ def test_deep_ring_of_stored_entities_closes_on_the_same_instance() -> None:
     ring = 500
     r = normalize([Link], [{"id": i, "next": (i % ring) + 1} for i in range(1, ring + 1)])
     first = MemoCache().denormalize(Link, "1", r.entities)
-    node = first
+    node = present(first)
     for _ in range(ring):
-        node = node.next
+        node = present(node.next)
     assert node is first
 
 
 def test_deep_deleted_entity_reads_none_in_its_parent() -> None:
     r = normalize(Link, _chain(400))
     r = normalize(Invalidate(Link), {"id": 399}, state=r)
-    node = denormalize(Link, "1", r.entities)
+    node = present(denormalize(Link, "1", r.entities))
     for _ in range(397):
         node = node.next if node.next is not None else node.items[0]
     assert node.id == 398 and node.next is None and node.items == []

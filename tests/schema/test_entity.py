@@ -9,6 +9,7 @@ import pytest
 
 from restlayer.errors import RestLayerError, SchemaError
 from restlayer.schema import INVALID, Entity, Invalidate, MemoCache, denormalize, normalize
+from tests._present import present
 
 from ._models import CycleTodo, CycleUser, Todo, User, meta
 
@@ -514,7 +515,7 @@ def test_cyclic_entities_print_compare_and_refuse_a_plain_form() -> None:
     """repr, == and to_dict of data that contains itself used to overflow the stack."""
     data = {"id": 1, "title": "t", "author": {"id": 7, "name": "u", "todos": [{"id": 1}]}}
     result = normalize(CycleTodo, data)
-    first = denormalize(CycleTodo, result.result, result.entities)
+    first = present(denormalize(CycleTodo, result.result, result.entities))
     second = denormalize(CycleTodo, result.result, result.entities)
     assert first is not second and first == second
     assert isinstance(first.author, CycleUser) and "..." in repr(first)

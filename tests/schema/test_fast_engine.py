@@ -20,6 +20,7 @@ from restlayer.schema import INVALID, Entity, MemoCache, Values, _fast, normaliz
 from restlayer.schema._base import compile_schema
 from restlayer.schema._denormalize import Unvisit, deps_valid, expand_deps
 from restlayer.schema._fast import denormalize_with, dep_groups, groups_valid
+from tests._present import present
 
 
 @pytest.fixture(autouse=True, scope="module", params=["as run", "executor"])
@@ -455,8 +456,8 @@ def test_an_untracked_read_of_other_mappings_gives_what_the_general_engine_gives
 def test_two_classes_sharing_a_key_read_their_own_instances_on_the_fast_path() -> None:
     stored = normalize({"users": [FUser], "cards": [FUserCard]}, {"users": [{"id": 1, "name": "a"}]})
     memo = MemoCache()
-    users = memo.denormalize([FUser], ["1"], stored.entities)
-    cards = memo.denormalize([FUserCard], ["1"], stored.entities)
+    users = present(memo.denormalize([FUser], ["1"], stored.entities))
+    cards = present(memo.denormalize([FUserCard], ["1"], stored.entities))
     assert [type(u) for u in users] == [FUser] and [type(c) for c in cards] == [FUserCard]
     assert cards[0].name == "a"
 

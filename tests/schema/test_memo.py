@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from restlayer.schema import All, Collection, Denormalized, Entity, MemoCache, Query, denormalize, normalize
+from tests._present import present
 
 from ._models import Todo, User, meta
 
@@ -48,9 +49,9 @@ def test_changed_item_new_list_others_kept() -> None:
     """Check: renormalize Todo 2 with a new title."""
     r = base()
     memo = MemoCache()
-    old = memo.denormalize([Todo], r.result, r.entities)
+    old = present(memo.denormalize([Todo], r.result, r.entities))
     r2 = normalize(Todo, {"id": 2, "title": "B"}, state=r, meta=meta(2000))
-    new = memo.denormalize([Todo], r.result, r2.entities)
+    new = present(memo.denormalize([Todo], r.result, r2.entities))
     assert new is not old
     assert new[0] is old[0]
     assert new[1] is not old[1]
@@ -62,22 +63,22 @@ def test_changed_nested_entity_renews_embedders_only() -> None:
     """Check: renormalize User u1 -> new[0] is not old[0], new[1] is old[1]."""
     r = base()
     memo = MemoCache()
-    old = memo.denormalize([Todo], r.result, r.entities)
+    old = present(memo.denormalize([Todo], r.result, r.entities))
     r2 = normalize(User, {"id": "u1", "username": "ONE"}, state=r, meta=meta(2000))
-    new = memo.denormalize([Todo], r.result, r2.entities)
+    new = present(memo.denormalize([Todo], r.result, r2.entities))
     assert new is not old
     assert new[0] is not old[0]
     assert new[1] is old[1]
-    assert new[0].author.username == "ONE"
+    assert present(new[0].author).username == "ONE"
 
 
 def test_identity_follows_record_not_equality() -> None:
     """Check: renormalize Todo 1 with identical data -> new[0] is not old[0]."""
     r = base()
     memo = MemoCache()
-    old = memo.denormalize([Todo], r.result, r.entities)
+    old = present(memo.denormalize([Todo], r.result, r.entities))
     r2 = normalize(Todo, {"id": 1, "title": "a", "author": "u1"}, state=r, meta=meta(2000))
-    new = memo.denormalize([Todo], r.result, r2.entities)
+    new = present(memo.denormalize([Todo], r.result, r2.entities))
     assert new[0] is not old[0]
     assert new[0] == old[0]
     assert new[1] is old[1]
@@ -87,13 +88,13 @@ def test_forget_drops_the_read_of_that_container_only() -> None:
     """A forgotten input is read afresh: equal, a new list, the same instances (a pk's read too)."""
     r = base()
     memo = MemoCache()
-    first = memo.denormalize([Todo], r.result, r.entities)
-    one = memo.denormalize(Todo, "1", r.entities)
+    first = present(memo.denormalize([Todo], r.result, r.entities))
+    one = present(memo.denormalize(Todo, "1", r.entities))
     memo.forget([Todo], list(r.result))  # an equal but other container: not the one read
     assert memo.denormalize([Todo], r.result, r.entities) is first
     memo.forget([Todo], r.result)
     memo.forget(Todo, "1")  # a pk's read is rebuilt from the instance cache: the same instance
-    again = memo.denormalize([Todo], r.result, r.entities)
+    again = present(memo.denormalize([Todo], r.result, r.entities))
     assert again == first and again is not first
     assert again[0] is first[0] is one
     assert memo.denormalize(Todo, "1", r.entities) is one
@@ -104,7 +105,7 @@ def test_inputs_that_compare_equal_but_name_other_pks_are_read_apart() -> None:
     r = normalize([User], [{"id": "1", "username": "one"}, {"id": "1.0", "username": "float"}, {"id": "true"}])
     memo = MemoCache()
     names = [getattr(memo.denormalize(User, pk, r.entities), "username", None) for pk in (1, 1.0, True)]
-    assert names == [denormalize(User, pk, r.entities).username for pk in (1, 1.0, True)]
+    assert names == [present(denormalize(User, pk, r.entities)).username for pk in (1, 1.0, True)]
     assert names[:2] == ["one", "float"]
 
 
@@ -112,25 +113,25 @@ def test_entity_read_is_the_list_element() -> None:
     """Check: MemoCache().denormalize(Todo, "1", ...) is element 0 of the list read."""
     r = base()
     memo = MemoCache()
-    lst = memo.denormalize([Todo], r.result, r.entities)
-    assert memo.denormalize(Todo, "1", r.entities) is lst[0]
+    lst = present(memo.denormalize([Todo], r.result, r.entities))
+    assert present(memo.denormalize(Todo, "1", r.entities)) is lst[0]
 
 
 def test_one_entity_through_two_schemas_is_one_instance() -> None:
     r = base()
     memo = MemoCache()
-    a = memo.denormalize({"todos": [Todo]}, {"todos": ["1", "2"]}, r.entities)
-    b = memo.denormalize(Collection([Todo]), ["1"], r.entities)
-    c = memo.query(Todo, [{"id": 1}], r)
+    a = present(memo.denormalize({"todos": [Todo]}, {"todos": ["1", "2"]}, r.entities))
+    b = present(memo.denormalize(Collection([Todo]), ["1"], r.entities))
+    c = present(memo.query(Todo, [{"id": 1}], r))
     assert a["todos"][0] is b[0] is c
-    assert memo.denormalize(User, "u2", r.entities) is a["todos"][1].author
+    assert present(memo.denormalize(User, "u2", r.entities)) is a["todos"][1].author
 
 
 def test_new_input_object_equal_content() -> None:
     r = base()
     memo = MemoCache()
-    first = memo.denormalize([Todo], ["1", "2"], r.entities)
-    second = memo.denormalize([Todo], ["1", "2"], r.entities)
+    first = present(memo.denormalize([Todo], ["1", "2"], r.entities))
+    second = present(memo.denormalize([Todo], ["1", "2"], r.entities))
     assert second is not first
     assert second == first
     assert second[0] is first[0] and second[1] is first[1]
@@ -138,8 +139,8 @@ def test_new_input_object_equal_content() -> None:
 
 def test_plain_denormalize_builds_new_objects() -> None:
     r = base()
-    a = denormalize([Todo], r.result, r.entities)
-    b = denormalize([Todo], r.result, r.entities)
+    a = present(denormalize([Todo], r.result, r.entities))
+    b = present(denormalize([Todo], r.result, r.entities))
     assert a == b
     assert a is not b and a[0] is not b[0]
 
@@ -147,9 +148,9 @@ def test_plain_denormalize_builds_new_objects() -> None:
 def test_args_part_of_cache_key() -> None:
     r = base()
     memo = MemoCache()
-    a = memo.denormalize([Todo], r.result, r.entities, [1])
+    a = present(memo.denormalize([Todo], r.result, r.entities, [1]))
     assert memo.denormalize([Todo], r.result, r.entities, [1]) is a
-    b = memo.denormalize([Todo], r.result, r.entities, [2])
+    b = present(memo.denormalize([Todo], r.result, r.entities, [2]))
     assert b is not a
     assert b[0] is a[0]
 
@@ -158,13 +159,13 @@ def test_query_all_cached_per_schema_object() -> None:
     r = base()
     memo = MemoCache()
     q = All(Todo)
-    first = memo.query(q, [], r)
+    first = present(memo.query(q, [], r))
     assert memo.query(q, [], r) is first
     assert memo.query(All(Todo), [], r) is not first
     r2 = normalize(User, {"id": "u9"}, state=r)
     assert memo.query(q, [], r2) is first
     r3 = normalize(Todo, {"id": 3}, state=r2)
-    third = memo.query(q, [], r3)
+    third = present(memo.query(q, [], r3))
     assert third is not first and len(third) == 3
 
 
@@ -202,12 +203,12 @@ def test_invalid_result_cached_and_refreshed() -> None:
 def test_clear_and_prune() -> None:
     r = base()
     memo = MemoCache()
-    first = memo.denormalize([Todo], r.result, r.entities)
+    first = present(memo.denormalize([Todo], r.result, r.entities))
     memo.prune(r.entities)
-    second = memo.denormalize([Todo], r.result, r.entities)
+    second = present(memo.denormalize([Todo], r.result, r.entities))
     assert second[0] is first[0]
     memo.clear()
-    third = memo.denormalize([Todo], r.result, r.entities)
+    third = present(memo.denormalize([Todo], r.result, r.entities))
     assert third == first and third[0] is not first[0]
 
 
@@ -221,10 +222,10 @@ def test_memo_never_confuses_inline_schemas_whose_address_is_reused() -> None:
     r = _todo_and_user_store()
     memo = MemoCache()
     for _ in range(50):
-        assert [type(x) for x in memo.query(All(Todo), [], r)] == [Todo]
-        assert [type(x) for x in memo.query(All(User), [], r)] == [User]
-        assert [type(x) for x in memo.query(Query(All(Todo)), [], r)] == [Todo]
-        assert [type(x) for x in memo.query(Query(All(User)), [], r)] == [User]
+        assert [type(x) for x in present(memo.query(All(Todo), [], r))] == [Todo]
+        assert [type(x) for x in present(memo.query(All(User), [], r))] == [User]
+        assert [type(x) for x in present(memo.query(Query(All(Todo)), [], r))] == [Todo]
+        assert [type(x) for x in present(memo.query(Query(All(User)), [], r))] == [User]
 
 
 def test_memo_never_confuses_inline_collections_whose_address_is_reused() -> None:
@@ -232,8 +233,8 @@ def test_memo_never_confuses_inline_collections_whose_address_is_reused() -> Non
     r = normalize(Collection([User]), [{"id": 1}], [{"x": "1"}], state=r)
     memo = MemoCache()
     for _ in range(50):
-        assert [type(x) for x in memo.query(Collection([Todo]), [{"x": "1"}], r)] == [Todo]
-        assert [type(x) for x in memo.query(Collection([User]), [{"x": "1"}], r)] == [User]
+        assert [type(x) for x in present(memo.query(Collection([Todo]), [{"x": "1"}], r))] == [Todo]
+        assert [type(x) for x in present(memo.query(Collection([User]), [{"x": "1"}], r))] == [User]
 
 
 class ArticleAuthor(Entity):

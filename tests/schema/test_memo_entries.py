@@ -20,6 +20,7 @@ from restlayer.schema import Entity, MemoCache, NormalizedResult, _exec, _fast, 
 from restlayer.schema._base import compile_schema
 from restlayer.schema._denormalize import Dep, DepItem, DepRun, Unvisit, deps_valid, expand_deps
 from restlayer.schema._fast import dep_groups, groups_valid
+from tests._present import present
 
 from ._models import meta
 
@@ -59,7 +60,7 @@ def leaves() -> NormalizedResult:
 def test_an_instance_sharing_its_record_is_its_own_entry(engine: str) -> None:
     state = leaves()
     memo = MemoCache()
-    read = memo.denormalize([Leaf], state.result, state.entities)
+    read = present(memo.denormalize([Leaf], state.result, state.entities))
     table = state.entities["EntryLeaf"]
     entries = memo._entities[Leaf]
     if engine == "general":  # the general engine copies: every entry is a tuple
@@ -72,19 +73,19 @@ def test_an_instance_sharing_its_record_is_its_own_entry(engine: str) -> None:
         assert list(vars(read[1])) == ["id", "name"]
     assert read == [Leaf(id="1", name="a"), Leaf(id="2", name="b"), Leaf(id="3")]
     with pytest.raises(AttributeError, match="immutable"):
-        read[0].name = "changed"
+        read[0].name = "changed"  # type: ignore[misc]
 
 
 def test_a_compact_entry_is_shared_by_reads_until_its_record_changes() -> None:
     state = leaves()
     memo = MemoCache()
-    first = memo.denormalize([Leaf], state.result, state.entities)
+    first = present(memo.denormalize([Leaf], state.result, state.entities))
     one = memo.denormalize_detail(Leaf, "1", state.entities)
     assert one.data is first[0]
     assert one.deps == [("EntryLeaf", "1", state.entities["EntryLeaf"], state.entities["EntryLeaf"]["1"])]
     changed = normalize(Leaf, {"id": "1", "name": "A"}, state=state, meta=meta(2000))
     table = changed.entities["EntryLeaf"]
-    again = memo.denormalize([Leaf], state.result, changed.entities)
+    again = present(memo.denormalize([Leaf], state.result, changed.entities))
     assert again is not first and again[0] is not first[0] and again[0].name == "A"
     assert again[1] is first[1] and again[2] is first[2]
     one = memo.denormalize_detail(Leaf, "1", changed.entities)
@@ -97,41 +98,41 @@ def test_a_compact_entry_holds_for_every_engine_sharing_the_memo() -> None:
     """Entries made by one engine are read by the other (the general engine runs what the fast path cannot)."""
     state = leaves()
     memo = MemoCache()
-    fast = memo.denormalize([Leaf], state.result, state.entities)
+    fast = present(memo.denormalize([Leaf], state.result, state.entities))
     with _fast.disabled():
-        general = memo.denormalize([Leaf], list(state.result), state.entities)
+        general = present(memo.denormalize([Leaf], list(state.result), state.entities))
         pair = memo.denormalize_detail(Leaf, "1", state.entities)
     assert general[0] is fast[0] and general[1] is fast[1]
     assert pair.refs == [("EntryLeaf", "1")]
     other = MemoCache()
     with _fast.disabled():
-        made = other.denormalize([Leaf], state.result, state.entities)
-    assert other.denormalize(Leaf, "1", state.entities) is made[0]
-    assert other.denormalize([Leaf], list(state.result), state.entities)[2] is made[2]
+        made = present(other.denormalize([Leaf], state.result, state.entities))
+    assert present(other.denormalize(Leaf, "1", state.entities)) is made[0]
+    assert present(other.denormalize([Leaf], list(state.result), state.entities))[2] is made[2]
 
 
 def test_an_embedded_compact_entry_invalidates_its_embedder() -> None:
     state = normalize([Branch], [{"id": "b", "leaf": {"id": "1", "name": "a"}}], meta=meta(1000))
     memo = MemoCache()
-    leaf = memo.denormalize(Leaf, "1", state.entities)
-    branch = memo.denormalize(Branch, "b", state.entities)
+    leaf = present(memo.denormalize(Leaf, "1", state.entities))
+    branch = present(memo.denormalize(Branch, "b", state.entities))
     assert branch.leaf is leaf
     assert memo.denormalize(Branch, "b", state.entities) is branch
     changed = normalize(Leaf, {"id": "1", "name": "A"}, state=state, meta=meta(2000))
-    renewed = memo.denormalize(Branch, "b", changed.entities)
-    assert renewed is not branch and renewed.leaf is not leaf and renewed.leaf.name == "A"
-    assert memo.denormalize(Leaf, "1", changed.entities) is renewed.leaf
+    renewed = present(memo.denormalize(Branch, "b", changed.entities))
+    assert renewed is not branch and renewed.leaf is not leaf and present(renewed.leaf).name == "A"
+    assert present(memo.denormalize(Leaf, "1", changed.entities)) is renewed.leaf
 
 
 def test_prune_keeps_current_compact_entries_and_drops_stale_ones() -> None:
     state = leaves()
     memo = MemoCache()
-    first = memo.denormalize([Leaf], state.result, state.entities)
+    first = present(memo.denormalize([Leaf], state.result, state.entities))
     changed = normalize(Leaf, {"id": "1", "name": "A"}, state=state, meta=meta(2000))
     gone = normalize(Leaf, {"id": "9"}, state=changed, meta=meta(2000))
     memo.prune(gone.entities)
     assert set(memo._entities[Leaf]) == {"2", "3"}
-    again = memo.denormalize([Leaf], state.result, gone.entities)
+    again = present(memo.denormalize([Leaf], state.result, gone.entities))
     assert again[1] is first[1] and again[2] is first[2] and again[0] is not first[0]
     memo.prune({})
     assert memo._entities == {}
@@ -139,7 +140,7 @@ def test_prune_keeps_current_compact_entries_and_drops_stale_ones() -> None:
 
 def test_a_one_off_read_shares_and_caches_its_instances_too() -> None:
     state = normalize([Leaf], [{"id": "1", "name": "a"}, {"id": "1", "name": "a"}])
-    read = denormalize([Leaf], ["1", "1"], state.entities)
+    read = present(denormalize([Leaf], ["1", "1"], state.entities))
     assert read[0] is read[1]  # one instance per read for one pk
     unvisit = Unvisit(state.entities)
     assert unvisit.slots(Leaf) is unvisit.slots(Leaf) and unvisit.cache == {Leaf: {}}

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from operator import is_
-from typing import TYPE_CHECKING, Any, TypeAlias, cast
+from typing import TYPE_CHECKING, Any, TypeAlias, cast, overload
 
 from restlayer._gc import no_gc
-from restlayer._typing import E
-from restlayer.schema._base import INVALID, MAX_DEPTH, InvalidType, Node, compile_schema, index_text
+from restlayer._typing import E, T
+from restlayer.schema._base import INVALID, MAX_DEPTH, InvalidType, Node, Schema, compile_schema, index_text
 
 if TYPE_CHECKING:
     from restlayer.schema._collection import Collection
@@ -407,12 +407,32 @@ def deps_valid(entities: Mapping[str, Mapping[str, object]], deps: Sequence[DepI
     return True
 
 
+#: The entity tables `denormalize` reads: entity key -> pk -> record.
+EntityTables: TypeAlias = "Mapping[str, Mapping[str, object]]"
+
+
+# The result type follows the schema as `Controller.get`'s does; a schema no overload types reads as Any.
+@overload
+def denormalize(schema: type[E], input: object, entities: EntityTables, args: Sequence[object] = ()) -> E | None: ...
+@overload
+def denormalize(schema: Schema[T], input: object, entities: EntityTables, args: Sequence[object] = ()) -> T | None: ...
+@overload
+def denormalize(
+    schema: list[type[E]], input: object, entities: EntityTables, args: Sequence[object] = ()
+) -> list[E] | None: ...
+@overload
+def denormalize(
+    schema: list[Schema[T]], input: object, entities: EntityTables, args: Sequence[object] = ()
+) -> list[T] | None: ...
+@overload
+def denormalize(
+    schema: Mapping[str, object], input: object, entities: EntityTables, args: Sequence[object] = ()
+) -> dict[str, Any] | None: ...
+@overload
+def denormalize(schema: object, input: object, entities: EntityTables, args: Sequence[object] = ()) -> Any: ...
 @no_gc
 def denormalize(
-    schema: object,
-    input: object,
-    entities: Mapping[str, Mapping[str, object]],
-    args: Sequence[object] = (),
+    schema: object, input: object, entities: EntityTables, args: Sequence[object] = ()
 ) -> Any:  # the data the schema describes, for the caller to read
     """Rebuild the value of `input` by `schema` from `entities`; None when it is invalid."""
     from restlayer.schema._fast import denormalize_with

@@ -9,11 +9,12 @@ unchanged table is the same object, so most checks stop at one identity test.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, overload
 
 from restlayer._gc import pause as gc_pause
 from restlayer._gc import resume as gc_resume
-from restlayer.schema._base import INVALID, Node, compile_schema
+from restlayer._typing import E, T
+from restlayer.schema._base import INVALID, Node, Schema, compile_schema
 from restlayer.schema._containers import Object
 from restlayer.schema._denormalize import Dep, DepItem, Hit, InstanceCache, Unvisit, expand_deps
 from restlayer.schema._fast import Group, denormalize_with, dep_groups, groups_valid
@@ -100,6 +101,29 @@ class MemoCache:
         # By node id: the node, and the query keys of its recent argument tuples.
         self._queries: dict[int, tuple[Node, list[tuple[tuple[object, ...], object]]]] = {}
 
+    # The result types follow the schema as `Controller.get`'s do; a schema no overload types reads as Any.
+    @overload
+    def denormalize(
+        self, schema: type[E], input: object, entities: Tables, args: Sequence[object] = ()
+    ) -> E | None: ...
+    @overload
+    def denormalize(
+        self, schema: Schema[T], input: object, entities: Tables, args: Sequence[object] = ()
+    ) -> T | None: ...
+    @overload
+    def denormalize(
+        self, schema: list[type[E]], input: object, entities: Tables, args: Sequence[object] = ()
+    ) -> list[E] | None: ...
+    @overload
+    def denormalize(
+        self, schema: list[Schema[T]], input: object, entities: Tables, args: Sequence[object] = ()
+    ) -> list[T] | None: ...
+    @overload
+    def denormalize(
+        self, schema: Mapping[str, object], input: object, entities: Tables, args: Sequence[object] = ()
+    ) -> dict[str, Any] | None: ...
+    @overload
+    def denormalize(self, schema: object, input: object, entities: Tables, args: Sequence[object] = ()) -> Any: ...
     def denormalize(
         self, schema: object, input: object, entities: Tables, args: Sequence[object] = ()
     ) -> Any:  # the data the schema describes, for the caller to read
@@ -154,6 +178,18 @@ class MemoCache:
         if entry is not None and entry.node is node and (hashable or entry.input is input):
             del self._results[slot]
 
+    @overload
+    def query(self, schema: type[E], args: Sequence[object], state: object) -> E | None: ...
+    @overload
+    def query(self, schema: Schema[T], args: Sequence[object], state: object) -> T | None: ...
+    @overload
+    def query(self, schema: list[type[E]], args: Sequence[object], state: object) -> list[E] | None: ...
+    @overload
+    def query(self, schema: list[Schema[T]], args: Sequence[object], state: object) -> list[T] | None: ...
+    @overload
+    def query(self, schema: Mapping[str, object], args: Sequence[object], state: object) -> dict[str, Any] | None: ...
+    @overload
+    def query(self, schema: object, args: Sequence[object], state: object) -> Any: ...
     def query(self, schema: object, args: Sequence[object], state: object) -> Any:
         """Answer a read of `schema` from the store alone (Query, All, Entity, Collection, dict)."""
         return self.query_detail(schema, args, state).data
