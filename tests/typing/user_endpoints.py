@@ -114,6 +114,10 @@ assert_type(todo_list.paginated("cursor"), RestEndpoint[list[Todo]])
 page_endpoint = RestEndpoint(path="/feed", schema={"results": Collection([Todo])}, pagination_field="cursor")
 assert_type(page_endpoint.get_page, RestEndpoint[dict[str, Any]])
 assert_type(page_endpoint.push, RestEndpoint[Any])  # a list inside a dict: the item type is not inferred
+# A Values collection's push (unshift, remove, move) merges keyed entries: what a call sends is not inferred.
+by_key = RestEndpoint(path="/todos/by-key", schema=Collection(Values(Todo)))
+assert_type(by_key.push, RestEndpoint[Any])
+assert_type(by_key.remove, RestEndpoint[Any])
 
 
 # A subclass names its result type explicitly.

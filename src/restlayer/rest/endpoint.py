@@ -138,12 +138,16 @@ def _port(url: httpx.URL) -> int | None:
 if TYPE_CHECKING:
 
     class _ItemEndpoint(Protocol):
-        """Typing only: `list_endpoint.push` is an endpoint of one item of the list."""
+        """Typing only: `list_endpoint.push` is an endpoint of one item of the list.
+
+        Any dict result (a Values collection, or a list inside a page object) gives an
+        endpoint of `Any`; `dict[str, Any]`, as `dict` is invariant in its values.
+        """
 
         @overload
         def __get__(self, obj: RestEndpoint[list[T]], owner: object) -> RestEndpoint[T]: ...
         @overload
-        def __get__(self, obj: RestEndpoint[dict[str, object]], owner: object) -> RestEndpoint[Any]: ...
+        def __get__(self, obj: RestEndpoint[dict[str, Any]], owner: object) -> RestEndpoint[Any]: ...
 
 
 class RestEndpoint(Generic[T_co, Params, Args]):
