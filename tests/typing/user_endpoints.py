@@ -118,6 +118,9 @@ assert_type(page_endpoint.push, RestEndpoint[Any])  # a list inside a dict: the 
 by_key = RestEndpoint(path="/todos/by-key", schema=Collection(Values(Todo)))
 assert_type(by_key.push, RestEndpoint[Any])
 assert_type(by_key.remove, RestEndpoint[Any])
+# `assign` reads the dict a call sends, as `Collection(Values(Todo)).assign` does.
+assert_type(by_key.assign, RestEndpoint[dict[str, Todo]])
+assert_type(todo_list.assign, RestEndpoint[Any])  # a list collection: nothing keyed to infer
 
 
 # A subclass names its result type explicitly.
@@ -159,6 +162,7 @@ assert_type(gql.subscription("subscription { feedChanged { id } }", [feed]), GQL
 
 # Mistakes a checker must catch.
 get_todo.push  # type: ignore[arg-type]  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType]
+get_todo.assign  # type: ignore[arg-type]  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType]
 gql.query(lambda: "query { todo { id } }", Todo)  # type: ignore[arg-type, misc]  # pyright: ignore[reportArgumentType, reportCallIssue]
 get_todo.urll  # type: ignore[attr-defined]  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType]
 Array(int)  # type: ignore[type-var]  # pyright: ignore[reportCallIssue, reportArgumentType]

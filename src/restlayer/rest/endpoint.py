@@ -149,6 +149,18 @@ if TYPE_CHECKING:
         @overload
         def __get__(self, obj: RestEndpoint[dict[str, Any]], owner: object) -> RestEndpoint[Any]: ...
 
+    class _AssignEndpoint(Protocol):
+        """Typing only: `values_endpoint.assign` reads the keyed entries a call sends, like the schema's `assign`.
+
+        A list result has no keyed entries to infer: an endpoint of `Any`. The overloads
+        must not both match one endpoint (mypy would make the result `Any`).
+        """
+
+        @overload
+        def __get__(self, obj: RestEndpoint[dict[str, T]], owner: object) -> RestEndpoint[dict[str, T]]: ...
+        @overload
+        def __get__(self, obj: RestEndpoint[list[Any]], owner: object) -> RestEndpoint[Any]: ...
+
 
 class RestEndpoint(Generic[T_co, Params, Args]):
     """A REST call: `await ep(params, body)` sends it; `ep.key(...)` names its cache slot.
@@ -675,10 +687,8 @@ class RestEndpoint(Generic[T_co, Params, Args]):
         move: _ItemEndpoint
         """PATCH that moves the item between lists (on the item path when known)."""
 
-        @property
-        def assign(self) -> RestEndpoint[Any]:
-            """POST that merges keyed entries into a Values collection."""
-            ...
+        assign: _AssignEndpoint
+        """POST that merges keyed entries into a Values collection."""
 
         @property
         def get_page(self) -> Self:
