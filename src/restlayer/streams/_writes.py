@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from restlayer._typing import A, T
 from restlayer.errors import ParamError
 from restlayer.schema import Entity, MemoCache, NormalizedResult, Schema, SchemaLike, normalize
 
@@ -119,8 +120,8 @@ class Writes:
         *rest, value = args
         self._ops.append(_Set(schema, _query_args(tuple(rest), kwargs), value))
 
-    def invalidate(self, endpoint: Endpoint[object], *args: object, **kwargs: object) -> None:
-        """Like `Controller.invalidate`: drop the stored result of `endpoint(*args)`."""
+    def invalidate(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> None:
+        """Like `Controller.invalidate`: drop the stored result of `endpoint(*args)` (args typed like it)."""
         self._ops.append(_Invalidate(endpoint, tuple(endpoint.bind(*args, **kwargs))))
 
     def commit(self, controller: Controller) -> None:
