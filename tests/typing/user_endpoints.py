@@ -81,6 +81,9 @@ assert_type(RestEndpoint(path="/page", schema={"results": [Todo]}), RestEndpoint
 
 # A list shorthand of any schema, not only of an Entity class, reads a list.
 feed = Union({"users": User, "todos": Todo}, "type")
+assert_type(Collection([feed]), Collection[list[Entity]])
+assert_type(Collection([feed]).push, Schema[Entity])
+assert_type(RestEndpoint(path="/feed", schema=Collection([feed])).push, RestEndpoint[Entity])
 assert_type(RestEndpoint(path="/feed", schema=[feed]), RestEndpoint[list[Entity]])
 assert_type(RestEndpoint(path="/gone", method="DELETE", schema=[Invalidate(Todo)]), RestEndpoint[list[Any]])
 assert_type(RestEndpoint(path="/by-tag", schema=[Values(Todo)]), RestEndpoint[list[dict[str, Todo]]])

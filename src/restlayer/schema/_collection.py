@@ -174,6 +174,16 @@ class Collection(Schema[T_co]):
     ) -> None: ...
     @overload
     def __init__(
+        self: Collection[list[T]],
+        schema: list[Schema[T]],
+        *,
+        args_key: ArgsKey | None = ...,
+        nest_key: NestKey | None = ...,
+        non_filter_argument_keys: NonFilter | None = ...,
+        create_collection_filter: FilterFactory | None = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
         self: Collection[list[Any]],
         schema: list[Any],
         *,
