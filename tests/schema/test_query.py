@@ -176,7 +176,7 @@ def test_all_of_a_union_reads_every_member_table_as_instances() -> None:
     everyone = All(members)
     read = present(MemoCache().query(everyone, [], r))
     assert [(type(x), x.id) for x in read] == [(User, 1), (Group, 2)]  # type: ignore[attr-defined]  # read as Entity
-    assert MemoCache().query(Query(everyone, lambda found: [x.id for x in found]), [], r) == [1, 2]
+    assert MemoCache().query(Query(everyone, lambda found: [x.id for x in found]), [], r) == [1, 2]  # type: ignore[attr-defined]
     stored = normalize(everyone, [{"id": 3, "type": "users"}], state=r)
     read = present(denormalize(everyone, stored.result, stored.entities))
     assert [(type(x), x.id) for x in read] == [(User, 3)]  # type: ignore[attr-defined]  # read as Entity

@@ -68,6 +68,15 @@ def as_int(value: object, *args: object) -> int:
 
 
 assert_type(Query(All(Todo), count), Query[int])
+assert_type(Query(All(Todo), lambda todos: [t.title for t in todos]), Query[list[str]])  # a lambda's items typed
+assert_type(Query(Todo, lambda todo: todo.title), Query[str])
+
+
+def first_title(todos: list[Todo]) -> str:  # the call's arguments need not be taken
+    return todos[0].title if todos else ""
+
+
+assert_type(Query(All(Todo), first_title), Query[str])
 assert_type(Union({"users": User, "todos": Todo}, "type"), Union)
 assert_type(RestEndpoint(path="/feed", schema=Union({"users": User, "todos": Todo}, "type")), RestEndpoint[Entity])
 
@@ -164,6 +173,7 @@ assert_type(gql.subscription("subscription { todosChanged { id } }", [Todo]), GQ
 assert_type(gql.subscription("subscription { feedChanged { id } }", [feed]), GQLSubscription[list[Entity]])
 
 # Mistakes a checker must catch.
+Query(All(User), count)  # type: ignore[arg-type]  # pyright: ignore[reportCallIssue, reportArgumentType]
 get_todo.push  # type: ignore[arg-type]  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType]
 get_todo.assign  # type: ignore[arg-type]  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType]
 gql.query(lambda: "query { todo { id } }", Todo)  # type: ignore[arg-type, misc]  # pyright: ignore[reportArgumentType, reportCallIssue]

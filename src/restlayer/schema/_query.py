@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, overload
+from typing import TYPE_CHECKING, Concatenate, TypeVar, overload
 
 from restlayer._pmap import OrderedPMap
 from restlayer._typing import E, T
@@ -16,6 +16,9 @@ if TYPE_CHECKING:
     from restlayer.schema._entity import Entity
     from restlayer.schema._normalize import Normalizer
 
+#: What the schema inside a `Query` reads: the first argument of its `process`.
+S = TypeVar("S")
+
 
 class Query(Schema[T]):
     """A derived read: `Query(All(User), lambda users, *args: sorted(...))`."""
@@ -25,12 +28,22 @@ class Query(Schema[T]):
     node: Node
     process: Callable[..., T] | None
 
+    # `process` is called as `process(value, *args)` with what `schema` read (never None): its first
+    # parameter is typed from the schema, so a lambda's is inferred and a mismatched function caught.
     @overload
     def __init__(self: Query[E], schema: type[E], process: None = None) -> None: ...
     @overload
     def __init__(self, schema: Schema[T], process: None = None) -> None: ...
+    # mypy infers a lambda's parameters only from an exact arity: `lambda users: ...` from the
+    # first pair; a function that also takes the call's arguments matches the last pair.
     @overload
-    def __init__(self, schema: type[Entity] | Schema[object], process: Callable[..., T]) -> None: ...
+    def __init__(self, schema: type[E], process: Callable[[E], T]) -> None: ...
+    @overload
+    def __init__(self, schema: Schema[S], process: Callable[[S], T]) -> None: ...
+    @overload
+    def __init__(self, schema: type[E], process: Callable[Concatenate[E, ...], T]) -> None: ...
+    @overload
+    def __init__(self, schema: Schema[S], process: Callable[Concatenate[S, ...], T]) -> None: ...
 
     def __init__(self, schema: type[Entity] | Schema[object], process: Callable[..., T] | None = None) -> None:
         self.schema = schema
