@@ -80,6 +80,21 @@ async def test_link_header_walks_the_pages_of_get_page_into_one_list(api: Any) -
     assert len(api.requests.matching("GET", "/todos")) == 3
 
 
+async def test_pages_fetched_at_once_are_each_requested_and_returned(api: Any) -> None:
+    """Every page shares the list's key; concurrent fetches of two pages must not share one request
+    (the caller asking for page 3 would get page 2), nor a page share the list's own refresh."""
+    todos = resource(path="/todos/:id", schema=Todo, url_prefix=api.url, pagination_field="page")
+    async with Controller() as ctrl:
+        await ctrl.fetch(todos.get_list, {"limit": 2})
+        refresh = ctrl.fetch(todos.get_list, {"limit": 2})
+        page2 = ctrl.fetch(todos.get_list.get_page, {"limit": 2, "page": 2})
+        page3 = ctrl.fetch(todos.get_list.get_page, {"limit": 2, "page": 3})
+        again = ctrl.fetch(todos.get_list.get_page, {"limit": 2, "page": 3})
+        await asyncio.wait_for(asyncio.gather(refresh, page2, page3, again), 10)
+    queries = sorted(r.query for r in api.requests.matching("GET", "/todos"))
+    assert queries == ["limit=2", "limit=2", "limit=2&page=2", "limit=2&page=3"]  # equal pages still share
+
+
 async def test_link_header_with_a_repeated_search_param(api: Any) -> None:
     """A list param goes out as a repeated key (`userId=1&userId=2`); the next link repeats it, and is followed."""
     todos = resource(path="/todos/:id", schema=Todo, url_prefix=api.url)

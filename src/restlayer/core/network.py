@@ -46,6 +46,19 @@ def _as_restlayer_error(exc: Exception, action: act.Fetch) -> RestLayerError:
     return error
 
 
+def _same_request(running: act.Fetch, new: act.Fetch) -> bool:
+    """Whether `new` may share the request of `running` (one key): always, unless an endpoint leaves
+    part of its arguments out of the key (`remove_cursor`: the pages of one list); then only a call
+    with equal arguments asks for the same page."""
+    cursors = (getattr(running.endpoint, "remove_cursor", None), getattr(new.endpoint, "remove_cursor", None))
+    if cursors == (None, None):
+        return True
+    try:
+        return (cursors[0] is None) == (cursors[1] is None) and bool(running.args == new.args)
+    except Exception:  # arguments that cannot be compared: not the same request
+        return False
+
+
 class _Flight:
     """One request in flight and the callers waiting for it."""
 
@@ -109,6 +122,8 @@ class NetworkManager(Manager):
     def _start(self, controller: Controller, action: act.Fetch) -> None:
         dedup = not action.endpoint.side_effect
         flight = self._by_key.get(action.key) if dedup else None
+        if flight is not None and not _same_request(flight.action, action):
+            flight = None  # another page of a list whose key leaves the page out: a request of its own
         if flight is None:
             flight = _Flight(action)
             if dedup:
