@@ -399,7 +399,17 @@ class Controller:
 
         The unsubscriber may be called from anywhere, the callback included (to watch for one change).
         """
-        stop = self._thread.call(lambda: self._async.watch(endpoint, *args, callback=callback, **kwargs))
+        return self._stoppable(lambda: self._async.watch(endpoint, *args, callback=callback, **kwargs))
+
+    def watch_response(
+        self, endpoint: Endpoint[T], *args: object, callback: Callable[[T | None], object], **kwargs: object
+    ) -> Callable[[], None]:
+        """`watch`, also called when only the call's metadata changes (an error, an expiry, an invalidation)."""
+        return self._stoppable(lambda: self._async.watch_response(endpoint, *args, callback=callback, **kwargs))
+
+    def _stoppable(self, start: Callable[[], Callable[[], None]]) -> Callable[[], None]:
+        """Run `start` on the loop thread; the stop it returns, callable from any thread."""
+        stop = self._thread.call(start)
 
         def unsubscribe() -> None:
             if threading.current_thread() is self._thread.thread:

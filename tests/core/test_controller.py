@@ -567,3 +567,21 @@ def test_a_stored_result_that_does_not_fit_the_schema_reads_as_invalid(res: Any)
     ctrl.set_response(broken, {"id": 2}, {"id": 2})
     response = ctrl.get_response(res.Todo.get_list)
     assert response.data is None and response.expiry_status == ExpiryStatus.INVALID
+
+
+async def test_watch_response_also_follows_errors_and_invalidation(ctrl: Controller, res: Any) -> None:
+    """`watch` follows data only; `watch_response` also hears a failed fetch and an invalidation."""
+    data_only: list[object] = []
+    everything: list[object] = []
+    ctrl.watch(res.status, code=404, callback=data_only.append)
+    stop = ctrl.watch_response(res.status, code=404, callback=everything.append)
+    with pytest.raises(NetworkError):
+        await ctrl.fetch(res.status, code=404)
+    assert data_only == [] and everything == [None]
+    ctrl.invalidate(res.status, code=404)
+    assert data_only == [] and len(everything) == 2
+    stop()
+    ctrl.invalidate(res.status, code=404)
+    assert len(everything) == 2
+    with pytest.raises(ParamError, match="callback must be callable"):
+        ctrl.watch_response(res.status, code=404, callback=5)  # type: ignore[arg-type]

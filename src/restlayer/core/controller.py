@@ -704,17 +704,21 @@ class Controller:
             return lambda: None
         return self._watchers.add(Watcher(endpoint, bound, callback))
 
-    def _watch_shown(
-        self, endpoint: Endpoint[T], args: tuple[object, ...], callback: Callable[[T | None], object]
+    def watch_response(
+        self, endpoint: Endpoint[T], *args: object, callback: Callable[[T | None], object], **kwargs: object
     ) -> Callable[[], None]:
-        """`watch` for UI bindings: fires also when the metadata of `endpoint(*args)` changes.
+        """`watch`, also called when only the call's metadata changes; returns `unwatch()`.
 
-        A hook shows more than the data: a fetch that failed, or brought equal data,
-        ends a loading state; an invalidation or expiry must make it fetch again. None
-        of these changes the data, so `watch` (data changes only, as documented) misses
-        them. `args` are canonical (`endpoint.bind`).
+        A screen shows more than the data: a fetch that failed or brought equal data
+        ends its loading state, and an invalidation or expiry must make it fetch again.
+        None of these changes the data, so `watch` misses them; this does not.
         """
-        return self._watchers.add(Watcher(endpoint, args, callback, with_meta=True))
+        if not callable(callback):
+            raise ParamError(f"watch_response: callback must be callable, not {callback!r}")
+        bound = self._bind(endpoint, args, kwargs)
+        if bound is None:
+            return lambda: None
+        return self._watchers.add(Watcher(endpoint, bound, callback, with_meta=True))
 
     @overload
     def subscription(

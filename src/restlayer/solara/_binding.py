@@ -12,10 +12,8 @@ from __future__ import annotations
 import concurrent.futures
 import threading
 from collections.abc import Callable
-from contextlib import suppress
 
 from restlayer.core import Endpoint
-from restlayer.errors import ClosedError
 from restlayer.sync import Controller as SyncController
 
 
@@ -57,17 +55,11 @@ class Binding:
         or with equal data, an invalidation, an expiry): a hook shows loading and errors
         too, and must fetch again what was invalidated. `args` are canonical (`endpoint.bind`).
         """
-        ctrl = self.controller.controller
 
         def notify(_data: object) -> None:
             self.deliver(on_change)
 
-        stop = self.controller.call(ctrl._watch_shown, endpoint, args, notify)
-
-        def unwatch() -> None:
-            with suppress(ClosedError):  # closed meanwhile: nothing left to watch
-                self.controller.call(stop)
-
+        unwatch = self.controller.watch_response(endpoint, *args, callback=notify)
         return self._counted("watching", unwatch)
 
     def subscribe(self, endpoint: Endpoint[object], args: tuple[object, ...]) -> Callable[[], None]:
