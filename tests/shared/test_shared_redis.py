@@ -19,7 +19,7 @@ from redis.crc import key_slot
 from examples.redis_server import RedisServer
 from restlayer.core import Controller, SharedManager
 from restlayer.errors import ClosedError, ParamError, ResetError, SharedStoreError
-from restlayer.rest import RestEndpoint
+from restlayer.rest import RestEndpoint, resource
 from restlayer.stores import RedisStore
 from tests.core._models import Clock, Todo, gets
 
@@ -288,6 +288,20 @@ async def test_an_invalidation_made_while_redis_was_down_is_shared_when_it_is_ba
     await shared(ctrl).flush()
     await asyncio.wait_for(other.suspense(res.Todo.get, id=1), 10)
     assert len(gets(api, "/todos/1")) == 2  # the fresh copy is the shared one now
+
+
+async def test_a_page_is_requested_even_when_the_list_it_extends_is_shared(make: Make, api: Any) -> None:
+    """A page's key is its list's key: read through, the shared list answered the page and it was never sent."""
+    todos = resource(path="/todos/:id", schema=Todo, url_prefix=api.url, pagination_field="page")
+    first = make()
+    await started(first)
+    await first.fetch(todos.get_list, {"limit": 2})
+    await shared(first).flush()
+    second = make()  # started after: it holds nothing, so it reads the list key through from Redis
+    await started(second)
+    await asyncio.wait_for(second.fetch(todos.get_list.get_page, {"limit": 2, "page": 2}), 10)
+    queries = [r.query for r in api.requests.matching("GET", "/todos")]
+    assert queries == ["limit=2", "limit=2&page=2"]
 
 
 def test_namespace_with_braces_is_refused() -> None:

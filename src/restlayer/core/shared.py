@@ -333,7 +333,7 @@ class SharedManager(Manager):
             return
         if isinstance(action, act.Fetch):
             connecting = not self._first.is_set()
-            if (self.online or connecting) and not action.endpoint.side_effect and not _fresh(controller, action.key):
+            if (self.online or connecting) and _shareable(action) and not _fresh(controller, action.key):
                 self._read_through(controller, action, next)
             else:
                 next(action)
@@ -699,6 +699,13 @@ def _holds(state: State, key: str, meta: Meta) -> bool:
 
 def _usable(snapshot: Snapshot | None, now: float) -> bool:
     return snapshot is not None and not snapshot.expired and now <= snapshot.meta["expires_at"]
+
+
+def _shareable(action: act.Fetch) -> bool:
+    """Whether the shared copy of the fetch's key may answer it: not a side effect, nor a page
+    (`remove_cursor` leaves the page out of the key: the copy is the list, not the page asked for)."""
+    endpoint = action.endpoint
+    return not endpoint.side_effect and getattr(endpoint, "remove_cursor", None) is None
 
 
 def _touched(
