@@ -209,27 +209,20 @@ async def test_an_updater_in_a_message_sees_the_messages_earlier_writes_and_skip
     assert ctrl.get(Todo, {"id": 99}) is None
 
 
-async def test_the_servers_retry_field_sets_the_reconnection_time(
-    script_server: LocalServer, script: ScriptFactory
+@pytest.mark.parametrize(
+    ("retry_ms", "waited"),
+    [(250, 0.25), (0, 0.1)],  # 0: the floor of a server's reconnection time, no reconnecting in a tight loop
+    ids=["the_servers_retry_field_sets_the_reconnection_time", "a_retry_of_zero_still_waits_before_reconnecting"],
+)
+async def test_the_servers_retry_field(
+    script_server: LocalServer, script: ScriptFactory, retry_ms: int, waited: float
 ) -> None:
-    query, played = script([updated(1, 1, "a"), updated(2, 1, "b")], drop_after=1, retry_ms=250)
+    query, played = script([updated(1, 1, "a"), updated(2, 1, "b")], drop_after=1, retry_ms=retry_ms)
     delays = Delays()
     stream = SSEStream(f"{script_server.url}/_stream/sse{query}", on={"todos.updated": Todo}, backoff=fast(delays))
     async with StreamManager(Controller(), [stream]):
         await stream.until(lambda s: s.applied == 2)
-    assert delays.delays == [0.25]
-    assert played.resumed_from == ["", "1"]
-
-
-async def test_a_retry_of_zero_from_the_server_still_waits_before_reconnecting(
-    script_server: LocalServer, script: ScriptFactory
-) -> None:
-    query, played = script([updated(1, 1, "a"), updated(2, 1, "b")], drop_after=1, retry_ms=0)
-    delays = Delays()
-    stream = SSEStream(f"{script_server.url}/_stream/sse{query}", on={"todos.updated": Todo}, backoff=fast(delays))
-    async with StreamManager(Controller(), [stream]):
-        await stream.until(lambda s: s.applied == 2)
-    assert delays.delays == [0.1]  # the floor of a server's reconnection time: no reconnecting in a tight loop
+    assert delays.delays == [waited]
     assert played.resumed_from == ["", "1"]
 
 

@@ -88,3 +88,12 @@ class Endpoint(Protocol[T_co, A]):
     def error_policy(self, error: BaseException) -> str | None:
         """`"soft"` to keep serving stored data after this error."""
         ...
+
+
+def keys_pages_as_one(endpoint: object) -> bool:
+    """Whether `endpoint`'s key leaves part of its call out (`remove_cursor`: the pages of one list).
+
+    Calls of one such key may ask for different pages: they share no request and
+    no stored copy answers them.
+    """
+    return getattr(endpoint, "remove_cursor", None) is not None

@@ -19,6 +19,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from restlayer.core import _actions as act
+from restlayer.core.endpoint import keys_pages_as_one
 from restlayer.core.manager import Manager, Next
 from restlayer.errors import ClosedError, ParamError, ResetError, RestLayerError
 
@@ -47,14 +48,13 @@ def _as_restlayer_error(exc: Exception, action: act.Fetch) -> RestLayerError:
 
 
 def _same_request(running: act.Fetch, new: act.Fetch) -> bool:
-    """Whether `new` may share the request of `running` (one key): always, unless an endpoint leaves
-    part of its arguments out of the key (`remove_cursor`: the pages of one list); then only a call
-    with equal arguments asks for the same page."""
-    cursors = (getattr(running.endpoint, "remove_cursor", None), getattr(new.endpoint, "remove_cursor", None))
-    if cursors == (None, None):
+    """Whether `new` may share the request of `running` (one key): always, unless that key leaves
+    the page out; then only a call with equal arguments asks for the same page."""
+    paged = keys_pages_as_one(running.endpoint), keys_pages_as_one(new.endpoint)
+    if paged == (False, False):
         return True
     try:
-        return (cursors[0] is None) == (cursors[1] is None) and bool(running.args == new.args)
+        return paged[0] == paged[1] and bool(running.args == new.args)
     except Exception:  # arguments that cannot be compared: not the same request
         return False
 

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol
 from restlayer.core import _actions as act
 from restlayer.core._patch import EntityRow, IndexRow, Meta, Patch, merge_patch
 from restlayer.core._read import read_response
+from restlayer.core.endpoint import keys_pages_as_one
 from restlayer.core.manager import Manager, Next
 from restlayer.errors import ClosedError, ParamError, ResetError, SharedStoreError
 from restlayer.schema import INVALID, MemoCache
@@ -703,9 +704,8 @@ def _usable(snapshot: Snapshot | None, now: float) -> bool:
 
 def _shareable(action: act.Fetch) -> bool:
     """Whether the shared copy of the fetch's key may answer it: not a side effect, nor a page
-    (`remove_cursor` leaves the page out of the key: the copy is the list, not the page asked for)."""
-    endpoint = action.endpoint
-    return not endpoint.side_effect and getattr(endpoint, "remove_cursor", None) is None
+    (whose key names its list: the copy is the list, not the page asked for)."""
+    return not action.endpoint.side_effect and not keys_pages_as_one(action.endpoint)
 
 
 def _touched(
