@@ -9,6 +9,7 @@ so tests and users can compare store tables with plain dicts.
 
 from __future__ import annotations
 
+import operator
 import threading
 import weakref
 from collections.abc import Iterator, Mapping
@@ -84,7 +85,7 @@ class PMap(Mapping[K, V], Generic[K, V]):
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, PMap):
-            if self._dict is not None or other._dict is not None:
+            if self._hamt is None or other._hamt is None:
                 return len(self) == len(other) and dict(self._items().items()) == dict(other._items().items())
             return self._map == other._map
         if isinstance(other, Mapping):
@@ -111,10 +112,14 @@ class PMap(Mapping[K, V], Generic[K, V]):
         if not changes:
             return self
         if _bulk(len(changes), len(self)):
-            rows = self._dict.copy() if self._dict is not None else dict(self._map.items())
+            rows = self._rows_copy()
             rows.update(changes)
             return PMap.adopt(rows)
         return PMap(self._map.update(changes))
+
+    def _rows_copy(self) -> dict[K, V]:
+        """A new dict of the items."""
+        return self._dict.copy() if self._dict is not None else dict(self._map.items())
 
     def to_dict(self) -> dict[K, object]:
         """A deep copy as plain dicts (nested PMaps converted too)."""
@@ -122,6 +127,56 @@ class PMap(Mapping[K, V], Generic[K, V]):
 
 
 EMPTY: PMap[Any, Any] = PMap()
+
+
+class _OneValue(PMap[K, V]):
+    """A table mapping every key of a dict it shares to one value: the metas of a bulk write.
+
+    A write of many entities gives them all the same meta; storing one entry per entity
+    would cost as much as a second copy of the entity table's index. This holds the entity
+    table's own dict (never changed once handed over) and the value; the dict of items or
+    the trie is made only when the table is iterated or derived from.
+    """
+
+    __slots__ = ("_keys", "_value")
+
+    def __init__(self, keys: dict[K, object], value: V) -> None:
+        self._keys = keys
+        self._value = value
+        self._hamt = None
+        self._dict = None
+
+        def get(key: K, default: V | None = None) -> V | None:
+            return value if key in keys else default
+
+        self.get = get  # type: ignore[method-assign,assignment]
+
+    @property
+    def _map(self) -> immutables.Map[K, V]:
+        m = self._hamt
+        if m is None:
+            m = self._hamt = immutables.Map(self._rows_copy())
+        return m
+
+    def _items(self) -> Mapping[K, V]:
+        return self._rows_copy()
+
+    def _rows_copy(self) -> dict[K, V]:
+        return dict.fromkeys(self._keys, self._value)
+
+    def __getitem__(self, key: K) -> V:
+        if key in self._keys:
+            return self._value
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[K]:
+        return iter(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._keys
 
 
 class OrderedPMap(PMap[K, V]):
@@ -266,6 +321,9 @@ _LOG_LOCK = threading.Lock()
 Lineage: TypeAlias = "tuple[tuple[weakref.ref[OrderedPMap[K, V]], tuple[K, ...]], ...]"
 _MAX_LINEAGE = 4
 _MAX_CHANGED = 64
+#: The fewest rows whose metas a bulk write keeps as one value (below it, one entry per row costs
+#: little and is read by the faster plain dict lookup).
+_ONE_VALUE_MIN = 1024
 
 
 def _bulk(changed: int, size: int) -> bool:
@@ -297,6 +355,44 @@ def changed_between(old: Mapping[K, V] | None, new: Mapping[K, V] | None) -> tup
             if other is ancestor:  # one weakref object per table version: same ref, same ancestor
                 return since + since_new
     return None
+
+
+def merge_meta_tables(
+    tables: PMap[str, PMap[str, V]],
+    pending: Mapping[str, Mapping[str, V]],
+    entities: PMap[str, PMap[str, object]],
+) -> PMap[str, PMap[str, V]]:
+    """`merge_tables` for the entity metas of a write whose entity tables are already merged into `entities`.
+
+    When a write sets one meta on every row of a large table it wrote in one piece (a new
+    table, or a bulk rewrite: see `_bulk`), that table's metas are kept as one value over the
+    entity table's keys (`_OneValue`) instead of one entry per row.
+    """
+    if not pending:
+        return tables
+    changes: dict[str, PMap[str, V]] = {}
+    rest: dict[str, Mapping[str, V]] = {}
+    for key, rows in pending.items():
+        one = _one_value_table(rows, entities.get(key))
+        if one is None:
+            rest[key] = rows
+        else:
+            changes[key] = one
+    merged = merge_tables(tables, rest)
+    return merged.update(changes) if changes else merged
+
+
+def _one_value_table(rows: Mapping[str, V], table: PMap[str, object] | None) -> _OneValue[str, V] | None:
+    """`rows` as one value over the keys of entity `table`, when they are exactly its keys and share one value."""
+    if table is None or type(rows) is not dict or len(rows) < _ONE_VALUE_MIN:
+        return None
+    keys = table._dict
+    if keys is None or len(keys) != len(rows):
+        return None
+    value = next(iter(rows.values()))
+    if operator.countOf(rows.values(), value) != len(rows) or rows.keys() != keys.keys():
+        return None
+    return _OneValue(keys, value)
 
 
 def merge_tables(

@@ -80,6 +80,35 @@ def test_partial_meta_filled_with_defaults() -> None:
     assert m["date"] > 0
 
 
+def test_metas_of_a_large_write_read_and_change_like_one_entry_per_row() -> None:
+    """A big write's metas are kept compactly; every way of reading or changing them still sees one per row."""
+    todos = [{"id": i, "title": f"t{i}"} for i in range(3000)]
+    first = normalize([Todo], todos, meta=meta(1000))
+    metas = first.entities_meta["Todo"]
+    assert len(metas) == 3000 and "2999" in metas and "3000" not in metas
+    assert metas["7"] == meta(1000) and metas.get("3000") is None and metas.get("3000", 5) == 5
+    assert list(metas) == [str(i) for i in range(3000)]
+    assert metas == {str(i): meta(1000) for i in range(3000)}
+    with pytest.raises(KeyError):
+        metas["3000"]
+    # one entity refetched later: only its meta moves on, and the first state is unchanged
+    second = normalize(Todo, {"id": 7, "title": "new"}, state=first, meta=meta(2000))
+    assert second.entities_meta["Todo"]["7"] == meta(2000)
+    assert second.entities_meta["Todo"]["8"] == meta(1000) and len(second.entities_meta["Todo"]) == 3000
+    assert first.entities_meta["Todo"]["7"] == meta(1000)
+    # most of the list refetched: the refetched rows get the new meta, the rest keep theirs
+    third = normalize([Todo], todos[1000:], state=second, meta=meta(3000))
+    assert third.entities_meta["Todo"] == {
+        **{str(i): meta(1000) for i in range(1000)},
+        "7": meta(2000),
+        **{str(i): meta(3000) for i in range(1000, 3000)},
+    }
+    # a whole list refetched: one meta again, and deleting a row's meta leaves the others
+    fourth = normalize([Todo], todos, state=third, meta=meta(4000))
+    assert fourth.entities_meta["Todo"] == {str(i): meta(4000) for i in range(3000)}
+    assert fourth.entities_meta["Todo"].delete("5") == {str(i): meta(4000) for i in range(3000) if i != 5}
+
+
 def test_merge_into_state_leaves_old_state_untouched() -> None:
     first = normalize([Todo], [{"id": 1, "title": "a"}, {"id": 2}], meta=meta(1000))
     snapshot_entities = first.entities.to_dict()

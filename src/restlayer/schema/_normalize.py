@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from restlayer._gc import no_gc
-from restlayer._pmap import EMPTY, OrderedPMap, PMap, merge_tables
+from restlayer._pmap import EMPTY, OrderedPMap, PMap, merge_meta_tables, merge_tables
 from restlayer.errors import ParamError, SchemaError
 from restlayer.schema._base import (
     INVALID,
@@ -244,11 +244,12 @@ class Normalizer:
     # ----- commit --------------------------------------------------------------------
     def commit(self, result: object) -> NormalizedResult:
         """Merge the pending writes into new persistent tables."""
+        entities = merge_tables(self.entities, self.pending, ordered=True)
         return NormalizedResult(
             result,
-            merge_tables(self.entities, self.pending, ordered=True),
+            entities,
             _merge_indexes(self.indexes, self.pending_indexes),
-            merge_tables(self.entities_meta, self.pending_meta),
+            merge_meta_tables(self.entities_meta, self.pending_meta, entities),
         )
 
 
