@@ -107,6 +107,22 @@ async def test_closing_the_controller_stops_the_streams_of_a_manager_it_was_not_
     assert [t for t in asyncio.all_tasks() if t is not asyncio.current_task()] == []
 
 
+async def test_a_stream_run_without_a_manager_ends_when_its_controller_closes(
+    script_server: LocalServer, script: ScriptFactory
+) -> None:
+    query, _ = script([event(1)])  # then held open
+    stream = SSEStream(f"{script_server.url}/_stream/sse{query}", on={"todos.updated": Todo})
+    ctrl = Controller()
+    running = asyncio.ensure_future(stream.run(ctrl))
+    await stream.until(lambda s: s.applied == 1)
+    ctrl.close()
+    await asyncio.wait_for(running, timeout=10)  # returns: the closed store gets nothing more
+    assert stream.closed and not stream.connected
+    with pytest.raises(ClosedError):
+        await stream.run(ctrl)  # a closed controller: no connection at all
+    assert stream.connects == 1
+
+
 async def test_a_manager_of_a_closed_controller_starts_no_stream(
     script_server: LocalServer, script: ScriptFactory
 ) -> None:

@@ -12,11 +12,11 @@ import contextlib
 import json
 import logging
 import random
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Union
 
-from restlayer.errors import ParamError, StreamTimeoutError
+from restlayer.errors import ClosedError, ParamError, StreamTimeoutError
 from restlayer.streams._writes import Handler, Message, Target, Writes, handler_for
 
 if TYPE_CHECKING:
@@ -201,11 +201,24 @@ class Stream:
     # -- the loop --------------------------------------------------------------------------
 
     async def run(self, controller: Controller) -> None:
-        """Keep the stream connected and apply its messages until cancelled or closed by the server.
+        """Keep the stream connected and apply its messages until cancelled, closed by the server,
+        or `controller` closes (then it returns: a closed store takes no more writes).
 
-        The wait before reconnecting grows with each connection that applied no message (a server
-        sending only comments, `retry:` or undecodable frames before dropping is backed off too).
+        ClosedError at once when `controller` is closed already. The wait before reconnecting
+        grows with each connection that applied no message (a server sending only comments,
+        `retry:` or undecodable frames before dropping is backed off too).
         """
+        if controller.closed:
+            raise ClosedError(f"The controller is closed: stream {self.name} connects no more")
+        closing = asyncio.Event()
+        forget = controller.on_close(closing)
+        try:
+            await _until_set(closing, self._run(controller))
+        finally:
+            forget()
+
+    async def _run(self, controller: Controller) -> None:
+        """The loop of `run`: connect, apply, reconnect after a backoff."""
         failures = 0
         self.closed = False
         try:
@@ -268,3 +281,33 @@ class Stream:
         if event_id is not None:
             self.last_event_id = event_id
         self._ignore(Message(event, None, event_id), f"malformed data ({reason})")
+
+
+async def _until_set(event: asyncio.Event, work: Coroutine[object, object, None]) -> None:
+    """Run `work` until it ends or `event` is set (then it is cancelled, and this returns normally).
+
+    Either way it has ended when this returns: it is cancelled once and waited for, also when the
+    caller is cancelled meanwhile (a second cancel would interrupt it while it closes its connection).
+    """
+    task = asyncio.ensure_future(work)
+    stop = asyncio.ensure_future(event.wait())
+    try:
+        await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stop.cancel()
+        task.cancel()  # nothing when it has ended
+        await _ended(task)
+    if not task.cancelled():
+        task.result()  # its error, if it failed
+
+
+async def _ended(task: asyncio.Task[None]) -> None:
+    """Wait until `task` has ended; a cancellation of the caller meanwhile is raised afterwards."""
+    cancelled = False
+    while not task.done():
+        try:
+            await asyncio.wait({task})
+        except asyncio.CancelledError:
+            cancelled = True
+    if cancelled:
+        raise asyncio.CancelledError
