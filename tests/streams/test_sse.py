@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from examples.todo_api import LocalServer
-from restlayer import All, Controller, Entity, Invalidate, SubscriptionManager, resource
+from restlayer import All, Controller, Entity, Invalidate, StatusError, SubscriptionManager, resource
 from restlayer.rest import aclose
 from restlayer.streams import Backoff, Message, SSEStream, StreamManager, Writes
 from tests.streams._script import PACED, Script
@@ -265,6 +265,38 @@ async def test_failed_connections_back_off_exponentially_up_to_the_cap(
     assert delays.delays[:4] == [1, 2, 3, 3]
     assert stream.connects == 0
     assert played.resumed_from[:4] == ["", "", "", ""]
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 410])
+async def test_a_client_error_reply_ends_the_stream_with_a_status_error(
+    script_server: LocalServer, script: ScriptFactory, status: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Reconnecting cannot mend a refusal (unauthorized, not found...): one try, then StatusError."""
+    query, played = script([], status=status)
+    stream = SSEStream(f"{script_server.url}/_stream/sse{query}", on={}, backoff=fast())
+    with pytest.raises(StatusError, match=f"answered {status}") as info:
+        await asyncio.wait_for(stream.run(Controller()), timeout=10)
+    assert info.value.status == status
+    assert played.resumed_from == [""] and stream.closed
+    managed = SSEStream(f"{script_server.url}/_stream/sse{query}", on={}, backoff=fast())
+    with caplog.at_level(logging.ERROR, logger="restlayer"):
+        async with StreamManager(Controller(), [managed]):
+            await managed.until(lambda s: s.closed)
+    assert played.resumed_from == ["", ""]
+    assert any(f"answered {status}" in r.getMessage() + str(r.exc_info) for r in caplog.records)
+
+
+@pytest.mark.parametrize("status", [408, 429, 500, 503])
+async def test_a_reply_saying_to_try_again_later_is_retried(
+    script_server: LocalServer, script: ScriptFactory, status: int
+) -> None:
+    query, played = script([], status=status)
+    delays = Delays()
+    stream = SSEStream(f"{script_server.url}/_stream/sse{query}", on={}, backoff=fast(delays))
+    async with StreamManager(Controller(), [stream]):
+        await stream.until(lambda s: len(delays.delays) >= 2)
+        assert not stream.closed
+    assert played.resumed_from[:2] == ["", ""]
 
 
 @pytest.mark.parametrize("factor", [2, 2.0, 10.0])

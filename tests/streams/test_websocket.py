@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from examples.todo_api import LocalServer
-from restlayer import All, Controller, Entity, ParamError
+from restlayer import All, Controller, Entity, ParamError, StatusError
 from restlayer.streams import Backoff, Message, StreamManager, WebSocketStream, parse_json_message
 from tests.streams._script import Script
 
@@ -116,6 +116,25 @@ async def test_a_frame_nested_too_deeply_is_ignored_without_dropping_the_connect
     assert (stream.applied, stream.ignored) == (1, 1)
     assert titles(ctrl) == {5: "kept"}
     assert stream.connects == 1 and played.resumed_from == [""]
+
+
+async def test_a_handshake_refused_with_a_client_error_ends_the_stream(script_server: LocalServer) -> None:
+    """No WebSocket route there: the server answers the handshake 403; reconnecting cannot mend it."""
+    stream = WebSocketStream(ws_url(script_server, "/nowhere"), on={}, backoff=Backoff(jitter=0, sleep=Delays()))
+    with pytest.raises(StatusError, match="403") as info:
+        await asyncio.wait_for(stream.run(Controller()), timeout=10)
+    assert info.value.status == 403 and stream.closed and stream.connects == 0
+
+
+async def test_a_handshake_failing_with_a_server_error_is_retried(script_server: LocalServer) -> None:
+    delays = Delays()
+    stream = WebSocketStream(  # an unknown script key: the handler fails before accepting (500)
+        ws_url(script_server, "/_stream/ws?key=none"), on={}, backoff=Backoff(jitter=0, sleep=delays)
+    )
+    async with StreamManager(Controller(), [stream]):
+        await stream.until(lambda s: len(delays.delays) >= 2)
+        assert not stream.closed
+    assert stream.connects == 0
 
 
 def test_parse_json_message_reads_type_data_and_id() -> None:

@@ -169,15 +169,18 @@ class StreamManager(Manager):
         self._running = True
         if self not in controller.managers and self._close_watch is None:  # else its close calls `cleanup`
             self._close_watch = loop.create_task(_cleanup_on_close(self, controller), name="restlayer-stream-close")
+            self._close_watch.add_done_callback(_report)
         for stream in self.streams:
             if stream not in self._tasks:
                 self._launch(stream)
 
     def _launch(self, stream: Stream) -> None:
         assert self.controller is not None
-        self._tasks[stream] = asyncio.get_running_loop().create_task(
+        task = asyncio.get_running_loop().create_task(
             stream.run(self.controller), name=f"restlayer-stream:{stream.name}"
         )
+        task.add_done_callback(_report)
+        self._tasks[stream] = task
 
     async def remove(self, stream: Stream) -> None:
         """Stop and forget one stream."""
@@ -253,6 +256,13 @@ async def _stop(tasks: list[asyncio.Task[None]], cancelled: list[asyncio.Task[No
     if not tasks:
         return
     await asyncio.wait(tasks)
-    for task in tasks:
-        if not task.cancelled() and task.exception() is not None:
-            log.error("stream task %s failed", task.get_name(), exc_info=task.exception())
+
+
+def _report(task: asyncio.Task[None]) -> None:
+    """Log the error a stream's task ended with (a server refusing it) as soon as it ends.
+
+    At once, not when the manager closes: the stream is over, and a manager that is never
+    closed would leave the error unretrieved.
+    """
+    if not task.cancelled() and task.exception() is not None:
+        log.error("stream task %s failed", task.get_name(), exc_info=task.exception())

@@ -9,7 +9,7 @@ from httpx_sse import ServerSentEvent, SSEError, aconnect_sse
 
 from restlayer.rest import get_client
 from restlayer.rest._client import hold, release
-from restlayer.streams._stream import Backoff, Covers, ServerStopped, Stream, decode_json
+from restlayer.streams._stream import Backoff, Covers, ServerStopped, Stream, decode_json, refused
 from restlayer.streams._writes import Handler, Message, Target
 
 __all__ = ["SSEStream"]
@@ -28,7 +28,8 @@ class SSEStream(Stream):
     `event:` field (`"message"` when absent). After a reconnect the last seen id
     is sent as `Last-Event-ID` (an `id:` with no value forgets it); a `retry:`
     field sets the reconnection time (at least 100 ms). A reply with status 204
-    stops the stream. `client`: the `httpx.AsyncClient` to use (default:
+    stops the stream; one with a client error (401, 403, 404...; not 408, 425 or 429)
+    ends it with a StatusError, as reconnecting would get the same. `client`: the `httpx.AsyncClient` to use (default:
     restlayer's shared one); `timeout`: connect 10 s, no read timeout.
     """
 
@@ -74,6 +75,9 @@ class SSEStream(Stream):
             if response.status_code == 204:
                 raise ServerStopped(f"{self.url} answered 204 No Content")
             if not response.is_success:
+                error = refused(self.url, response.status_code)
+                if error is not None:
+                    raise error
                 raise httpx.HTTPStatusError(
                     f"{self.url} answered {response.status_code}", request=response.request, response=response
                 )

@@ -16,7 +16,7 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Iter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Union
 
-from restlayer.errors import ClosedError, ParamError, StreamTimeoutError
+from restlayer.errors import ClosedError, ParamError, RestLayerError, StatusError, StreamTimeoutError
 from restlayer.streams._writes import Handler, Message, Target, Writes, handler_for
 
 if TYPE_CHECKING:
@@ -24,13 +24,28 @@ if TYPE_CHECKING:
 
     from restlayer.core import Controller, Endpoint
 
-__all__ = ["Backoff", "Covers", "ServerStopped", "Stream"]
+__all__ = ["Backoff", "Covers", "ServerStopped", "Stream", "refused"]
 
 log = logging.getLogger("restlayer")
 
 
 class ServerStopped(Exception):
     """Raised inside a stream when the server says to stop (an SSE reply with status 204); never escapes `run`."""
+
+
+#: Client errors that a later try may not repeat: request timeout, too early, too many requests.
+_TRANSIENT_CLIENT_ERRORS = frozenset({408, 425, 429})
+
+
+def refused(url: str, status: int) -> StatusError | None:
+    """The error ending a stream whose connection `url` answered `status`; None when worth retrying.
+
+    A client error (unauthorized, forbidden, not found, gone...) stays the same however often the
+    stream reconnects, so it ends the stream; server errors and the transient client errors are retried.
+    """
+    if not 400 <= status < 500 or status in _TRANSIENT_CLIENT_ERRORS:
+        return None
+    return StatusError(f"stream {url} answered {status}: refused, not reconnecting", status=status)
 
 
 @dataclass(frozen=True)
@@ -204,7 +219,8 @@ class Stream:
         """Keep the stream connected and apply its messages until cancelled, closed by the server,
         or `controller` closes (then it returns: a closed store takes no more writes).
 
-        ClosedError at once when `controller` is closed already. The wait before reconnecting
+        ClosedError at once when `controller` is closed already; StatusError when the server refuses
+        the connection with a client error (401, 403, 404...: reconnecting cannot mend it). The wait before reconnecting
         grows with each connection that applied no message (a server sending only comments,
         `retry:` or undecodable frames before dropping is backed off too).
         """
@@ -233,6 +249,8 @@ class Stream:
                 except ServerStopped as exc:
                     log.info("stream %s: closed by the server: %s", self.name, exc)
                     return
+                except RestLayerError:
+                    raise  # the server refused this stream (see `refused`): reconnecting cannot mend it
                 except Exception as exc:
                     reason = f"{type(exc).__name__}: {exc}"
                 await self._lost(reason)

@@ -6,9 +6,10 @@ import asyncio
 import json
 from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
 
-from websockets.asyncio.client import connect
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import InvalidStatus
 
-from restlayer.streams._stream import Backoff, Covers, Stream, decode_json
+from restlayer.streams._stream import Backoff, Covers, Stream, decode_json, refused
 from restlayer.streams._writes import Handler, Message, Target
 
 __all__ = ["WebSocketStream", "parse_json_message"]
@@ -32,6 +33,8 @@ class WebSocketStream(Stream):
     `on_open(last_event_id)` returns the messages to send once connected (to
     subscribe, or to resume after the last event seen); dicts and lists are sent
     as JSON text. Pings keep the connection checked (the library's keepalive).
+    A handshake refused with a client error (401, 403, 404...) ends the stream with a
+    StatusError; other failures are retried.
     """
 
     def __init__(
@@ -53,7 +56,7 @@ class WebSocketStream(Stream):
         self.open_timeout = open_timeout
 
     async def _messages(self) -> AsyncGenerator[Message | None, None]:
-        socket = await connect(self.url, additional_headers=self.headers, open_timeout=self.open_timeout)
+        socket = await self._connect()
         # The library cancels its keepalive task on close without waiting for it (and forgets
         # it): keep a reference and wait for it, so a closed stream leaves no task behind.
         keepalive = socket.keepalive_task
@@ -67,6 +70,16 @@ class WebSocketStream(Stream):
             await socket.close()
             if keepalive is not None:
                 await asyncio.wait({keepalive})
+
+    async def _connect(self) -> ClientConnection:
+        """The open socket; StatusError when the handshake is refused with a client error (see `refused`)."""
+        try:
+            return await connect(self.url, additional_headers=self.headers, open_timeout=self.open_timeout)
+        except InvalidStatus as exc:
+            error = refused(self.url, exc.response.status_code)
+            if error is None:
+                raise
+            raise error from exc
 
     def _message(self, frame: str | bytes) -> Message | None:
         """The Message of one frame; None (logged) when it cannot be parsed."""
