@@ -75,6 +75,9 @@ def reopens(code: int | None) -> bool:
 class GQLSubscription(Generic[T_co]):
     """A subscription operation: `endpoint` names its store slot (key, schema) like a query's.
 
+    `open_timeout`: seconds to open the socket, and again to get the server's
+    `connection_ack` (a connection not acknowledged by then counts as lost).
+
     `backoff` paces reconnects after a lost connection (default: a
     `restlayer.streams.Backoff()`); `retries` reconnects in a row that deliver no
     event are tried before `TransportError` is raised (None: never give up).
@@ -312,7 +315,7 @@ class _Session(Generic[T_co]):
     async def _subscribe(self) -> None:
         self.subscribed = True
         await self.socket.send(json.dumps({"type": "connection_init", "payload": {}}))
-        await _expect_ack(self.socket, self.sub.ws_url)
+        await _acknowledged(self.socket, self.sub.ws_url, self.sub.open_timeout)
         variables = self.args[0] if self.args else {}
         payload = {"query": self.sub.endpoint.get_query(variables), "variables": variables}
         await self.socket.send(json.dumps({"id": _OP_ID, "type": "subscribe", "payload": payload}))
@@ -343,6 +346,18 @@ class _Session(Generic[T_co]):
         await self.socket.close()
         if self.keepalive is not None:
             await asyncio.wait({self.keepalive})
+
+
+async def _acknowledged(socket: ClientConnection, url: str, timeout: float) -> None:
+    """Wait at most `timeout` seconds for `connection_ack`; `_Lost` after that.
+
+    A server that accepts the socket but never acknowledges (overloaded, restarting, or
+    of another protocol) would hold the subscription forever; a new connection may do better.
+    """
+    try:
+        await asyncio.wait_for(_expect_ack(socket, url), timeout)
+    except asyncio.TimeoutError:
+        raise _Lost(f"{url}: no connection_ack within {timeout}s", status=500) from None
 
 
 async def _expect_ack(socket: ClientConnection, url: str) -> None:
