@@ -137,6 +137,26 @@ async def test_a_handshake_failing_with_a_server_error_is_retried(script_server:
     assert stream.connects == 0
 
 
+async def test_a_parse_function_returning_no_message_has_its_frames_ignored(
+    script_server: LocalServer, script: ScriptFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A `parse=` giving something else than a Message: each frame is logged and ignored, the connection stays."""
+    query, played = script([(1, "todos.updated", json.dumps({"id": 1, "title": "a"}))])
+    stream = WebSocketStream(
+        ws_url(script_server, f"/_stream/ws{query}"),
+        on={"todos.updated": Todo},
+        on_open=subscribe,
+        parse=json.loads,  # a dict, not a Message
+    )
+    ctrl = Controller()
+    with caplog.at_level(logging.WARNING, logger="restlayer"):
+        async with StreamManager(ctrl, [stream]):
+            await stream.until(lambda s: s.ignored == 1)
+    assert (stream.applied, stream.connects, played.resumed_from) == (0, 1, [""])
+    assert any("parse= returned dict, not a Message" in r.getMessage() for r in caplog.records)
+    assert titles(ctrl) == {}
+
+
 def test_parse_json_message_reads_type_data_and_id() -> None:
     assert parse_json_message('{"type": "a", "data": [1], "id": 7}') == Message("a", [1], "7")
     assert parse_json_message('{"event": "b"}') == Message("b", None, None)

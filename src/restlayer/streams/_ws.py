@@ -82,12 +82,17 @@ class WebSocketStream(Stream):
             raise error from exc
 
     def _message(self, frame: str | bytes) -> Message | None:
-        """The Message of one frame; None (logged) when it cannot be parsed."""
+        """The Message of one frame; None (logged) when it cannot be parsed, or `parse` gives no Message."""
         try:
-            return self.parse(frame)
+            message = self.parse(frame)
         except Exception as exc:
             self.malformed(_event_type(frame), None, f"{type(exc).__name__}: {exc}")
             return None
+        if not isinstance(message, Message):
+            reason = f"parse= returned {type(message).__name__}, not a Message"
+            self.malformed(_event_type(frame), None, reason)
+            return None
+        return message
 
 
 def _event_type(frame: str | bytes) -> str:
