@@ -360,6 +360,21 @@ async def test_an_event_id_that_is_not_ascii_is_sent_back_as_utf8(
     assert played.resumed_from[1].encode("latin-1").decode("utf-8") == "café✓"  # the server reads latin-1
 
 
+@pytest.mark.parametrize("name", ["Last-Event-ID", "last-event-id", "LAST-EVENT-ID"])
+async def test_a_last_event_id_header_given_starts_the_stream_and_the_seen_id_replaces_it(
+    script_server: LocalServer, script: ScriptFactory, name: str
+) -> None:
+    """However the header is spelled, a reconnect sends one `Last-Event-ID`: the last id seen."""
+    query, played = script([updated(1, 1, "a"), updated(2, 1, "b")], hold=False)
+    stream = SSEStream(
+        f"{script_server.url}/_stream/sse{query}", on={"todos.updated": Todo}, headers={name: "1"}, backoff=fast()
+    )
+    async with StreamManager(Controller(), [stream]):
+        await stream.until(lambda s: s.connects >= 2)
+    assert played.resumed_from[:2] == ["1", "2"]
+    assert stream.applied == 1  # event 2 only: the server resumed after 1, then after 2
+
+
 async def test_an_id_only_frame_wakes_whoever_waits_for_that_last_event_id(script_server: LocalServer) -> None:
     key = uuid.uuid4().hex
     stream = SSEStream(f"{script_server.url}/_stream/paced?key={key}", on={}, backoff=fast())

@@ -26,11 +26,13 @@ class SSEStream(Stream):
 
     `data` is decoded by `decode` (JSON by default); the event type is the SSE
     `event:` field (`"message"` when absent). After a reconnect the last seen id
-    is sent as `Last-Event-ID` (an `id:` with no value forgets it); a `retry:`
-    field sets the reconnection time (at least 100 ms). A reply with status 204
-    stops the stream; one with a client error (401, 403, 404...; not 408, 425 or 429)
-    ends it with a StatusError, as reconnecting would get the same. `client`: the `httpx.AsyncClient` to use (default:
-    restlayer's shared one); `timeout`: connect 10 s, no read timeout.
+    is sent as `Last-Event-ID`, replacing one given in `headers` (which the first
+    connection sends); an `id:` with no value forgets it. A `retry:` field sets
+    the reconnection time (at least 100 ms). A reply with status 204 stops the
+    stream; one with a client error (401, 403, 404...; not 408, 425 or 429) ends
+    it with a StatusError, as reconnecting would get the same. `client`: the
+    `httpx.AsyncClient` to use (default: restlayer's shared one); `timeout`:
+    connect 10 s, no read timeout.
     """
 
     def __init__(
@@ -67,6 +69,8 @@ class SSEStream(Stream):
     async def _read(self, client: httpx.AsyncClient) -> AsyncGenerator[Message | None, None]:
         headers: dict[str, str | bytes] = dict(self.headers)
         if self.last_event_id:
+            # The id seen replaces one given in `headers` (in any spelling: header names ignore case).
+            headers = {name: value for name, value in headers.items() if name.lower() != "last-event-id"}
             # UTF-8 bytes, as browsers send it: a header given as text must be ASCII, so an id of other
             # characters would fail every reconnect
             headers["Last-Event-ID"] = self.last_event_id.encode()
