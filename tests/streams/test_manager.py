@@ -49,6 +49,14 @@ async def test_starting_without_a_controller_is_refused() -> None:
         StreamManager().start()
 
 
+def test_starting_outside_an_event_loop_is_a_restlayer_error() -> None:
+    stream = SSEStream("http://127.0.0.1:9/events", on={})
+    manager = StreamManager(Controller(), [stream])
+    with pytest.raises(RestLayerError, match="running event loop"):
+        manager.start()
+    assert stream.connects == 0 and not stream.closed
+
+
 def test_a_manager_serves_one_controller() -> None:
     manager = StreamManager(Controller())
     with pytest.raises(RestLayerError, match="another controller"):

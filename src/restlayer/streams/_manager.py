@@ -160,7 +160,7 @@ class StreamManager(Manager):
 
         The controller closing stops them, whether or not the manager is among its managers.
         """
-        loop = asyncio.get_running_loop()
+        loop = _running_loop()
         controller = self.controller
         if controller is None:
             raise RestLayerError("StreamManager.start: no controller (pass one, or give the manager to a Controller)")
@@ -222,6 +222,16 @@ class StreamManager(Manager):
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self.aclose()
+
+
+def _running_loop() -> asyncio.AbstractEventLoop:
+    """The running event loop; RestLayerError outside one (the streams' tasks need it)."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        raise RestLayerError(
+            "StreamManager.start needs a running event loop: call it in async code (or use `async with`)"
+        ) from None
 
 
 async def _cleanup_on_close(manager: StreamManager, controller: Controller) -> None:
