@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import logging
+import weakref
 from collections.abc import Callable
 
 import pytest
@@ -85,6 +87,23 @@ async def test_a_stream_added_while_running_starts_and_remove_stops_it(
         await manager.remove(stream)
         assert stream.closed and manager.streams == []
     assert ctrl.get(Todo, {"id": 1}) == Todo(id=1, title="t1")
+
+
+async def test_a_removed_stream_keeps_nothing_of_its_manager(script_server: LocalServer, script: ScriptFactory) -> None:
+    query, _ = script([event(1)])
+    stream = SSEStream(f"{script_server.url}/_stream/sse{query}", on={"todos.updated": Todo})
+    ctrl = Controller()
+    manager = StreamManager(streams=[stream])
+    Controller(managers=[manager])
+    async with manager:
+        await stream.until(lambda s: s.applied == 1)
+        await manager.remove(stream)
+    gone = weakref.ref(manager)
+    del manager
+    gc.collect()
+    assert gone() is None  # the stream, reused elsewhere, no longer tells (nor keeps alive) its old manager
+    async with StreamManager(ctrl, [stream]):
+        await stream.until(lambda s: s.connects == 2)
 
 
 async def test_controller_close_cancels_the_streams(script_server: LocalServer, script: ScriptFactory) -> None:

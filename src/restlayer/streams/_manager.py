@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Protocol, TypeGuard
@@ -65,6 +65,8 @@ class StreamManager(Manager):
         self.controller = controller
         self.streams: list[Stream] = []
         self._tasks: dict[Stream, asyncio.Task[None]] = {}
+        #: Removes this manager's status listener from each stream (when it stops managing it).
+        self._unlisten: dict[Stream, Callable[[], None]] = {}
         #: Tasks `cleanup()` cancelled that may still be closing their connection (`aclose` waits for them).
         self._closing: set[asyncio.Task[None]] = set()
         self._running = False
@@ -150,7 +152,7 @@ class StreamManager(Manager):
         if stream in self.streams:
             raise RestLayerError(f"stream {stream.name} is already managed")
         self.streams.append(stream)
-        stream.add_listener(self._status)
+        self._unlisten[stream] = stream.add_listener(self._status)
         if self._running:
             self._launch(stream)
         return stream
@@ -183,12 +185,21 @@ class StreamManager(Manager):
         self._tasks[stream] = task
 
     async def remove(self, stream: Stream) -> None:
-        """Stop and forget one stream."""
+        """Stop and forget one stream (it no longer tells this manager its status)."""
         task = self._tasks.pop(stream, None)
         if stream in self.streams:
             self.streams.remove(stream)
-        if task is not None:
-            await _stop([task])
+        try:
+            if task is not None:
+                await _stop([task])  # its status listener resumes the polling the stream paused
+        finally:
+            self._forget(stream)
+
+    def _forget(self, stream: Stream) -> None:
+        """Stop listening to `stream`: reused elsewhere, it must not keep this manager (and its controller) alive."""
+        unlisten = self._unlisten.pop(stream, None)
+        if unlisten is not None:
+            unlisten()
 
     async def aclose(self) -> None:
         """Stop every stream and wait until each connection is closed; no task is left behind.

@@ -188,9 +188,18 @@ class Stream:
         """Whether this stream pushes the changes of the store key `key` (then polling it can pause)."""
         return self._covers(key)
 
-    def add_listener(self, listener: Callable[[Stream], Awaitable[None]]) -> None:
-        """Await `listener(stream)` after each connect and each lost connection."""
+    def add_listener(self, listener: Callable[[Stream], Awaitable[None]]) -> Callable[[], None]:
+        """Await `listener(stream)` after each connect and each lost connection.
+
+        Returns the function that removes it (a manager that stops managing the stream calls it).
+        """
         self._listeners.append(listener)
+
+        def remove() -> None:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+        return remove
 
     async def _notify(self) -> None:
         self._tick()
