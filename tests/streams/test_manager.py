@@ -89,6 +89,31 @@ async def test_a_stream_added_while_running_starts_and_remove_stops_it(
     assert ctrl.get(Todo, {"id": 1}) == Todo(id=1, title="t1")
 
 
+async def test_a_stream_runs_in_one_manager_at_a_time(script_server: LocalServer, script: ScriptFactory) -> None:
+    """Two connections would share one stream's state (connected, counters, last event id); and a
+    manager must not pause its polling for a stream that pushes into another controller."""
+    query, played = script([event(1)])
+    todos = resource(path="/todos/:id", schema=Todo, url_prefix=script_server.url, poll_frequency=10_000)
+    stream = SSEStream(f"{script_server.url}/_stream/sse{query}", on={"todos.updated": Todo}, covers=[todos.get])
+    first = Controller()
+    other = StreamManager(streams=[stream])
+    second = Controller(managers=[other])
+    async with StreamManager(first, [stream]) as manager:
+        await stream.until(lambda s: s.applied == 1)
+        with pytest.raises(RestLayerError, match="runs in another StreamManager"):
+            other.start()
+        with pytest.raises(RestLayerError, match="already running"):
+            await stream.run(second)
+        await second.subscribe(todos.get, id=1)
+        assert other.polling(todos.get.key({"id": 1}))  # nothing pushes into `second`: it polls
+        await second.unsubscribe(todos.get, id=1)
+        await manager.remove(stream)
+        async with other:  # free now: the second connection resumes the first
+            await stream.until(lambda s: s.connects == 2)
+    assert played.resumed_from == ["", "1"] and stream.applied == 1
+    second.close()
+
+
 async def test_a_removed_stream_keeps_nothing_of_its_manager(script_server: LocalServer, script: ScriptFactory) -> None:
     query, _ = script([event(1)])
     stream = SSEStream(f"{script_server.url}/_stream/sse{query}", on={"todos.updated": Todo})

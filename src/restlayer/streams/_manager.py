@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from types import TracebackType
@@ -20,6 +21,9 @@ if TYPE_CHECKING:
 __all__ = ["StreamManager"]
 
 log = logging.getLogger("restlayer")
+
+#: The task running each stream a manager started: a stream runs in one manager at a time.
+_RUNS: weakref.WeakKeyDictionary[Stream, asyncio.Task[None]] = weakref.WeakKeyDictionary()
 
 
 class _Subscribing(Protocol):
@@ -113,8 +117,8 @@ class StreamManager(Manager):
         return any(stream.covers(key) for stream in self.streams)
 
     def _covering(self, key: str) -> Stream | None:
-        """A connected stream that covers `key`."""
-        for stream in self.streams:
+        """A connected stream this manager runs that covers `key` (one run by another pushes into another store)."""
+        for stream in self._tasks:
             if stream.connected and stream.covers(key):
                 return stream
         return None
@@ -168,6 +172,9 @@ class StreamManager(Manager):
             raise RestLayerError("StreamManager.start: no controller (pass one, or give the manager to a Controller)")
         if controller.closed:
             raise ClosedError("The controller is closed: StreamManager.start connects no stream")
+        for stream in self.streams:
+            if stream not in self._tasks:
+                _check_free(stream)
         self._running = True
         if self not in controller.managers and self._close_watch is None:  # else its close calls `cleanup`
             self._close_watch = loop.create_task(_cleanup_on_close(self, controller), name="restlayer-stream-close")
@@ -178,11 +185,13 @@ class StreamManager(Manager):
 
     def _launch(self, stream: Stream) -> None:
         assert self.controller is not None
+        _check_free(stream)
         task = asyncio.get_running_loop().create_task(
             stream.run(self.controller), name=f"restlayer-stream:{stream.name}"
         )
         task.add_done_callback(_report)
-        self._tasks[stream] = task
+        task.add_done_callback(lambda ended: _ran(stream, ended))
+        self._tasks[stream] = _RUNS[stream] = task
 
     async def remove(self, stream: Stream) -> None:
         """Stop and forget one stream (it no longer tells this manager its status)."""
@@ -243,6 +252,22 @@ def _running_loop() -> asyncio.AbstractEventLoop:
         raise RestLayerError(
             "StreamManager.start needs a running event loop: call it in async code (or use `async with`)"
         ) from None
+
+
+def _check_free(stream: Stream) -> None:
+    """RestLayerError when another manager runs `stream` (its connection and state are one)."""
+    running = _RUNS.get(stream)
+    if running is not None and not running.done():
+        raise RestLayerError(
+            f"stream {stream.name} runs in another StreamManager: remove it there first, "
+            "or make one stream object per manager"
+        )
+
+
+def _ran(stream: Stream, task: asyncio.Task[None]) -> None:
+    """`task` has ended: `stream` runs nowhere (the ended task keeps nothing alive)."""
+    if _RUNS.get(stream) is task:
+        del _RUNS[stream]
 
 
 async def _cleanup_on_close(manager: StreamManager, controller: Controller) -> None:

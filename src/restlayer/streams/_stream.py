@@ -140,6 +140,7 @@ class Stream:
         self._listeners: list[Callable[[Stream], Awaitable[None]]] = []
         self.connected = False
         self.closed = False
+        self._running = False  # `run` is under way (it refuses to run twice at once)
         self.last_event_id: str | None = None
         self.connects = 0
         self.applied = 0
@@ -228,19 +229,24 @@ class Stream:
         """Keep the stream connected and apply its messages until cancelled, closed by the server,
         or `controller` closes (then it returns: a closed store takes no more writes).
 
-        ClosedError at once when `controller` is closed already; StatusError when the server refuses
+        ClosedError at once when `controller` is closed already, RestLayerError when the stream runs
+        already (in a manager, or another `run`); StatusError when the server refuses
         the connection with a client error (401, 403, 404...: reconnecting cannot mend it). The wait before reconnecting
         grows with each connection that applied no message (a server sending only comments,
         `retry:` or undecodable frames before dropping is backed off too).
         """
         if controller.closed:
             raise ClosedError(f"The controller is closed: stream {self.name} connects no more")
+        if self._running:  # a second connection would share this one's state (counters, last event id)
+            raise RestLayerError(f"stream {self.name} is already running: one stream object is one connection")
+        self._running = True
         closing = asyncio.Event()
         forget = controller.on_close(closing)
         try:
             await _until_set(closing, self._run(controller))
         finally:
             forget()
+            self._running = False
 
     async def _run(self, controller: Controller) -> None:
         """The loop of `run`: connect, apply, reconnect after a backoff."""
