@@ -102,6 +102,10 @@ async def test_a_stream_runs_in_one_manager_at_a_time(script_server: LocalServer
         await stream.until(lambda s: s.applied == 1)
         with pytest.raises(RestLayerError, match="runs in another StreamManager"):
             other.start()
+        async with StreamManager(second) as third:
+            with pytest.raises(RestLayerError, match="runs in another StreamManager"):
+                third.add(stream)
+            assert third.streams == []
         with pytest.raises(RestLayerError, match="already running"):
             await stream.run(second)
         await second.subscribe(todos.get, id=1)

@@ -155,6 +155,8 @@ class StreamManager(Manager):
             raise RestLayerError(f"StreamManager.add needs a Stream, not {type(stream).__name__}")
         if stream in self.streams:
             raise RestLayerError(f"stream {stream.name} is already managed")
+        if self._running:
+            _check_free(stream)  # before it is taken in: refused, it is not managed here
         self.streams.append(stream)
         self._unlisten[stream] = stream.add_listener(self._status)
         if self._running:
