@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from examples.todo_api import LocalServer
-from restlayer import All, Controller, Entity, Invalidate, StatusError, SubscriptionManager, resource
+from restlayer import All, Controller, Entity, Invalidate, ParamError, StatusError, SubscriptionManager, resource
 from restlayer.rest import aclose
 from restlayer.streams import Backoff, Message, SSEStream, StreamManager, Writes
 from tests.streams._script import PACED, Script
@@ -390,6 +390,20 @@ async def test_an_id_only_frame_wakes_whoever_waits_for_that_last_event_id(scrip
     finally:
         PACED.pop(key, None)
     assert (stream.applied, stream.ignored) == (0, 0)
+
+
+@pytest.mark.parametrize("url", ["ws://127.0.0.1:1/events", "ftp://example.com/e", "/events", "http://", "nota url"])
+async def test_a_url_no_event_stream_can_come_from_is_a_param_error(url: str) -> None:
+    """It would fail every connect: refused at once rather than retried forever."""
+    with pytest.raises(ParamError, match="http:// or https://"):
+        SSEStream(url, on={})
+
+
+async def test_a_relative_url_is_read_against_the_clients_base_url(api: LocalServer) -> None:
+    async with httpx.AsyncClient(base_url=api.url) as client:
+        stream = SSEStream("/events", on={}, client=client)
+        async with StreamManager(Controller(), [stream]):
+            await stream.until(lambda s: s.connected)
 
 
 async def test_status_204_stops_the_stream(script_server: LocalServer, script: ScriptFactory) -> None:

@@ -166,6 +166,15 @@ def test_parse_json_message_reads_type_data_and_id() -> None:
         parse_json_message("[1]")
 
 
+@pytest.mark.parametrize(
+    "url", ["http://127.0.0.1:1/ws", "https://example.com/ws", "127.0.0.1:1/ws", "ws://", "nota url"]
+)
+def test_a_url_no_websocket_can_open_is_a_param_error(url: str) -> None:
+    """It would fail every connect: refused at once rather than retried forever."""
+    with pytest.raises(ParamError, match="ws:// or wss://"):
+        WebSocketStream(url, on={})
+
+
 def test_bad_stream_options_raise_param_error() -> None:
     with pytest.raises(ParamError, match="needs a url"):
         WebSocketStream("", on={})

@@ -9,7 +9,7 @@ from httpx_sse import ServerSentEvent, SSEError, aconnect_sse
 
 from restlayer.rest import get_client
 from restlayer.rest._client import hold, release
-from restlayer.streams._stream import Backoff, Covers, ServerStopped, Stream, decode_json, refused
+from restlayer.streams._stream import Backoff, Covers, ServerStopped, Stream, check_url, decode_json, refused
 from restlayer.streams._writes import Handler, Message, Target
 
 __all__ = ["SSEStream"]
@@ -31,8 +31,9 @@ class SSEStream(Stream):
     the reconnection time (at least 100 ms). A reply with status 204 stops the
     stream; one with a client error (401, 403, 404...; not 408, 425 or 429) ends
     it with a StatusError, as reconnecting would get the same. `client`: the
-    `httpx.AsyncClient` to use (default: restlayer's shared one); `timeout`:
-    connect 10 s, no read timeout.
+    `httpx.AsyncClient` to use (default: restlayer's shared one; `url` may be
+    relative to its `base_url`); `timeout`: connect 10 s, no read timeout.
+    A url that is not `http://` or `https://` raises ParamError.
     """
 
     def __init__(
@@ -49,6 +50,7 @@ class SSEStream(Stream):
         timeout: httpx.Timeout = DEFAULT_TIMEOUT,
     ) -> None:
         super().__init__(url, on=on, name=name, backoff=backoff, headers=headers, covers=covers)
+        check_url(url, ("http", "https"), relative=client is not None and bool(str(client.base_url)))
         self.decode = decode
         self.client = client
         self.timeout = timeout

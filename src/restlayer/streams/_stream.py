@@ -15,6 +15,7 @@ import random
 from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Union
+from urllib.parse import urlsplit
 
 from restlayer.errors import ClosedError, ParamError, RestLayerError, StatusError, StreamTimeoutError
 from restlayer.streams._writes import Handler, Message, Target, Writes, handler_for
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 
     from restlayer.core import Controller, Endpoint
 
-__all__ = ["Backoff", "Covers", "ServerStopped", "Stream", "refused"]
+__all__ = ["Backoff", "Covers", "ServerStopped", "Stream", "check_url", "refused"]
 
 log = logging.getLogger("restlayer")
 
@@ -101,6 +102,20 @@ def _key_test(covers: Covers) -> Callable[[str], bool]:
         if not _tests_keys(endpoint):
             raise ParamError(f"covers= takes endpoints or a key predicate, not {endpoint!r}")
     return lambda key: any(endpoint.test_key(key) for endpoint in endpoints)
+
+
+def check_url(url: str, schemes: tuple[str, str], *, relative: bool = False) -> None:
+    """ParamError unless `url` is absolute with one of `schemes` (or, when `relative` is allowed, has no scheme).
+
+    A url no connection can open would otherwise fail every reconnect, forever, only in the log.
+    """
+    parts = urlsplit(url)
+    if relative and not parts.scheme and not parts.netloc:
+        return
+    if parts.scheme.lower() not in schemes or not parts.netloc:
+        raise ParamError(
+            f"a stream url must start with {schemes[0]}:// or {schemes[1]}:// and name a host, not {url!r}"
+        )
 
 
 def decode_json(text: str | bytes) -> object:

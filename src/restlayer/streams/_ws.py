@@ -9,7 +9,7 @@ from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import InvalidStatus
 
-from restlayer.streams._stream import Backoff, Covers, Stream, decode_json, refused
+from restlayer.streams._stream import Backoff, Covers, Stream, check_url, decode_json, refused
 from restlayer.streams._writes import Handler, Message, Target
 
 __all__ = ["WebSocketStream", "parse_json_message"]
@@ -28,7 +28,7 @@ def parse_json_message(frame: str | bytes) -> Message:
 
 
 class WebSocketStream(Stream):
-    """A WebSocket at `url` (`ws://` or `wss://`): each frame becomes a Message through `parse`.
+    """A WebSocket at `url` (`ws://` or `wss://`, else ParamError): each frame becomes a Message through `parse`.
 
     `on_open(last_event_id)` returns the messages to send once connected (to
     subscribe, or to resume after the last event seen); dicts and lists are sent
@@ -51,6 +51,7 @@ class WebSocketStream(Stream):
         open_timeout: float = 10.0,
     ) -> None:
         super().__init__(url, on=on, name=name, backoff=backoff, headers=headers, covers=covers)
+        check_url(url, ("ws", "wss"))
         self.parse = parse
         self.on_open = on_open
         self.open_timeout = open_timeout
