@@ -22,7 +22,7 @@ from restlayer import (
     SubscriptionManager,
     resource,
 )
-from restlayer.streams import SSEStream, StreamManager, WebSocketStream
+from restlayer.streams import Message, SSEStream, StreamManager, WebSocketStream, Writes
 from tests.streams._script import Script
 
 ScriptFactory = Callable[..., tuple[str, Script]]
@@ -177,6 +177,25 @@ async def test_a_stream_run_without_a_manager_ends_when_its_controller_closes(
     with pytest.raises(ClosedError):
         await stream.run(ctrl)  # a closed controller: no connection at all
     assert stream.connects == 1
+
+
+async def test_messages_already_received_when_the_controller_closes_are_not_stored(
+    script_server: LocalServer, script: ScriptFactory
+) -> None:
+    both = "".join(
+        f"id: {n}\nevent: todos.updated\ndata: {json.dumps({'id': n, 'title': f't{n}'})}\n\n" for n in (1, 2)
+    )
+    query, _ = script([], tail=both)  # one chunk: the second event is read without waiting for the network
+    ctrl = Controller()
+
+    def close_on_first(message: Message, writes: Writes) -> None:
+        writes.set(Todo, message.data)
+        ctrl.close()
+
+    stream = SSEStream(f"{script_server.url}/_stream/sse{query}", on={"todos.updated": close_on_first})
+    await asyncio.wait_for(stream.run(ctrl), timeout=10)
+    assert ctrl.get(Todo, {"id": 1}) == Todo(id=1, title="t1")
+    assert ctrl.get(Todo, {"id": 2}) is None and stream.applied == 1
 
 
 async def test_a_manager_of_a_closed_controller_starts_no_stream(

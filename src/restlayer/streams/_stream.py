@@ -273,6 +273,8 @@ class Stream:
                 try:
                     async with contextlib.aclosing(self._messages()) as messages:
                         async for message in messages:
+                            if controller.closed:  # closed while messages were on their way: none is stored
+                                return
                             if message is not None and self.apply(controller, message):
                                 applied = True
                     reason = "the server ended the stream"
