@@ -270,6 +270,26 @@ async def test_leaving_the_block_while_another_task_iterates_ends_that_iteration
     assert others() == set()
 
 
+async def test_a_second_task_iterating_the_same_events_gets_a_restlayer_error(scripted: Scripted) -> None:
+    sub, _ = scripted([nxt({"data": {"todoChanged": {"id": 8, "title": "first"}}})])
+    first = asyncio.Event()
+    seen: list[str] = []
+
+    async def consume(events: GQLEvents[Any]) -> None:
+        async for data in events:
+            seen.append(data["todoChanged"].title)
+            first.set()
+
+    async with sub.events(Controller()) as events:
+        consuming = asyncio.ensure_future(consume(events))
+        await asyncio.wait_for(first.wait(), 10)
+        await asyncio.sleep(0)  # the consumer waits for the next event again
+        with pytest.raises(RestLayerError, match="another task"):
+            await anext(aiter(events))
+    await asyncio.wait_for(consuming, 10)  # undisturbed: ended by the block's end
+    assert seen == ["first"]
+
+
 # -- reconnecting ------------------------------------------------------------------------
 
 

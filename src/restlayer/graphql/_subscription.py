@@ -123,7 +123,7 @@ class GQLSubscription(Generic[T_co]):
 
 
 class GQLEvents(Generic[T_co]):
-    """`async for data in events`; `aclose()` (or leaving `async with`) completes the subscription.
+    """`async for data in events` (one task at a time); `aclose()` (or leaving `async with`) completes the subscription.
 
     `connects` counts the connections opened so far (1 + the reconnects).
     """
@@ -141,7 +141,15 @@ class GQLEvents(Generic[T_co]):
         self._generator = self._run(controller, args)
 
     def __aiter__(self) -> AsyncIterator[T_co]:
-        return self._generator
+        return self
+
+    async def __anext__(self) -> T_co:
+        """The next event's data; RestLayerError while another task waits for one (one loop at a time)."""
+        if self._inside:
+            raise RestLayerError(
+                f"{self.subscription!r}: another task iterates these events already; open one `events()` per consumer"
+            )
+        return await anext(self._generator)
 
     async def aclose(self) -> None:
         """Tell the server to stop and close the socket (or stop waiting to reconnect).
