@@ -250,8 +250,16 @@ async def paced_release(request: Request) -> Response:
     return Response(status_code=204)
 
 
+async def stalled(request: Request) -> Response:
+    """``GET /_stream/stalled``: accepts the request and never answers (until the client leaves)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+    return Response(status_code=204)
+
+
 ROUTES: list[BaseRoute] = [
     Route("/_stream/sse", sse, methods=["GET"]),
+    Route("/_stream/stalled", stalled, methods=["GET"]),
     WebSocketRoute("/_stream/ws", ws),
     WebSocketRoute("/_stream/gql", gql),
     Route("/_stream/paced", paced_sse, methods=["GET"]),

@@ -406,6 +406,21 @@ async def test_a_relative_url_is_read_against_the_clients_base_url(api: LocalSer
             await stream.until(lambda s: s.connected)
 
 
+async def test_a_server_that_never_answers_is_given_up_after_the_connect_timeout(
+    script_server: LocalServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """No read timeout for a quiet stream, but the reply's head must come within the connect timeout."""
+    delays = Delays()
+    stream = SSEStream(
+        f"{script_server.url}/_stream/stalled", on={}, backoff=fast(delays), timeout=httpx.Timeout(0.2, read=None)
+    )
+    with caplog.at_level(logging.WARNING, logger="restlayer"):
+        async with StreamManager(Controller(), [stream]):
+            await stream.until(lambda s: len(delays.delays) >= 2)
+    assert stream.connects == 0
+    assert any("cannot connect" in r.getMessage() and "no reply within 0.2s" in r.getMessage() for r in caplog.records)
+
+
 async def test_status_204_stops_the_stream(script_server: LocalServer, script: ScriptFactory) -> None:
     query, played = script([], status=204)
     stream = SSEStream(f"{script_server.url}/_stream/sse{query}", on={}, backoff=fast())

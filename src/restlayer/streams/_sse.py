@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Callable, Mapping
+import asyncio
+import contextlib
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 
 import httpx
-from httpx_sse import ServerSentEvent, SSEError, aconnect_sse
+from httpx_sse import EventSource, ServerSentEvent, SSEError, aconnect_sse
 
 from restlayer.rest import get_client
 from restlayer.rest._client import hold, release
@@ -32,7 +34,8 @@ class SSEStream(Stream):
     stream; one with a client error (401, 403, 404...; not 408, 425 or 429) ends
     it with a StatusError, as reconnecting would get the same. `client`: the
     `httpx.AsyncClient` to use (default: restlayer's shared one; `url` may be
-    relative to its `base_url`); `timeout`: connect 10 s, no read timeout.
+    relative to its `base_url`); `timeout`: connect 10 s (also the most to wait
+    for the reply's head), no read timeout.
     A url that is not `http://` or `https://` raises ParamError.
     """
 
@@ -76,7 +79,10 @@ class SSEStream(Stream):
             # UTF-8 bytes, as browsers send it: a header given as text must be ASCII, so an id of other
             # characters would fail every reconnect
             headers["Last-Event-ID"] = self.last_event_id.encode()
-        async with aconnect_sse(client, "GET", self.url, headers=headers, timeout=self.timeout) as source:
+        async with contextlib.AsyncExitStack() as stack:
+            source = await self._answered(
+                stack.enter_async_context(aconnect_sse(client, "GET", self.url, headers=headers, timeout=self.timeout))
+            )
             response = source.response
             if response.status_code == 204:
                 raise ServerStopped(f"{self.url} answered 204 No Content")
@@ -95,6 +101,18 @@ class SSEStream(Stream):
                     self._forget_event_id()
                 named = named or bool(sse.id)
                 yield self._message(sse)
+
+    async def _answered(self, connecting: Awaitable[EventSource]) -> EventSource:
+        """The event source once the reply's head arrived: within the connect timeout (10 s when None).
+
+        The read timeout is off for a stream that is quiet while nothing changes, so without this a
+        server accepting the request but never answering would hold the stream unconnected forever.
+        """
+        limit = self.timeout.connect if self.timeout.connect is not None else DEFAULT_TIMEOUT.connect
+        try:
+            return await asyncio.wait_for(connecting, limit)
+        except asyncio.TimeoutError:
+            raise httpx.ConnectTimeout(f"{self.url}: no reply within {limit}s") from None
 
     def _forget_event_id(self) -> None:
         """The server reset the last event id (SSE standard): the next reconnect sends no `Last-Event-ID`."""
