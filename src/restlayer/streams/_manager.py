@@ -261,7 +261,7 @@ def _check_free(stream: Stream) -> None:
     running = _RUNS.get(stream)
     if running is not None and not running.done():
         raise RestLayerError(
-            f"stream {stream.name} runs in another StreamManager: remove it there first, "
+            f"stream {stream.name} runs in another StreamManager: remove it there (or close that one) first, "
             "or make one stream object per manager"
         )
 
