@@ -261,16 +261,24 @@ async def _unless_closed(closing: asyncio.Event, step: Awaitable[T]) -> T:
 
 
 async def _open(sub: GQLSubscription[object]) -> ClientConnection:
-    """The subscription's socket, opened; TransportError when it cannot be."""
+    """The subscription's socket, opened; TransportError when it cannot be, StatusError (not retried)
+    when the handshake is refused with a client error (401, 403, 404...)."""
     try:
         from websockets.asyncio.client import connect
-        from websockets.exceptions import WebSocketException
+        from websockets.exceptions import InvalidStatus, WebSocketException
+
+        from restlayer.streams._stream import refused
     except ImportError as exc:  # pragma: no cover - depends on the installed extras
         raise RestLayerError(
             "GraphQL subscriptions need the 'streams' extra: pip install 'restlayer[streams]'"
         ) from exc
     try:
         return await connect(sub.ws_url, subprotocols=[PROTOCOL], open_timeout=sub.open_timeout)  # type: ignore[list-item]
+    except InvalidStatus as exc:
+        error = refused(sub.ws_url, exc.response.status_code)  # a client error: every reconnect would get it
+        if error is not None:
+            raise error from exc
+        raise TransportError(f"{sub.ws_url}: cannot open the subscription socket: {exc}", status=500) from exc
     except (OSError, asyncio.TimeoutError, WebSocketException) as exc:
         raise TransportError(f"{sub.ws_url}: cannot open the subscription socket: {exc}", status=500) from exc
 
