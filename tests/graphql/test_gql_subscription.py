@@ -12,7 +12,7 @@ import pytest
 
 from examples.todo_api import LocalServer
 from restlayer import Controller, Entity, NetworkError, ParamError, StatusError
-from restlayer.graphql import GQLEndpoint, GQLNetworkError
+from restlayer.graphql import GQLEndpoint, GQLNetworkError, GQLSubscription
 from restlayer.rest import aclose
 from restlayer.streams import Backoff
 
@@ -165,6 +165,13 @@ async def test_a_handshake_refused_with_a_client_error_raises_status_error_with_
         async for _ in refused.events():
             pass
     assert info.value.status == 403
+
+
+@pytest.mark.parametrize("open_timeout", ["10", -1, True])
+def test_an_open_timeout_that_is_no_number_of_seconds_is_a_param_error(open_timeout: object) -> None:
+    endpoint = GQLEndpoint("http://127.0.0.1:9/graphql").subscription(TODO_CHANGED).endpoint
+    with pytest.raises(ParamError, match="open_timeout"):
+        GQLSubscription(endpoint, "ws://127.0.0.1:9/graphql", open_timeout=open_timeout)  # type: ignore[arg-type]
 
 
 def test_ws_url_follows_the_http_url() -> None:

@@ -399,6 +399,33 @@ async def test_a_url_no_event_stream_can_come_from_is_a_param_error(url: str) ->
         SSEStream(url, on={})
 
 
+@pytest.mark.parametrize(
+    ("options", "match"),
+    [
+        ({"decode": None}, "decode="),
+        ({"timeout": "10"}, "timeout="),
+        ({"timeout": httpx.Timeout(-1.0)}, "timeout="),
+        ({"headers": {"X-Count": 1}}, "headers="),
+        ({"headers": {1: "x"}}, "headers="),
+    ],
+)
+def test_options_every_connect_would_fail_with_are_param_errors(options: dict[str, Any], match: str) -> None:
+    """Wrong kinds would fail each connect, retried forever; refused when the stream is made."""
+    with pytest.raises(ParamError, match=match):
+        SSEStream("http://127.0.0.1:9/events", on={}, **options)
+
+
+async def test_a_timeout_given_as_seconds_bounds_the_connection_too(
+    script_server: LocalServer, script: ScriptFactory
+) -> None:
+    query, _ = script([updated(1, 1, "a")])
+    url = f"{script_server.url}/_stream/sse{query}"
+    stream = SSEStream(url, on={"todos.updated": Todo}, timeout=5.0)  # type: ignore[arg-type]  # seconds, as in httpx
+    assert stream.timeout == httpx.Timeout(5.0)
+    async with StreamManager(Controller(), [stream]):
+        await stream.until(lambda s: s.applied == 1)
+
+
 async def test_a_relative_url_is_read_against_the_clients_base_url(api: LocalServer) -> None:
     async with httpx.AsyncClient(base_url=api.url) as client:
         stream = SSEStream("/events", on={}, client=client)

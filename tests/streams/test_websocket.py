@@ -175,6 +175,22 @@ def test_a_url_no_websocket_can_open_is_a_param_error(url: str) -> None:
         WebSocketStream(url, on={})
 
 
+@pytest.mark.parametrize(
+    ("options", "match"),
+    [
+        ({"parse": None}, "parse="),
+        ({"on_open": [{"type": "subscribe"}]}, "on_open="),
+        ({"open_timeout": "10"}, "open_timeout="),
+        ({"open_timeout": -1}, "open_timeout="),
+        ({"headers": {"Authorization": None}}, "headers="),
+    ],
+)
+def test_options_every_connect_would_fail_with_are_param_errors(options: dict[str, Any], match: str) -> None:
+    """Wrong kinds would fail each connect, retried forever; refused when the stream is made."""
+    with pytest.raises(ParamError, match=match):
+        WebSocketStream("ws://127.0.0.1:1/ws", on={}, **options)
+
+
 def test_bad_stream_options_raise_param_error() -> None:
     with pytest.raises(ParamError, match="needs a url"):
         WebSocketStream("", on={})

@@ -11,7 +11,17 @@ from httpx_sse import EventSource, ServerSentEvent, SSEError, aconnect_sse
 
 from restlayer.rest import get_client
 from restlayer.rest._client import hold, release
-from restlayer.streams._stream import Backoff, Covers, ServerStopped, Stream, check_url, decode_json, refused
+from restlayer.streams._stream import (
+    Backoff,
+    Covers,
+    ServerStopped,
+    Stream,
+    check_url,
+    checked_callable,
+    decode_json,
+    refused,
+    seconds,
+)
 from restlayer.streams._writes import Handler, Message, Target
 
 __all__ = ["SSEStream"]
@@ -54,9 +64,10 @@ class SSEStream(Stream):
     ) -> None:
         super().__init__(url, on=on, name=name, backoff=backoff, headers=headers, covers=covers)
         check_url(url, ("http", "https"), relative=client is not None and bool(str(client.base_url)))
+        checked_callable("decode=", decode)
         self.decode = decode
         self.client = client
-        self.timeout = timeout
+        self.timeout = _timeout(timeout)
 
     async def _messages(self) -> AsyncGenerator[Message | None, None]:
         if self.client is not None:
@@ -103,12 +114,14 @@ class SSEStream(Stream):
                 yield self._message(sse)
 
     async def _answered(self, connecting: Awaitable[EventSource]) -> EventSource:
-        """The event source once the reply's head arrived: within the connect timeout (10 s when None).
+        """The event source once the reply's head arrived: within the connect timeout (if any).
 
         The read timeout is off for a stream that is quiet while nothing changes, so without this a
         server accepting the request but never answering would hold the stream unconnected forever.
         """
-        limit = self.timeout.connect if self.timeout.connect is not None else DEFAULT_TIMEOUT.connect
+        limit = self.timeout.connect
+        if limit is None:  # no connect timeout asked for: no limit either
+            return await connecting
         try:
             return await asyncio.wait_for(connecting, limit)
         except asyncio.TimeoutError:
@@ -137,6 +150,17 @@ class SSEStream(Stream):
             self.malformed(event, event_id, f"{type(exc).__name__}: {exc}")
             return None
         return Message(event, data, event_id)
+
+
+def _timeout(value: object) -> httpx.Timeout:
+    """`timeout=` as an `httpx.Timeout` (seconds apply to each phase, as in httpx); ParamError otherwise."""
+    if isinstance(value, httpx.Timeout):
+        timeout = value
+    else:
+        timeout = httpx.Timeout(seconds("timeout=", value))
+    for phase in ("connect", "read", "write", "pool"):
+        seconds(f"timeout= ({phase})", getattr(timeout, phase))
+    return timeout
 
 
 def _check_event_stream(response: httpx.Response) -> None:

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     from restlayer.core import Controller, Endpoint
 
-__all__ = ["Backoff", "Covers", "ServerStopped", "Stream", "check_url", "refused"]
+__all__ = ["Backoff", "Covers", "ServerStopped", "Stream", "check_url", "checked_callable", "refused", "seconds"]
 
 log = logging.getLogger("restlayer")
 
@@ -118,6 +118,30 @@ def check_url(url: str, schemes: tuple[str, str], *, relative: bool = False) -> 
         )
 
 
+def _checked_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
+    """`headers` as a dict; ParamError unless names and values are text (else every connect would fail)."""
+    checked = dict(headers or {})
+    for name, value in checked.items():
+        if not isinstance(name, str) or not isinstance(value, str):
+            raise ParamError(f"headers= maps names to values, both str, not {name!r}: {value!r}")
+    return checked
+
+
+def seconds(name: str, value: object) -> float | None:
+    """`value` as a number of seconds (None: no limit); ParamError for another kind or a negative one."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise ParamError(f"{name} must be a number of seconds >= 0 or None, not {value!r}")
+    return float(value)
+
+
+def checked_callable(name: str, value: object) -> None:
+    """ParamError unless `value` can be called (it is called for each connection or frame)."""
+    if not callable(value):
+        raise ParamError(f"{name} must be a function, not {value!r}")
+
+
 def decode_json(text: str | bytes) -> object:
     """A message's data as JSON; a `ValueError` when it is not JSON."""
     return json.loads(text)
@@ -149,7 +173,7 @@ class Stream:
         self.url = url
         self.name = name or url
         self.backoff = backoff or Backoff()
-        self.headers = dict(headers or {})
+        self.headers = _checked_headers(headers)
         self._handle = handler_for(on)
         self._covers = _key_test(covers)
         self._listeners: list[Callable[[Stream], Awaitable[None]]] = []

@@ -9,7 +9,16 @@ from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import InvalidStatus
 
-from restlayer.streams._stream import Backoff, Covers, Stream, check_url, decode_json, refused
+from restlayer.streams._stream import (
+    Backoff,
+    Covers,
+    Stream,
+    check_url,
+    checked_callable,
+    decode_json,
+    refused,
+    seconds,
+)
 from restlayer.streams._writes import Handler, Message, Target
 
 __all__ = ["WebSocketStream", "parse_json_message"]
@@ -52,9 +61,12 @@ class WebSocketStream(Stream):
     ) -> None:
         super().__init__(url, on=on, name=name, backoff=backoff, headers=headers, covers=covers)
         check_url(url, ("ws", "wss"))
+        checked_callable("parse=", parse)
+        if on_open is not None:
+            checked_callable("on_open=", on_open)
         self.parse = parse
         self.on_open = on_open
-        self.open_timeout = open_timeout
+        self.open_timeout = seconds("open_timeout=", open_timeout)
 
     async def _messages(self) -> AsyncGenerator[Message | None, None]:
         socket = await self._connect()
