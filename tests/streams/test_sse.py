@@ -348,6 +348,19 @@ async def test_an_empty_id_field_forgets_the_last_event_id(script_server: LocalS
     assert stream.applied >= 2
 
 
+async def test_a_last_event_id_header_given_is_the_first_last_event_id_and_an_empty_id_forgets_it(
+    script_server: LocalServer, script: ScriptFactory
+) -> None:
+    cleared = 'id:\nevent: todos.updated\ndata: {"id": 1, "title": "b"}\n\n'
+    query, played = script([updated(1, 1, "a")], tail=cleared, hold=False)
+    url = f"{script_server.url}/_stream/sse{query}"
+    stream = SSEStream(url, on={"todos.updated": Todo}, headers={"last-event-id": "0"}, backoff=fast())
+    assert stream.last_event_id == "0" and stream.headers == {}
+    async with StreamManager(Controller(), [stream]):
+        await stream.until(lambda s: s.connects >= 2)
+    assert played.resumed_from[:2] == ["0", ""]  # the server reset the id: the reconnect sends none
+
+
 async def test_an_event_id_that_is_not_ascii_is_sent_back_as_utf8(
     script_server: LocalServer, script: ScriptFactory
 ) -> None:

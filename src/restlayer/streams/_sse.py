@@ -38,15 +38,15 @@ class SSEStream(Stream):
 
     `data` is decoded by `decode` (JSON by default); the event type is the SSE
     `event:` field (`"message"` when absent). After a reconnect the last seen id
-    is sent as `Last-Event-ID`, replacing one given in `headers` (which the first
-    connection sends); an `id:` with no value forgets it. A `retry:` field sets
+    is sent as `Last-Event-ID` (one given in `headers` is the first
+    `last_event_id`); an `id:` with no value forgets it. A `retry:` field sets
     the reconnection time (at least 100 ms). A reply with status 204 stops the
     stream; one with a client error (401, 403, 404...; not 408, 425 or 429) ends
     it with a StatusError, as reconnecting would get the same. `client`: the
     `httpx.AsyncClient` to use (default: restlayer's shared one; `url` may be
     relative to its `base_url`); `timeout`: connect 10 s (also the most to wait
-    for the reply's head), no read timeout.
-    A url that is not `http://` or `https://` raises ParamError.
+    for the reply's head), no read timeout. A url that is not `http://` or
+    `https://` raises ParamError.
     """
 
     def __init__(
@@ -65,6 +65,7 @@ class SSEStream(Stream):
         super().__init__(url, on=on, name=name, backoff=backoff, headers=headers, covers=covers)
         check_url(url, ("http", "https"), relative=client is not None and bool(str(client.base_url)))
         checked_callable("decode=", decode)
+        self.last_event_id = _take_last_event_id(self.headers)
         self.decode = decode
         self.client = client
         self.timeout = _timeout(timeout)
@@ -150,6 +151,17 @@ class SSEStream(Stream):
             self.malformed(event, event_id, f"{type(exc).__name__}: {exc}")
             return None
         return Message(event, data, event_id)
+
+
+def _take_last_event_id(headers: dict[str, str]) -> str | None:
+    """Remove a `Last-Event-ID` (any spelling) from `headers`; its value, the id to resume after at first.
+
+    It starts as the last event id seen, so that it is what an `id:` with no value forgets (SSE standard).
+    """
+    taken = None
+    for name in [name for name in headers if name.lower() == "last-event-id"]:
+        taken = headers.pop(name) or None
+    return taken
 
 
 def _timeout(value: object) -> httpx.Timeout:
