@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
+import sys
+from collections.abc import AsyncGenerator, Callable, Mapping
+from contextlib import AbstractAsyncContextManager
 
 import httpx
 from httpx_sse import EventSource, ServerSentEvent, SSEError, aconnect_sse
@@ -93,7 +95,7 @@ class SSEStream(Stream):
             headers["Last-Event-ID"] = self.last_event_id.encode()
         async with contextlib.AsyncExitStack() as stack:
             source = await self._answered(
-                stack.enter_async_context(aconnect_sse(client, "GET", self.url, headers=headers, timeout=self.timeout))
+                stack, aconnect_sse(client, "GET", self.url, headers=headers, timeout=self.timeout)
             )
             response = source.response
             if response.status_code == 204:
@@ -114,17 +116,23 @@ class SSEStream(Stream):
                 named = named or bool(sse.id)
                 yield self._message(sse)
 
-    async def _answered(self, connecting: Awaitable[EventSource]) -> EventSource:
-        """The event source once the reply's head arrived: within the connect timeout (if any).
+    async def _answered(
+        self, stack: contextlib.AsyncExitStack, connecting: AbstractAsyncContextManager[EventSource]
+    ) -> EventSource:
+        """`connecting` entered on `stack` once the reply's head arrived: within the connect timeout (if any).
 
         The read timeout is off for a stream that is quiet while nothing changes, so without this a
         server accepting the request but never answering would hold the stream unconnected forever.
+        Entered in this task (Python 3.11+), so a reply arriving as time runs out is still closed by `stack`.
         """
         limit = self.timeout.connect
-        if limit is None:  # no connect timeout asked for: no limit either
-            return await connecting
         try:
-            return await asyncio.wait_for(connecting, limit)
+            if limit is None:  # no connect timeout asked for: no limit either
+                return await stack.enter_async_context(connecting)
+            if sys.version_info >= (3, 11):
+                async with asyncio.timeout(limit):
+                    return await stack.enter_async_context(connecting)
+            return await asyncio.wait_for(stack.enter_async_context(connecting), limit)
         except asyncio.TimeoutError:
             raise httpx.ConnectTimeout(f"{self.url}: no reply within {limit}s") from None
 
