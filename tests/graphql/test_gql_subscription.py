@@ -11,8 +11,8 @@ import httpx
 import pytest
 
 from examples.todo_api import LocalServer
-from restlayer import Controller, Entity, NetworkError, ParamError
-from restlayer.graphql import GQLEndpoint, GQLNetworkError
+from restlayer import Controller, Entity, NetworkError, ParamError, StatusError
+from restlayer.graphql import GQLEndpoint, GQLNetworkError, GQLSubscription
 from restlayer.rest import aclose
 from restlayer.streams import Backoff
 
@@ -155,6 +155,23 @@ async def test_no_server_raises_network_error() -> None:
     with pytest.raises(NetworkError, match="cannot open the subscription socket"):
         async for _ in gql.subscription(TODO_CHANGED).events():
             pass
+
+
+async def test_a_handshake_refused_with_a_client_error_raises_status_error_with_that_status(api: LocalServer) -> None:
+    """No WebSocket route there: the server answers the handshake 403 (a reply, not a transport failure)."""
+    gql = GQLEndpoint(f"{api.url}/graphql")
+    refused = gql.subscription(TODO_CHANGED, ws_url=api.url.replace("http://", "ws://") + "/nowhere")
+    with pytest.raises(StatusError, match="403") as info:
+        async for _ in refused.events():
+            pass
+    assert info.value.status == 403
+
+
+@pytest.mark.parametrize("open_timeout", ["10", -1, True])
+def test_an_open_timeout_that_is_no_number_of_seconds_is_a_param_error(open_timeout: object) -> None:
+    endpoint = GQLEndpoint("http://127.0.0.1:9/graphql").subscription(TODO_CHANGED).endpoint
+    with pytest.raises(ParamError, match="open_timeout"):
+        GQLSubscription(endpoint, "ws://127.0.0.1:9/graphql", open_timeout=open_timeout)  # type: ignore[arg-type]
 
 
 def test_ws_url_follows_the_http_url() -> None:

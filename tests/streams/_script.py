@@ -104,7 +104,8 @@ async def ws(websocket: WebSocket) -> None:
 #: graphql-transport-ws scripts: key -> frames sent after `subscribe` (raw text), and what the client sent.
 #: "CLOSE" closes with 1011 (internal error); "DROP" (or "DROP:<code>", default 1012, service restart)
 #: closes and ends the part played to one connection: connection n plays the frames after the n-th DROP.
-#: A frame "PREACK:<text>" sends <text> before `connection_ack` instead (a server pinging early).
+#: A frame "PREACK:<text>" sends <text> before `connection_ack` instead (a server pinging early);
+#: "NOACK" in a connection's part: that connection is never acknowledged (held open until the client leaves).
 GQL_SCRIPTS: dict[str, tuple[list[str], list[dict[str, Any]]]] = {}
 #: key -> how many connections its script's server accepted.
 GQL_CONNECTS: dict[str, int] = {}
@@ -133,6 +134,10 @@ async def gql(websocket: WebSocket) -> None:
         for frame in part:
             if frame.startswith("PREACK:"):
                 await websocket.send_text(frame.removeprefix("PREACK:"))
+        if "NOACK" in part:
+            while (await websocket.receive())["type"] != "websocket.disconnect":
+                pass
+            return
         await websocket.send_json({"type": "connection_ack"})
         received.append(await websocket.receive_json())  # subscribe
         for frame in (f for f in part if not f.startswith("PREACK:")):
@@ -245,8 +250,16 @@ async def paced_release(request: Request) -> Response:
     return Response(status_code=204)
 
 
+async def stalled(request: Request) -> Response:
+    """``GET /_stream/stalled``: accepts the request and never answers (until the client leaves)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+    return Response(status_code=204)
+
+
 ROUTES: list[BaseRoute] = [
     Route("/_stream/sse", sse, methods=["GET"]),
+    Route("/_stream/stalled", stalled, methods=["GET"]),
     WebSocketRoute("/_stream/ws", ws),
     WebSocketRoute("/_stream/gql", gql),
     Route("/_stream/paced", paced_sse, methods=["GET"]),

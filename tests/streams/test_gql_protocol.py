@@ -115,6 +115,19 @@ async def test_a_ping_or_pong_before_the_acknowledgement_is_no_protocol_error(sc
     assert titles_of(received)[:3] == ["connection_init", "pong", "subscribe"]
 
 
+async def test_a_server_that_never_acknowledges_is_given_up_after_the_open_timeout(scripted: Scripted) -> None:
+    """No `connection_ack` within `open_timeout`: the connection counts as lost (not a wait forever)."""
+    delays = Delays()
+    sub, received = scripted(["NOACK", "DROP", "NOACK"], backoff=recorded(delays), retries=1)
+    sub.open_timeout = 0.2
+    events = sub.events(Controller())
+    with pytest.raises(TransportError, match=r"gave up after 1 reconnects: .*no connection_ack within 0.2s"):
+        async with events:
+            await asyncio.wait_for(anext(aiter(events)), timeout=10)
+    assert events.connects == 2 and delays.delays == [0.1]
+    assert titles_of(received) == ["connection_init", "connection_init"]
+
+
 async def test_without_a_controller_the_data_is_yielded_as_sent(scripted: Scripted) -> None:
     sub, _ = scripted([nxt({"data": {"todoChanged": {"id": 2, "title": "raw"}}})])
     async with sub.events() as events:
@@ -255,6 +268,26 @@ async def test_leaving_the_block_while_another_task_iterates_ends_that_iteration
     assert seen == ["first"]
     assert await complete_received(received)
     assert others() == set()
+
+
+async def test_a_second_task_iterating_the_same_events_gets_a_restlayer_error(scripted: Scripted) -> None:
+    sub, _ = scripted([nxt({"data": {"todoChanged": {"id": 8, "title": "first"}}})])
+    first = asyncio.Event()
+    seen: list[str] = []
+
+    async def consume(events: GQLEvents[Any]) -> None:
+        async for data in events:
+            seen.append(data["todoChanged"].title)
+            first.set()
+
+    async with sub.events(Controller()) as events:
+        consuming = asyncio.ensure_future(consume(events))
+        await asyncio.wait_for(first.wait(), 10)
+        await asyncio.sleep(0)  # the consumer waits for the next event again
+        with pytest.raises(RestLayerError, match="another task"):
+            await anext(aiter(events))
+    await asyncio.wait_for(consuming, 10)  # undisturbed: ended by the block's end
+    assert seen == ["first"]
 
 
 # -- reconnecting ------------------------------------------------------------------------

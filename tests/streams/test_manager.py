@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import logging
+import weakref
 from collections.abc import Callable
 
 import pytest
@@ -20,7 +22,7 @@ from restlayer import (
     SubscriptionManager,
     resource,
 )
-from restlayer.streams import SSEStream, StreamManager, WebSocketStream
+from restlayer.streams import Message, SSEStream, StreamManager, WebSocketStream, Writes
 from tests.streams._script import Script
 
 ScriptFactory = Callable[..., tuple[str, Script]]
@@ -47,6 +49,14 @@ def test_only_streams_are_managed_and_only_once() -> None:
 async def test_starting_without_a_controller_is_refused() -> None:
     with pytest.raises(RestLayerError, match="no controller"):
         StreamManager().start()
+
+
+def test_starting_outside_an_event_loop_is_a_restlayer_error() -> None:
+    stream = SSEStream("http://127.0.0.1:9/events", on={})
+    manager = StreamManager(Controller(), [stream])
+    with pytest.raises(RestLayerError, match="running event loop"):
+        manager.start()
+    assert stream.connects == 0 and not stream.closed
 
 
 def test_a_manager_serves_one_controller() -> None:
@@ -79,6 +89,52 @@ async def test_a_stream_added_while_running_starts_and_remove_stops_it(
     assert ctrl.get(Todo, {"id": 1}) == Todo(id=1, title="t1")
 
 
+async def test_a_stream_runs_in_one_manager_at_a_time(script_server: LocalServer, script: ScriptFactory) -> None:
+    """Two connections would share one stream's state (connected, counters, last event id); and a
+    manager must not pause its polling for a stream that pushes into another controller."""
+    query, played = script([event(1)])
+    todos = resource(path="/todos/:id", schema=Todo, url_prefix=script_server.url, poll_frequency=10_000)
+    stream = SSEStream(f"{script_server.url}/_stream/sse{query}", on={"todos.updated": Todo}, covers=[todos.get])
+    first = Controller()
+    other = StreamManager(streams=[stream])
+    second = Controller(managers=[other])
+    async with StreamManager(first, [stream]) as manager:
+        await stream.until(lambda s: s.applied == 1)
+        with pytest.raises(RestLayerError, match="runs in another StreamManager"):
+            other.start()
+        async with StreamManager(second) as third:
+            with pytest.raises(RestLayerError, match="runs in another StreamManager"):
+                third.add(stream)
+            assert third.streams == []
+        with pytest.raises(RestLayerError, match="already running"):
+            await stream.run(second)
+        await second.subscribe(todos.get, id=1)
+        assert other.polling(todos.get.key({"id": 1}))  # nothing pushes into `second`: it polls
+        await second.unsubscribe(todos.get, id=1)
+        await manager.remove(stream)
+        async with other:  # free now: the second connection resumes the first
+            await stream.until(lambda s: s.connects == 2)
+    assert played.resumed_from == ["", "1"] and stream.applied == 1
+    second.close()
+
+
+async def test_a_removed_stream_keeps_nothing_of_its_manager(script_server: LocalServer, script: ScriptFactory) -> None:
+    query, _ = script([event(1)])
+    stream = SSEStream(f"{script_server.url}/_stream/sse{query}", on={"todos.updated": Todo})
+    ctrl = Controller()
+    manager = StreamManager(streams=[stream])
+    Controller(managers=[manager])
+    async with manager:
+        await stream.until(lambda s: s.applied == 1)
+        await manager.remove(stream)
+    gone = weakref.ref(manager)
+    del manager
+    gc.collect()
+    assert gone() is None  # the stream, reused elsewhere, no longer tells (nor keeps alive) its old manager
+    async with StreamManager(ctrl, [stream]):
+        await stream.until(lambda s: s.connects == 2)
+
+
 async def test_controller_close_cancels_the_streams(script_server: LocalServer, script: ScriptFactory) -> None:
     query, _ = script([event(1)])
     stream = SSEStream(f"{script_server.url}/_stream/sse{query}", on={"todos.updated": Todo})
@@ -105,6 +161,41 @@ async def test_closing_the_controller_stops_the_streams_of_a_manager_it_was_not_
         with pytest.raises(ClosedError):
             manager.start()
     assert [t for t in asyncio.all_tasks() if t is not asyncio.current_task()] == []
+
+
+async def test_a_stream_run_without_a_manager_ends_when_its_controller_closes(
+    script_server: LocalServer, script: ScriptFactory
+) -> None:
+    query, _ = script([event(1)])  # then held open
+    stream = SSEStream(f"{script_server.url}/_stream/sse{query}", on={"todos.updated": Todo})
+    ctrl = Controller()
+    running = asyncio.ensure_future(stream.run(ctrl))
+    await stream.until(lambda s: s.applied == 1)
+    ctrl.close()
+    await asyncio.wait_for(running, timeout=10)  # returns: the closed store gets nothing more
+    assert stream.closed and not stream.connected
+    with pytest.raises(ClosedError):
+        await stream.run(ctrl)  # a closed controller: no connection at all
+    assert stream.connects == 1
+
+
+async def test_messages_already_received_when_the_controller_closes_are_not_stored(
+    script_server: LocalServer, script: ScriptFactory
+) -> None:
+    both = "".join(
+        f"id: {n}\nevent: todos.updated\ndata: {json.dumps({'id': n, 'title': f't{n}'})}\n\n" for n in (1, 2)
+    )
+    query, _ = script([], tail=both)  # one chunk: the second event is read without waiting for the network
+    ctrl = Controller()
+
+    def close_on_first(message: Message, writes: Writes) -> None:
+        writes.set(Todo, message.data)
+        ctrl.close()
+
+    stream = SSEStream(f"{script_server.url}/_stream/sse{query}", on={"todos.updated": close_on_first})
+    await asyncio.wait_for(stream.run(ctrl), timeout=10)
+    assert ctrl.get(Todo, {"id": 1}) == Todo(id=1, title="t1")
+    assert ctrl.get(Todo, {"id": 2}) is None and stream.applied == 1
 
 
 async def test_a_manager_of_a_closed_controller_starts_no_stream(

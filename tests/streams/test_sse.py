@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from examples.todo_api import LocalServer
-from restlayer import All, Controller, Entity, Invalidate, SubscriptionManager, resource
+from restlayer import All, Controller, Entity, Invalidate, ParamError, StatusError, SubscriptionManager, resource
 from restlayer.rest import aclose
 from restlayer.streams import Backoff, Message, SSEStream, StreamManager, Writes
 from tests.streams._script import PACED, Script
@@ -267,6 +267,38 @@ async def test_failed_connections_back_off_exponentially_up_to_the_cap(
     assert played.resumed_from[:4] == ["", "", "", ""]
 
 
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 410])
+async def test_a_client_error_reply_ends_the_stream_with_a_status_error(
+    script_server: LocalServer, script: ScriptFactory, status: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Reconnecting cannot mend a refusal (unauthorized, not found...): one try, then StatusError."""
+    query, played = script([], status=status)
+    stream = SSEStream(f"{script_server.url}/_stream/sse{query}", on={}, backoff=fast())
+    with pytest.raises(StatusError, match=f"answered {status}") as info:
+        await asyncio.wait_for(stream.run(Controller()), timeout=10)
+    assert info.value.status == status
+    assert played.resumed_from == [""] and stream.closed
+    managed = SSEStream(f"{script_server.url}/_stream/sse{query}", on={}, backoff=fast())
+    with caplog.at_level(logging.ERROR, logger="restlayer"):
+        async with StreamManager(Controller(), [managed]):
+            await managed.until(lambda s: s.closed)
+    assert played.resumed_from == ["", ""]
+    assert any(f"answered {status}" in r.getMessage() + str(r.exc_info) for r in caplog.records)
+
+
+@pytest.mark.parametrize("status", [408, 429, 500, 503])
+async def test_a_reply_saying_to_try_again_later_is_retried(
+    script_server: LocalServer, script: ScriptFactory, status: int
+) -> None:
+    query, played = script([], status=status)
+    delays = Delays()
+    stream = SSEStream(f"{script_server.url}/_stream/sse{query}", on={}, backoff=fast(delays))
+    async with StreamManager(Controller(), [stream]):
+        await stream.until(lambda s: len(delays.delays) >= 2)
+        assert not stream.closed
+    assert played.resumed_from[:2] == ["", ""]
+
+
 @pytest.mark.parametrize("factor", [2, 2.0, 10.0])
 def test_the_wait_after_a_very_long_outage_stays_at_the_cap(factor: float) -> None:
     """Past about a thousand failed connections the power overflows a float: the wait stays at the cap
@@ -316,6 +348,19 @@ async def test_an_empty_id_field_forgets_the_last_event_id(script_server: LocalS
     assert stream.applied >= 2
 
 
+async def test_a_last_event_id_header_given_is_the_first_last_event_id_and_an_empty_id_forgets_it(
+    script_server: LocalServer, script: ScriptFactory
+) -> None:
+    cleared = 'id:\nevent: todos.updated\ndata: {"id": 1, "title": "b"}\n\n'
+    query, played = script([updated(1, 1, "a")], tail=cleared, hold=False)
+    url = f"{script_server.url}/_stream/sse{query}"
+    stream = SSEStream(url, on={"todos.updated": Todo}, headers={"last-event-id": "0"}, backoff=fast())
+    assert stream.last_event_id == "0" and stream.headers == {}
+    async with StreamManager(Controller(), [stream]):
+        await stream.until(lambda s: s.connects >= 2)
+    assert played.resumed_from[:2] == ["0", ""]  # the server reset the id: the reconnect sends none
+
+
 async def test_an_event_id_that_is_not_ascii_is_sent_back_as_utf8(
     script_server: LocalServer, script: ScriptFactory
 ) -> None:
@@ -326,6 +371,21 @@ async def test_an_event_id_that_is_not_ascii_is_sent_back_as_utf8(
     async with StreamManager(Controller(), [stream]):
         await stream.until(lambda s: s.connects >= 2)
     assert played.resumed_from[1].encode("latin-1").decode("utf-8") == "café✓"  # the server reads latin-1
+
+
+@pytest.mark.parametrize("name", ["Last-Event-ID", "last-event-id", "LAST-EVENT-ID"])
+async def test_a_last_event_id_header_given_starts_the_stream_and_the_seen_id_replaces_it(
+    script_server: LocalServer, script: ScriptFactory, name: str
+) -> None:
+    """However the header is spelled, a reconnect sends one `Last-Event-ID`: the last id seen."""
+    query, played = script([updated(1, 1, "a"), updated(2, 1, "b")], hold=False)
+    stream = SSEStream(
+        f"{script_server.url}/_stream/sse{query}", on={"todos.updated": Todo}, headers={name: "1"}, backoff=fast()
+    )
+    async with StreamManager(Controller(), [stream]):
+        await stream.until(lambda s: s.connects >= 2)
+    assert played.resumed_from[:2] == ["1", "2"]
+    assert stream.applied == 1  # event 2 only: the server resumed after 1, then after 2
 
 
 async def test_an_id_only_frame_wakes_whoever_waits_for_that_last_event_id(script_server: LocalServer) -> None:
@@ -343,6 +403,62 @@ async def test_an_id_only_frame_wakes_whoever_waits_for_that_last_event_id(scrip
     finally:
         PACED.pop(key, None)
     assert (stream.applied, stream.ignored) == (0, 0)
+
+
+@pytest.mark.parametrize("url", ["ws://127.0.0.1:1/events", "ftp://example.com/e", "/events", "http://", "nota url"])
+async def test_a_url_no_event_stream_can_come_from_is_a_param_error(url: str) -> None:
+    """It would fail every connect: refused at once rather than retried forever."""
+    with pytest.raises(ParamError, match="http:// or https://"):
+        SSEStream(url, on={})
+
+
+@pytest.mark.parametrize(
+    ("options", "match"),
+    [
+        ({"decode": None}, "decode="),
+        ({"timeout": "10"}, "timeout="),
+        ({"timeout": httpx.Timeout(-1.0)}, "timeout="),
+        ({"headers": {"X-Count": 1}}, "headers="),
+        ({"headers": {1: "x"}}, "headers="),
+    ],
+)
+def test_options_every_connect_would_fail_with_are_param_errors(options: dict[str, Any], match: str) -> None:
+    """Wrong kinds would fail each connect, retried forever; refused when the stream is made."""
+    with pytest.raises(ParamError, match=match):
+        SSEStream("http://127.0.0.1:9/events", on={}, **options)
+
+
+async def test_a_timeout_given_as_seconds_bounds_the_connection_too(
+    script_server: LocalServer, script: ScriptFactory
+) -> None:
+    query, _ = script([updated(1, 1, "a")])
+    url = f"{script_server.url}/_stream/sse{query}"
+    stream = SSEStream(url, on={"todos.updated": Todo}, timeout=5.0)  # type: ignore[arg-type]  # seconds, as in httpx
+    assert stream.timeout == httpx.Timeout(5.0)
+    async with StreamManager(Controller(), [stream]):
+        await stream.until(lambda s: s.applied == 1)
+
+
+async def test_a_relative_url_is_read_against_the_clients_base_url(api: LocalServer) -> None:
+    async with httpx.AsyncClient(base_url=api.url) as client:
+        stream = SSEStream("/events", on={}, client=client)
+        async with StreamManager(Controller(), [stream]):
+            await stream.until(lambda s: s.connected)
+
+
+async def test_a_server_that_never_answers_is_given_up_after_the_connect_timeout(
+    script_server: LocalServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """No read timeout for a quiet stream, but the reply's head must come within the connect timeout."""
+    delays = Delays()
+    stream = SSEStream(
+        f"{script_server.url}/_stream/stalled", on={}, backoff=fast(delays), timeout=httpx.Timeout(0.2, read=None)
+    )
+    with caplog.at_level(logging.WARNING, logger="restlayer"):
+        async with StreamManager(Controller(), [stream]):
+            await stream.until(lambda s: len(delays.delays) >= 2)
+    assert stream.connects == 0
+    assert any("cannot connect" in r.getMessage() and "no reply within 0.2s" in r.getMessage() for r in caplog.records)
 
 
 async def test_status_204_stops_the_stream(script_server: LocalServer, script: ScriptFactory) -> None:

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from examples.todo_api import LocalServer
-from restlayer import All, Controller, Entity, ParamError
+from restlayer import All, Controller, Entity, ParamError, StatusError
 from restlayer.streams import Backoff, Message, StreamManager, WebSocketStream, parse_json_message
 from tests.streams._script import Script
 
@@ -118,6 +118,45 @@ async def test_a_frame_nested_too_deeply_is_ignored_without_dropping_the_connect
     assert stream.connects == 1 and played.resumed_from == [""]
 
 
+async def test_a_handshake_refused_with_a_client_error_ends_the_stream(script_server: LocalServer) -> None:
+    """No WebSocket route there: the server answers the handshake 403; reconnecting cannot mend it."""
+    stream = WebSocketStream(ws_url(script_server, "/nowhere"), on={}, backoff=Backoff(jitter=0, sleep=Delays()))
+    with pytest.raises(StatusError, match="403") as info:
+        await asyncio.wait_for(stream.run(Controller()), timeout=10)
+    assert info.value.status == 403 and stream.closed and stream.connects == 0
+
+
+async def test_a_handshake_failing_with_a_server_error_is_retried(script_server: LocalServer) -> None:
+    delays = Delays()
+    stream = WebSocketStream(  # an unknown script key: the handler fails before accepting (500)
+        ws_url(script_server, "/_stream/ws?key=none"), on={}, backoff=Backoff(jitter=0, sleep=delays)
+    )
+    async with StreamManager(Controller(), [stream]):
+        await stream.until(lambda s: len(delays.delays) >= 2)
+        assert not stream.closed
+    assert stream.connects == 0
+
+
+async def test_a_parse_function_returning_no_message_has_its_frames_ignored(
+    script_server: LocalServer, script: ScriptFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A `parse=` giving something else than a Message: each frame is logged and ignored, the connection stays."""
+    query, played = script([(1, "todos.updated", json.dumps({"id": 1, "title": "a"}))])
+    stream = WebSocketStream(
+        ws_url(script_server, f"/_stream/ws{query}"),
+        on={"todos.updated": Todo},
+        on_open=subscribe,
+        parse=json.loads,  # a dict, not a Message
+    )
+    ctrl = Controller()
+    with caplog.at_level(logging.WARNING, logger="restlayer"):
+        async with StreamManager(ctrl, [stream]):
+            await stream.until(lambda s: s.ignored == 1)
+    assert (stream.applied, stream.connects, played.resumed_from) == (0, 1, [""])
+    assert any("parse= returned dict, not a Message" in r.getMessage() for r in caplog.records)
+    assert titles(ctrl) == {}
+
+
 def test_parse_json_message_reads_type_data_and_id() -> None:
     assert parse_json_message('{"type": "a", "data": [1], "id": 7}') == Message("a", [1], "7")
     assert parse_json_message('{"event": "b"}') == Message("b", None, None)
@@ -125,6 +164,31 @@ def test_parse_json_message_reads_type_data_and_id() -> None:
         parse_json_message('{"data": 1}')
     with pytest.raises(ValueError, match="JSON object"):
         parse_json_message("[1]")
+
+
+@pytest.mark.parametrize(
+    "url", ["http://127.0.0.1:1/ws", "https://example.com/ws", "127.0.0.1:1/ws", "ws://", "nota url"]
+)
+def test_a_url_no_websocket_can_open_is_a_param_error(url: str) -> None:
+    """It would fail every connect: refused at once rather than retried forever."""
+    with pytest.raises(ParamError, match="ws:// or wss://"):
+        WebSocketStream(url, on={})
+
+
+@pytest.mark.parametrize(
+    ("options", "match"),
+    [
+        ({"parse": None}, "parse="),
+        ({"on_open": [{"type": "subscribe"}]}, "on_open="),
+        ({"open_timeout": "10"}, "open_timeout="),
+        ({"open_timeout": -1}, "open_timeout="),
+        ({"headers": {"Authorization": None}}, "headers="),
+    ],
+)
+def test_options_every_connect_would_fail_with_are_param_errors(options: dict[str, Any], match: str) -> None:
+    """Wrong kinds would fail each connect, retried forever; refused when the stream is made."""
+    with pytest.raises(ParamError, match=match):
+        WebSocketStream("ws://127.0.0.1:1/ws", on={}, **options)
 
 
 def test_bad_stream_options_raise_param_error() -> None:

@@ -75,6 +75,9 @@ def reopens(code: int | None) -> bool:
 class GQLSubscription(Generic[T_co]):
     """A subscription operation: `endpoint` names its store slot (key, schema) like a query's.
 
+    `open_timeout`: seconds to open the socket, and again to get the server's
+    `connection_ack` (a connection not acknowledged by then counts as lost).
+
     `backoff` paces reconnects after a lost connection (default: a
     `restlayer.streams.Backoff()`); `retries` reconnects in a row that deliver no
     event are tried before `TransportError` is raised (None: never give up).
@@ -93,6 +96,8 @@ class GQLSubscription(Generic[T_co]):
             raise ParamError(f"subscription retries must be a count >= 0 or None, not {retries!r}")
         if backoff is not None and not (callable(getattr(backoff, "delay", None)) and callable(backoff.sleep)):
             raise ParamError(f"subscription backoff must be a restlayer.streams.Backoff, not {backoff!r}")
+        if isinstance(open_timeout, bool) or not isinstance(open_timeout, (int, float)) or open_timeout < 0:
+            raise ParamError(f"subscription open_timeout must be a number of seconds >= 0, not {open_timeout!r}")
         self.endpoint = endpoint
         self.ws_url = ws_url
         self.open_timeout = open_timeout
@@ -120,7 +125,7 @@ class GQLSubscription(Generic[T_co]):
 
 
 class GQLEvents(Generic[T_co]):
-    """`async for data in events`; `aclose()` (or leaving `async with`) completes the subscription.
+    """`async for data in events` (one task at a time); `aclose()` (or leaving `async with`) completes the subscription.
 
     `connects` counts the connections opened so far (1 + the reconnects).
     """
@@ -138,7 +143,15 @@ class GQLEvents(Generic[T_co]):
         self._generator = self._run(controller, args)
 
     def __aiter__(self) -> AsyncIterator[T_co]:
-        return self._generator
+        return self
+
+    async def __anext__(self) -> T_co:
+        """The next event's data; RestLayerError while another task waits for one (one loop at a time)."""
+        if self._inside:
+            raise RestLayerError(
+                f"{self.subscription!r}: another task iterates these events already; open one `events()` per consumer"
+            )
+        return await anext(self._generator)
 
     async def aclose(self) -> None:
         """Tell the server to stop and close the socket (or stop waiting to reconnect).
@@ -250,16 +263,24 @@ async def _unless_closed(closing: asyncio.Event, step: Awaitable[T]) -> T:
 
 
 async def _open(sub: GQLSubscription[object]) -> ClientConnection:
-    """The subscription's socket, opened; TransportError when it cannot be."""
+    """The subscription's socket, opened; TransportError when it cannot be, StatusError (not retried)
+    when the handshake is refused with a client error (401, 403, 404...)."""
     try:
         from websockets.asyncio.client import connect
-        from websockets.exceptions import WebSocketException
+        from websockets.exceptions import InvalidStatus, WebSocketException
+
+        from restlayer.streams._stream import refused
     except ImportError as exc:  # pragma: no cover - depends on the installed extras
         raise RestLayerError(
             "GraphQL subscriptions need the 'streams' extra: pip install 'restlayer[streams]'"
         ) from exc
     try:
         return await connect(sub.ws_url, subprotocols=[PROTOCOL], open_timeout=sub.open_timeout)  # type: ignore[list-item]
+    except InvalidStatus as exc:
+        error = refused(sub.ws_url, exc.response.status_code)  # a client error: every reconnect would get it
+        if error is not None:
+            raise error from exc
+        raise TransportError(f"{sub.ws_url}: cannot open the subscription socket: {exc}", status=500) from exc
     except (OSError, asyncio.TimeoutError, WebSocketException) as exc:
         raise TransportError(f"{sub.ws_url}: cannot open the subscription socket: {exc}", status=500) from exc
 
@@ -312,7 +333,7 @@ class _Session(Generic[T_co]):
     async def _subscribe(self) -> None:
         self.subscribed = True
         await self.socket.send(json.dumps({"type": "connection_init", "payload": {}}))
-        await _expect_ack(self.socket, self.sub.ws_url)
+        await _acknowledged(self.socket, self.sub.ws_url, self.sub.open_timeout)
         variables = self.args[0] if self.args else {}
         payload = {"query": self.sub.endpoint.get_query(variables), "variables": variables}
         await self.socket.send(json.dumps({"id": _OP_ID, "type": "subscribe", "payload": payload}))
@@ -343,6 +364,18 @@ class _Session(Generic[T_co]):
         await self.socket.close()
         if self.keepalive is not None:
             await asyncio.wait({self.keepalive})
+
+
+async def _acknowledged(socket: ClientConnection, url: str, timeout: float) -> None:
+    """Wait at most `timeout` seconds for `connection_ack`; `_Lost` after that.
+
+    A server that accepts the socket but never acknowledges (overloaded, restarting, or
+    of another protocol) would hold the subscription forever; a new connection may do better.
+    """
+    try:
+        await asyncio.wait_for(_expect_ack(socket, url), timeout)
+    except asyncio.TimeoutError:
+        raise _Lost(f"{url}: no connection_ack within {timeout}s", status=500) from None
 
 
 async def _expect_ack(socket: ClientConnection, url: str) -> None:

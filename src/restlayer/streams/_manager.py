@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable
+import weakref
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Protocol, TypeGuard
@@ -20,6 +21,9 @@ if TYPE_CHECKING:
 __all__ = ["StreamManager"]
 
 log = logging.getLogger("restlayer")
+
+#: The task running each stream a manager started: a stream runs in one manager at a time.
+_RUNS: weakref.WeakKeyDictionary[Stream, asyncio.Task[None]] = weakref.WeakKeyDictionary()
 
 
 class _Subscribing(Protocol):
@@ -65,6 +69,8 @@ class StreamManager(Manager):
         self.controller = controller
         self.streams: list[Stream] = []
         self._tasks: dict[Stream, asyncio.Task[None]] = {}
+        #: Removes this manager's status listener from each stream (when it stops managing it).
+        self._unlisten: dict[Stream, Callable[[], None]] = {}
         #: Tasks `cleanup()` cancelled that may still be closing their connection (`aclose` waits for them).
         self._closing: set[asyncio.Task[None]] = set()
         self._running = False
@@ -111,8 +117,8 @@ class StreamManager(Manager):
         return any(stream.covers(key) for stream in self.streams)
 
     def _covering(self, key: str) -> Stream | None:
-        """A connected stream that covers `key`."""
-        for stream in self.streams:
+        """A connected stream this manager runs that covers `key` (one run by another pushes into another store)."""
+        for stream in self._tasks:
             if stream.connected and stream.covers(key):
                 return stream
         return None
@@ -149,8 +155,10 @@ class StreamManager(Manager):
             raise RestLayerError(f"StreamManager.add needs a Stream, not {type(stream).__name__}")
         if stream in self.streams:
             raise RestLayerError(f"stream {stream.name} is already managed")
+        if self._running:
+            _check_free(stream)  # before it is taken in: refused, it is not managed here
         self.streams.append(stream)
-        stream.add_listener(self._status)
+        self._unlisten[stream] = stream.add_listener(self._status)
         if self._running:
             self._launch(stream)
         return stream
@@ -160,32 +168,49 @@ class StreamManager(Manager):
 
         The controller closing stops them, whether or not the manager is among its managers.
         """
-        loop = asyncio.get_running_loop()
+        loop = _running_loop()
         controller = self.controller
         if controller is None:
             raise RestLayerError("StreamManager.start: no controller (pass one, or give the manager to a Controller)")
         if controller.closed:
             raise ClosedError("The controller is closed: StreamManager.start connects no stream")
+        for stream in self.streams:
+            if stream not in self._tasks:
+                _check_free(stream)
         self._running = True
         if self not in controller.managers and self._close_watch is None:  # else its close calls `cleanup`
             self._close_watch = loop.create_task(_cleanup_on_close(self, controller), name="restlayer-stream-close")
+            self._close_watch.add_done_callback(_report)
         for stream in self.streams:
             if stream not in self._tasks:
                 self._launch(stream)
 
     def _launch(self, stream: Stream) -> None:
         assert self.controller is not None
-        self._tasks[stream] = asyncio.get_running_loop().create_task(
+        _check_free(stream)
+        task = asyncio.get_running_loop().create_task(
             stream.run(self.controller), name=f"restlayer-stream:{stream.name}"
         )
+        task.add_done_callback(_report)
+        task.add_done_callback(lambda ended: _ran(stream, ended))
+        self._tasks[stream] = _RUNS[stream] = task
 
     async def remove(self, stream: Stream) -> None:
-        """Stop and forget one stream."""
+        """Stop and forget one stream (it no longer tells this manager its status)."""
         task = self._tasks.pop(stream, None)
         if stream in self.streams:
             self.streams.remove(stream)
-        if task is not None:
-            await _stop([task])
+        try:
+            if task is not None:
+                await _stop([task])  # its status listener resumes the polling the stream paused
+        finally:
+            self._forget(stream)
+
+    def _forget(self, stream: Stream) -> None:
+        """Stop listening to `stream`: reused elsewhere, it must not keep this manager (and its controller) alive."""
+        unlisten = self._unlisten.pop(stream, None)
+        if unlisten is not None:
+            unlisten()
 
     async def aclose(self) -> None:
         """Stop every stream and wait until each connection is closed; no task is left behind.
@@ -221,6 +246,32 @@ class StreamManager(Manager):
         await self.aclose()
 
 
+def _running_loop() -> asyncio.AbstractEventLoop:
+    """The running event loop; RestLayerError outside one (the streams' tasks need it)."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        raise RestLayerError(
+            "StreamManager.start needs a running event loop: call it in async code (or use `async with`)"
+        ) from None
+
+
+def _check_free(stream: Stream) -> None:
+    """RestLayerError when another manager runs `stream` (its connection and state are one)."""
+    running = _RUNS.get(stream)
+    if running is not None and not running.done():
+        raise RestLayerError(
+            f"stream {stream.name} runs in another StreamManager: remove it there (or close that one) first, "
+            "or make one stream object per manager"
+        )
+
+
+def _ran(stream: Stream, task: asyncio.Task[None]) -> None:
+    """`task` has ended: `stream` runs nowhere (the ended task keeps nothing alive)."""
+    if _RUNS.get(stream) is task:
+        del _RUNS[stream]
+
+
 async def _cleanup_on_close(manager: StreamManager, controller: Controller) -> None:
     """Wait for `controller` to close, then stop `manager`'s streams (as a close does for its own managers)."""
     closing = asyncio.Event()
@@ -253,6 +304,13 @@ async def _stop(tasks: list[asyncio.Task[None]], cancelled: list[asyncio.Task[No
     if not tasks:
         return
     await asyncio.wait(tasks)
-    for task in tasks:
-        if not task.cancelled() and task.exception() is not None:
-            log.error("stream task %s failed", task.get_name(), exc_info=task.exception())
+
+
+def _report(task: asyncio.Task[None]) -> None:
+    """Log the error a stream's task ended with (a server refusing it) as soon as it ends.
+
+    At once, not when the manager closes: the stream is over, and a manager that is never
+    closed would leave the error unretrieved.
+    """
+    if not task.cancelled() and task.exception() is not None:
+        log.error("stream task %s failed", task.get_name(), exc_info=task.exception())

@@ -2,14 +2,28 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import sys
 from collections.abc import AsyncGenerator, Callable, Mapping
+from contextlib import AbstractAsyncContextManager
 
 import httpx
-from httpx_sse import ServerSentEvent, SSEError, aconnect_sse
+from httpx_sse import EventSource, ServerSentEvent, SSEError, aconnect_sse
 
 from restlayer.rest import get_client
 from restlayer.rest._client import hold, release
-from restlayer.streams._stream import Backoff, Covers, ServerStopped, Stream, decode_json
+from restlayer.streams._stream import (
+    Backoff,
+    Covers,
+    ServerStopped,
+    Stream,
+    check_url,
+    checked_callable,
+    decode_json,
+    refused,
+    seconds,
+)
 from restlayer.streams._writes import Handler, Message, Target
 
 __all__ = ["SSEStream"]
@@ -26,10 +40,15 @@ class SSEStream(Stream):
 
     `data` is decoded by `decode` (JSON by default); the event type is the SSE
     `event:` field (`"message"` when absent). After a reconnect the last seen id
-    is sent as `Last-Event-ID` (an `id:` with no value forgets it); a `retry:`
-    field sets the reconnection time (at least 100 ms). A reply with status 204
-    stops the stream. `client`: the `httpx.AsyncClient` to use (default:
-    restlayer's shared one); `timeout`: connect 10 s, no read timeout.
+    is sent as `Last-Event-ID` (one given in `headers` is the first
+    `last_event_id`); an `id:` with no value forgets it. A `retry:` field sets
+    the reconnection time (at least 100 ms). A reply with status 204 stops the
+    stream; one with a client error (401, 403, 404...; not 408, 425 or 429) ends
+    it with a StatusError, as reconnecting would get the same. `client`: the
+    `httpx.AsyncClient` to use (default: restlayer's shared one; `url` may be
+    relative to its `base_url`); `timeout`: connect 10 s (also the most to wait
+    for the reply's head), no read timeout. A url that is not `http://` or
+    `https://` raises ParamError.
     """
 
     def __init__(
@@ -46,9 +65,12 @@ class SSEStream(Stream):
         timeout: httpx.Timeout = DEFAULT_TIMEOUT,
     ) -> None:
         super().__init__(url, on=on, name=name, backoff=backoff, headers=headers, covers=covers)
+        check_url(url, ("http", "https"), relative=client is not None and bool(str(client.base_url)))
+        checked_callable("decode=", decode)
+        self.last_event_id = _take_last_event_id(self.headers)
         self.decode = decode
         self.client = client
-        self.timeout = timeout
+        self.timeout = _timeout(timeout)
 
     async def _messages(self) -> AsyncGenerator[Message | None, None]:
         if self.client is not None:
@@ -66,14 +88,22 @@ class SSEStream(Stream):
     async def _read(self, client: httpx.AsyncClient) -> AsyncGenerator[Message | None, None]:
         headers: dict[str, str | bytes] = dict(self.headers)
         if self.last_event_id:
+            # The id seen replaces one given in `headers` (in any spelling: header names ignore case).
+            headers = {name: value for name, value in headers.items() if name.lower() != "last-event-id"}
             # UTF-8 bytes, as browsers send it: a header given as text must be ASCII, so an id of other
             # characters would fail every reconnect
             headers["Last-Event-ID"] = self.last_event_id.encode()
-        async with aconnect_sse(client, "GET", self.url, headers=headers, timeout=self.timeout) as source:
+        async with contextlib.AsyncExitStack() as stack:
+            source = await self._answered(
+                stack, aconnect_sse(client, "GET", self.url, headers=headers, timeout=self.timeout)
+            )
             response = source.response
             if response.status_code == 204:
                 raise ServerStopped(f"{self.url} answered 204 No Content")
             if not response.is_success:
+                error = refused(self.url, response.status_code)
+                if error is not None:
+                    raise error
                 raise httpx.HTTPStatusError(
                     f"{self.url} answered {response.status_code}", request=response.request, response=response
                 )
@@ -85,6 +115,26 @@ class SSEStream(Stream):
                     self._forget_event_id()
                 named = named or bool(sse.id)
                 yield self._message(sse)
+
+    async def _answered(
+        self, stack: contextlib.AsyncExitStack, connecting: AbstractAsyncContextManager[EventSource]
+    ) -> EventSource:
+        """`connecting` entered on `stack` once the reply's head arrived: within the connect timeout (if any).
+
+        The read timeout is off for a stream that is quiet while nothing changes, so without this a
+        server accepting the request but never answering would hold the stream unconnected forever.
+        Entered in this task (Python 3.11+), so a reply arriving as time runs out is still closed by `stack`.
+        """
+        limit = self.timeout.connect
+        try:
+            if limit is None:  # no connect timeout asked for: no limit either
+                return await stack.enter_async_context(connecting)
+            if sys.version_info >= (3, 11):
+                async with asyncio.timeout(limit):
+                    return await stack.enter_async_context(connecting)
+            return await asyncio.wait_for(stack.enter_async_context(connecting), limit)
+        except asyncio.TimeoutError:
+            raise httpx.ConnectTimeout(f"{self.url}: no reply within {limit}s") from None
 
     def _forget_event_id(self) -> None:
         """The server reset the last event id (SSE standard): the next reconnect sends no `Last-Event-ID`."""
@@ -109,6 +159,28 @@ class SSEStream(Stream):
             self.malformed(event, event_id, f"{type(exc).__name__}: {exc}")
             return None
         return Message(event, data, event_id)
+
+
+def _take_last_event_id(headers: dict[str, str]) -> str | None:
+    """Remove a `Last-Event-ID` (any spelling) from `headers`; its value, the id to resume after at first.
+
+    It starts as the last event id seen, so that it is what an `id:` with no value forgets (SSE standard).
+    """
+    taken = None
+    for name in [name for name in headers if name.lower() == "last-event-id"]:
+        taken = headers.pop(name) or None
+    return taken
+
+
+def _timeout(value: object) -> httpx.Timeout:
+    """`timeout=` as an `httpx.Timeout` (seconds apply to each phase, as in httpx); ParamError otherwise."""
+    if isinstance(value, httpx.Timeout):
+        timeout = value
+    else:
+        timeout = httpx.Timeout(seconds("timeout=", value))
+    for phase in ("connect", "read", "write", "pool"):
+        seconds(f"timeout= ({phase})", getattr(timeout, phase))
+    return timeout
 
 
 def _check_event_stream(response: httpx.Response) -> None:

@@ -12,11 +12,12 @@ import contextlib
 import json
 import logging
 import random
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Union
+from urllib.parse import urlsplit
 
-from restlayer.errors import ParamError, StreamTimeoutError
+from restlayer.errors import ClosedError, ParamError, RestLayerError, StatusError, StreamTimeoutError
 from restlayer.streams._writes import Handler, Message, Target, Writes, handler_for
 
 if TYPE_CHECKING:
@@ -24,13 +25,28 @@ if TYPE_CHECKING:
 
     from restlayer.core import Controller, Endpoint
 
-__all__ = ["Backoff", "Covers", "ServerStopped", "Stream"]
+__all__ = ["Backoff", "Covers", "ServerStopped", "Stream", "check_url", "checked_callable", "refused", "seconds"]
 
 log = logging.getLogger("restlayer")
 
 
 class ServerStopped(Exception):
     """Raised inside a stream when the server says to stop (an SSE reply with status 204); never escapes `run`."""
+
+
+#: Client errors that a later try may not repeat: request timeout, too early, too many requests.
+_TRANSIENT_CLIENT_ERRORS = frozenset({408, 425, 429})
+
+
+def refused(url: str, status: int) -> StatusError | None:
+    """The error ending a stream whose connection `url` answered `status`; None when worth retrying.
+
+    A client error (unauthorized, forbidden, not found, gone...) stays the same however often the
+    stream reconnects, so it ends the stream; server errors and the transient client errors are retried.
+    """
+    if not 400 <= status < 500 or status in _TRANSIENT_CLIENT_ERRORS:
+        return None
+    return StatusError(f"stream {url} answered {status}: refused, not reconnecting", status=status)
 
 
 @dataclass(frozen=True)
@@ -88,6 +104,44 @@ def _key_test(covers: Covers) -> Callable[[str], bool]:
     return lambda key: any(endpoint.test_key(key) for endpoint in endpoints)
 
 
+def check_url(url: str, schemes: tuple[str, str], *, relative: bool = False) -> None:
+    """ParamError unless `url` is absolute with one of `schemes` (or, when `relative` is allowed, has no scheme).
+
+    A url no connection can open would otherwise fail every reconnect, forever, only in the log.
+    """
+    parts = urlsplit(url)
+    if relative and not parts.scheme and not parts.netloc:
+        return
+    if parts.scheme.lower() not in schemes or not parts.netloc:
+        raise ParamError(
+            f"a stream url must start with {schemes[0]}:// or {schemes[1]}:// and name a host, not {url!r}"
+        )
+
+
+def _checked_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
+    """`headers` as a dict; ParamError unless names and values are text (else every connect would fail)."""
+    checked = dict(headers or {})
+    for name, value in checked.items():
+        if not isinstance(name, str) or not isinstance(value, str):
+            raise ParamError(f"headers= maps names to values, both str, not {name!r}: {value!r}")
+    return checked
+
+
+def seconds(name: str, value: object) -> float | None:
+    """`value` as a number of seconds (None: no limit); ParamError for another kind or a negative one."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise ParamError(f"{name} must be a number of seconds >= 0 or None, not {value!r}")
+    return float(value)
+
+
+def checked_callable(name: str, value: object) -> None:
+    """ParamError unless `value` can be called (it is called for each connection or frame)."""
+    if not callable(value):
+        raise ParamError(f"{name} must be a function, not {value!r}")
+
+
 def decode_json(text: str | bytes) -> object:
     """A message's data as JSON; a `ValueError` when it is not JSON."""
     return json.loads(text)
@@ -119,12 +173,13 @@ class Stream:
         self.url = url
         self.name = name or url
         self.backoff = backoff or Backoff()
-        self.headers = dict(headers or {})
+        self.headers = _checked_headers(headers)
         self._handle = handler_for(on)
         self._covers = _key_test(covers)
         self._listeners: list[Callable[[Stream], Awaitable[None]]] = []
         self.connected = False
         self.closed = False
+        self._running = False  # `run` is under way (it refuses to run twice at once)
         self.last_event_id: str | None = None
         self.connects = 0
         self.applied = 0
@@ -173,9 +228,18 @@ class Stream:
         """Whether this stream pushes the changes of the store key `key` (then polling it can pause)."""
         return self._covers(key)
 
-    def add_listener(self, listener: Callable[[Stream], Awaitable[None]]) -> None:
-        """Await `listener(stream)` after each connect and each lost connection."""
+    def add_listener(self, listener: Callable[[Stream], Awaitable[None]]) -> Callable[[], None]:
+        """Await `listener(stream)` after each connect and each lost connection.
+
+        Returns the function that removes it (a manager that stops managing the stream calls it).
+        """
         self._listeners.append(listener)
+
+        def remove() -> None:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+        return remove
 
     async def _notify(self) -> None:
         self._tick()
@@ -201,11 +265,30 @@ class Stream:
     # -- the loop --------------------------------------------------------------------------
 
     async def run(self, controller: Controller) -> None:
-        """Keep the stream connected and apply its messages until cancelled or closed by the server.
+        """Keep the stream connected and apply its messages until cancelled, closed by the server,
+        or `controller` closes (then it returns: a closed store takes no more writes).
 
-        The wait before reconnecting grows with each connection that applied no message (a server
-        sending only comments, `retry:` or undecodable frames before dropping is backed off too).
+        ClosedError at once when `controller` is closed already, RestLayerError when the stream runs
+        already (in a manager, or another `run`); StatusError when the server refuses
+        the connection with a client error (401, 403, 404...: reconnecting cannot mend it). The wait before reconnecting
+        grows with each connection that applied no message (a server sending only comments,
+        `retry:` or undecodable frames before dropping is backed off too).
         """
+        if controller.closed:
+            raise ClosedError(f"The controller is closed: stream {self.name} connects no more")
+        if self._running:  # a second connection would share this one's state (counters, last event id)
+            raise RestLayerError(f"stream {self.name} is already running: one stream object is one connection")
+        self._running = True
+        closing = asyncio.Event()
+        forget = controller.on_close(closing)
+        try:
+            await _until_set(closing, self._run(controller))
+        finally:
+            forget()
+            self._running = False
+
+    async def _run(self, controller: Controller) -> None:
+        """The loop of `run`: connect, apply, reconnect after a backoff."""
         failures = 0
         self.closed = False
         try:
@@ -214,12 +297,16 @@ class Stream:
                 try:
                     async with contextlib.aclosing(self._messages()) as messages:
                         async for message in messages:
+                            if controller.closed:  # closed while messages were on their way: none is stored
+                                return
                             if message is not None and self.apply(controller, message):
                                 applied = True
                     reason = "the server ended the stream"
                 except ServerStopped as exc:
                     log.info("stream %s: closed by the server: %s", self.name, exc)
                     return
+                except RestLayerError:
+                    raise  # the server refused this stream (see `refused`): reconnecting cannot mend it
                 except Exception as exc:
                     reason = f"{type(exc).__name__}: {exc}"
                 await self._lost(reason)
@@ -268,3 +355,33 @@ class Stream:
         if event_id is not None:
             self.last_event_id = event_id
         self._ignore(Message(event, None, event_id), f"malformed data ({reason})")
+
+
+async def _until_set(event: asyncio.Event, work: Coroutine[object, object, None]) -> None:
+    """Run `work` until it ends or `event` is set (then it is cancelled, and this returns normally).
+
+    Either way it has ended when this returns: it is cancelled once and waited for, also when the
+    caller is cancelled meanwhile (a second cancel would interrupt it while it closes its connection).
+    """
+    task = asyncio.ensure_future(work)
+    stop = asyncio.ensure_future(event.wait())
+    try:
+        await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stop.cancel()
+        task.cancel()  # nothing when it has ended
+        await _ended(task)
+    if not task.cancelled():
+        task.result()  # its error, if it failed
+
+
+async def _ended(task: asyncio.Task[None]) -> None:
+    """Wait until `task` has ended; a cancellation of the caller meanwhile is raised afterwards."""
+    cancelled = False
+    while not task.done():
+        try:
+            await asyncio.wait({task})
+        except asyncio.CancelledError:
+            cancelled = True
+    if cancelled:
+        raise asyncio.CancelledError

@@ -6,9 +6,19 @@ import asyncio
 import json
 from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
 
-from websockets.asyncio.client import connect
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import InvalidStatus
 
-from restlayer.streams._stream import Backoff, Covers, Stream, decode_json
+from restlayer.streams._stream import (
+    Backoff,
+    Covers,
+    Stream,
+    check_url,
+    checked_callable,
+    decode_json,
+    refused,
+    seconds,
+)
 from restlayer.streams._writes import Handler, Message, Target
 
 __all__ = ["WebSocketStream", "parse_json_message"]
@@ -27,11 +37,13 @@ def parse_json_message(frame: str | bytes) -> Message:
 
 
 class WebSocketStream(Stream):
-    """A WebSocket at `url` (`ws://` or `wss://`): each frame becomes a Message through `parse`.
+    """A WebSocket at `url` (`ws://` or `wss://`, else ParamError): each frame becomes a Message through `parse`.
 
     `on_open(last_event_id)` returns the messages to send once connected (to
     subscribe, or to resume after the last event seen); dicts and lists are sent
     as JSON text. Pings keep the connection checked (the library's keepalive).
+    A handshake refused with a client error (401, 403, 404...) ends the stream with a
+    StatusError; other failures are retried.
     """
 
     def __init__(
@@ -48,12 +60,16 @@ class WebSocketStream(Stream):
         open_timeout: float = 10.0,
     ) -> None:
         super().__init__(url, on=on, name=name, backoff=backoff, headers=headers, covers=covers)
+        check_url(url, ("ws", "wss"))
+        checked_callable("parse=", parse)
+        if on_open is not None:
+            checked_callable("on_open=", on_open)
         self.parse = parse
         self.on_open = on_open
-        self.open_timeout = open_timeout
+        self.open_timeout = seconds("open_timeout=", open_timeout)
 
     async def _messages(self) -> AsyncGenerator[Message | None, None]:
-        socket = await connect(self.url, additional_headers=self.headers, open_timeout=self.open_timeout)
+        socket = await self._connect()
         # The library cancels its keepalive task on close without waiting for it (and forgets
         # it): keep a reference and wait for it, so a closed stream leaves no task behind.
         keepalive = socket.keepalive_task
@@ -68,13 +84,28 @@ class WebSocketStream(Stream):
             if keepalive is not None:
                 await asyncio.wait({keepalive})
 
-    def _message(self, frame: str | bytes) -> Message | None:
-        """The Message of one frame; None (logged) when it cannot be parsed."""
+    async def _connect(self) -> ClientConnection:
+        """The open socket; StatusError when the handshake is refused with a client error (see `refused`)."""
         try:
-            return self.parse(frame)
+            return await connect(self.url, additional_headers=self.headers, open_timeout=self.open_timeout)
+        except InvalidStatus as exc:
+            error = refused(self.url, exc.response.status_code)
+            if error is None:
+                raise
+            raise error from exc
+
+    def _message(self, frame: str | bytes) -> Message | None:
+        """The Message of one frame; None (logged) when it cannot be parsed, or `parse` gives no Message."""
+        try:
+            message = self.parse(frame)
         except Exception as exc:
             self.malformed(_event_type(frame), None, f"{type(exc).__name__}: {exc}")
             return None
+        if not isinstance(message, Message):
+            reason = f"parse= returned {type(message).__name__}, not a Message"
+            self.malformed(_event_type(frame), None, reason)
+            return None
+        return message
 
 
 def _event_type(frame: str | bytes) -> str:
