@@ -596,3 +596,51 @@ class TestParseResponse:
     def test_string_schema_counts_as_no_schema(self) -> None:
         ep = RestEndpoint(path="/a", schema="Todo")
         assert parse(ep, response(content=b"abc", content_type="text/plain")) == "abc"
+
+
+class _RaisingHooks(RestEndpoint):
+    """`key` and `search_to_string` overridden in a subclass, raising when the `hook` param names them."""
+
+    def key(self, *args: object) -> str:
+        if args and isinstance(args[0], dict) and args[0].get("hook") == "key":
+            raise ValueError("key bug")
+        return super().key(*args)
+
+    def search_to_string(self, params: Any) -> str:
+        if params.get("hook") == "search_to_string":
+            raise ValueError("search_to_string bug")
+        return super().search_to_string(params)
+
+
+def _raise_for(hook: str) -> Any:
+    def broken(*args: object) -> str:
+        raise ValueError(f"{hook} bug")
+
+    return broken
+
+
+@pytest.mark.parametrize("hook", ["key", "url", "search_to_string"])
+async def test_a_key_or_url_hook_that_raises_gives_a_restlayer_error_naming_the_endpoint(hook: str, api: Any) -> None:
+    """A user's `key`/`url`/`search_to_string` (option or subclass method) that raises: callers get a
+    RestLayerError naming the endpoint, with the original as its cause (like `process`, `get_headers`)."""
+    from restlayer.core import Controller
+
+    endpoints = [RestEndpoint(path="/todos/:id", url_prefix=api.url, name="todo", **{hook: _raise_for(hook)})]
+    if hook != "url":
+        endpoints.append(_RaisingHooks(path="/todos/:id", url_prefix=api.url, name="todo"))
+    ctrl = Controller()
+    try:
+        for ep in endpoints:
+            params = {"id": 1, "hook": hook}
+            with pytest.raises(RestLayerError, match=f"todo: {hook}.* raised ValueError: {hook} bug") as info:
+                await asyncio.wait_for(ctrl.fetch(ep, params), 10)
+            assert type(info.value.__cause__) is ValueError
+            with pytest.raises(RestLayerError) as info:
+                ctrl.dle(ep, params)
+            assert type(info.value.__cause__) is ValueError
+            if hook != "key":  # sending needs only the URL
+                with pytest.raises(RestLayerError) as info:
+                    await asyncio.wait_for(ep(params), 10)
+                assert type(info.value.__cause__) is ValueError
+    finally:
+        ctrl.close()
