@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from restlayer.core import Controller, SharedManager, Write
+from restlayer.errors import ParamError
 from restlayer.stores import SQLiteStore
 from tests.core._models import Todo, gets
 
@@ -281,3 +282,49 @@ async def test_a_backend_read_failing_unexpectedly_leaves_the_fetch_to_the_netwo
     finally:
         ctrl.close()
         await manager.wait_closed()
+
+
+def _foreign_file(path: Path, kind: str) -> None:
+    """A file another program wrote at `path`."""
+    if kind == "not-sqlite":
+        path.write_text("name,email\nann,ann@example.com\n" * 20)
+        return
+    with sqlite3.connect(path) as db:
+        if kind == "other-tables":
+            db.execute("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)")
+        else:  # a table of restlayer's name, laid out otherwise
+            db.execute("CREATE TABLE entities (id INTEGER PRIMARY KEY, name TEXT)")
+        db.execute("INSERT INTO " + ("users" if kind == "other-tables" else "entities") + " VALUES (1, 'ann')")
+    # a connection closed: the file holds everything
+
+
+@pytest.mark.parametrize("kind", ["other-tables", "other-columns", "not-sqlite"])
+async def test_a_file_of_another_program_is_refused_with_a_clear_error_and_left_unchanged(
+    tmp_path: Path, res: Any, api: Any, caplog: pytest.LogCaptureFixture, kind: str
+) -> None:
+    """Such a file never becomes usable: `SQLiteStore(path)` says so at once; one that appears after the
+    store was made is refused when it opens (an error logged once, no retrying as if it were down) and the
+    controller works locally. Either way restlayer writes nothing into it."""
+    path = tmp_path / "app.db"
+    _foreign_file(path, kind)
+    before = path.read_bytes()
+    with pytest.raises(ParamError, match=r"app\.db"):
+        SQLiteStore(path)
+
+    later = tmp_path / "later.db"
+    store = SQLiteStore(later)
+    _foreign_file(later, kind)
+    written = later.read_bytes()
+    ctrl = Controller(shared=store)
+    manager = next(m for m in ctrl.managers if isinstance(m, SharedManager))
+    try:
+        with caplog.at_level(logging.WARNING, logger="restlayer.shared"):
+            assert await asyncio.wait_for(manager.wait_started(), 10) is False
+            assert (await asyncio.wait_for(ctrl.suspense(res.Todo.get, id=1), 10)).id == 1
+        refused = [r for r in caplog.records if r.levelno == logging.ERROR]
+        assert len(refused) == 1 and "later.db" in refused[0].getMessage()
+        assert "until it is back" not in caplog.text
+    finally:
+        ctrl.close()
+        await manager.wait_closed()
+    assert path.read_bytes() == before and later.read_bytes() == written

@@ -240,6 +240,9 @@ class SharedManager(Manager):
         while not self._closed:
             try:
                 await self.store.open(self._on_patch)
+            except ParamError as exc:  # a store that can never open (another program's file): say so, stop
+                self._refused(exc)
+                return
             except Exception as exc:  # SharedStoreError, or a backend's own bug: either way, work locally
                 _raise_if_cancelling(exc)
                 if not isinstance(exc, SharedStoreError) and not self._reported:  # once, like the warning
@@ -275,6 +278,13 @@ class SharedManager(Manager):
         self._went_offline(error or SharedStoreError("connection dropped"))
         await self._close_store()
         return True
+
+    def _refused(self, error: ParamError) -> None:
+        """The store refused to open for good: work on the local store only, without retrying."""
+        log.error("the shared store %r cannot be used, working on the local store only: %s", self.store, error)
+        self._reported = True  # said above: no "unreachable ... until it is back" warning
+        self._went_offline(error)
+        self._first.set()
 
     def _went_offline(self, error: BaseException) -> None:
         self.online = False
