@@ -606,3 +606,45 @@ def test_a_malformed_redis_url_is_refused_at_once(url: str) -> None:
     """Not later, in the background, where it left every fetch waiting for a connection that never came."""
     with pytest.raises(SharedStoreError, match="URL"):
         RedisStore(url)
+
+
+class _HeldRows(RedisStore):
+    """A RedisStore whose `rows` (a read-through's look for entities its snapshot lacks) waits for `release`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.entered = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def rows(self, refs: Any) -> Any:
+        self.entered.set()
+        await self.release.wait()
+        return await super().rows(refs)
+
+
+async def test_a_reset_while_a_read_through_reads_missing_entities_stores_none_of_them(
+    make: Make, res: Any, redis_server: RedisServer, namespace: str
+) -> None:
+    """A list grown by another process's push names an entity its stored snapshot lacks; a reset while
+    that entity is read from Redis drops the read like a request in flight: its rows are not stored."""
+    writer = make()
+    await started(writer)
+    await writer.fetch(res.Todo.get_list, {"userId": 1})
+    created = await writer.fetch(res.Todo.get_list.push, {"userId": 1}, {"title": "pushed", "userId": 1})
+    await shared(writer).flush()
+    store = _HeldRows(redis_server.url, namespace=namespace)
+    reader = Controller(shared=store)
+    try:
+        await started(reader)
+        reading = asyncio.ensure_future(reader.fetch(res.Todo.get_list, {"userId": 1}))
+        await asyncio.wait_for(store.entered.wait(), 10)
+        reader.reset_entire_store()
+        store.release.set()
+        with pytest.raises(ResetError):
+            await asyncio.wait_for(reading, 10)
+        await shared(reader).flush()
+        assert reader.get(Todo, {"id": created.id}) is None
+        assert reader.get_state()["entities"] == {}
+    finally:
+        reader.close()
+        await shared(reader).wait_closed()

@@ -615,7 +615,7 @@ class SharedManager(Manager):
         if snapshot.entities:
             self._replay(act.Merge(Patch(entities=snapshot.entities)))
         try:
-            await self._add_missing(controller, first)
+            await self._add_missing(controller, first, reset)
         except SharedStoreError as exc:
             _raise_if_cancelling(exc)
             self._went_offline(exc)
@@ -630,11 +630,13 @@ class SharedManager(Manager):
                     action.future.set_result(snapshot.response)
         return True
 
-    async def _add_missing(self, controller: Controller, fetch: act.Fetch) -> None:
+    async def _add_missing(self, controller: Controller, fetch: act.Fetch, reset: float) -> None:
         """Read from the backend the entities the stored snapshot names but lacks, and store them.
 
         A snapshot holds the rows its response referenced when it was written; a stored
-        list another process grew since (a push) names entities beyond those.
+        list another process grew since (a push) names entities beyond those. `reset` is the
+        store's `last_reset` when the snapshot was stored: rows arriving after a later reset are
+        dropped, like the reply of a request in flight, so the emptied store stays empty.
         """
         asked: set[Ref] = set()
         for _ in range(_FILL_ROUNDS):  # each round reaches one level deeper (an entity that names more)
@@ -645,7 +647,7 @@ class SharedManager(Manager):
                 return
             asked.update(missing)
             rows = await self.store.rows(missing)
-            if not rows:
+            if not rows or controller.get_committed_state().last_reset != reset:
                 return
             self._replay(act.Merge(Patch(entities=tuple(rows))))
 
