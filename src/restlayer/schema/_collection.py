@@ -117,6 +117,30 @@ def values_remove_merge(
     return {k: v for k, v in existing.items() if _ref_key(v) not in gone}
 
 
+def _entry_name(entries: Mapping[str, object], name: str, ref: object) -> str:
+    """Where `ref`, proposed under `name` (its pk), goes in a Values collection's stored `entries`.
+
+    An entity the dict holds already keeps its entry (the server may name entries otherwise than
+    by pk). Else its pk, unless another entity holds that name: two members of a Union may share
+    a pk, and one would silently replace the other; the newcomer is then `<member>:<pk>`.
+    """
+    identity = _ref_key(ref)
+    for stored_name, stored in entries.items():
+        if _ref_key(stored) == identity:
+            return stored_name
+    if name in entries and isinstance(ref, Mapping):
+        return f"{ref.get('schema')}:{name}"
+    return name
+
+
+def _placed(existing: Mapping[str, object], incoming: Mapping[str, object]) -> dict[str, object]:
+    """`incoming` entries named for the stored dict `existing` (see `_entry_name`), to merge into it."""
+    placed: dict[str, object] = {}
+    for name, ref in incoming.items():
+        placed[_entry_name({**existing, **placed}, name, ref)] = ref
+    return placed
+
+
 def _ref_key(ref: object) -> Hashable:
     """Hashable identity of a normalized reference (a pk, or a Union's id and schema)."""
     if isinstance(ref, Mapping):
@@ -434,7 +458,13 @@ class _Adder(Schema[object]):
             if accept(_parse_key(list_key)):
                 current = ctx.get(self.key, list_key)
                 if current is not None and current is not INVALID:
-                    ctx.replace(self.key, list_key, self.merge(current, normalized))
+                    ctx.replace(self.key, list_key, self.merge(current, self._named_for(current, normalized)))
+        return normalized
+
+    def _named_for(self, current: object, normalized: object) -> object:
+        """`normalized` as merged into the stored `current`: a Values push names its entries for that dict."""
+        if self.by_pk and isinstance(current, Mapping) and isinstance(normalized, Mapping):
+            return _placed(current, normalized)
         return normalized
 
     def _check_entries(self, value: object) -> None:
@@ -477,7 +507,7 @@ class _Adder(Schema[object]):
                     schema=repr(self),
                     path=(index,) if items is value else (),
                 )
-            entries[pk] = ref
+            entries[_entry_name(entries, pk, ref)] = ref
         return FrozenDict(entries)
 
     def denormalize_value(self, value: object, unvisit: Unvisit) -> object:
@@ -645,8 +675,11 @@ class _Mover(Schema[object]):
                 continue
             current = ctx.get(self.key, list_key)
             if isinstance(current, (list, Mapping)):
-                merge = self.remove if out else self.add
-                ctx.replace(self.key, list_key, merge(current, ref))
+                if out:
+                    ctx.replace(self.key, list_key, self.remove(current, ref))
+                else:
+                    named = _placed(current, ref) if isinstance(current, Mapping) and isinstance(ref, Mapping) else ref
+                    ctx.replace(self.key, list_key, self.add(current, named))
 
     def denormalize_value(self, value: object, unvisit: Unvisit) -> object:
         return _denormalize_items(self.collection, value, unvisit)
