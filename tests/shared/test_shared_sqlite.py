@@ -328,3 +328,35 @@ async def test_a_file_of_another_program_is_refused_with_a_clear_error_and_left_
         ctrl.close()
         await manager.wait_closed()
     assert path.read_bytes() == before and later.read_bytes() == written
+
+
+async def test_rows_of_a_foreign_file_holding_numbers_are_ignored_and_logged(
+    tmp_path: Path, res: Any, api: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Tables made by another tool, without column types, may hold a number where restlayer keeps text
+    (a row's data, an endpoint's key): such rows are skipped like other malformed ones, the rest loads."""
+    path = tmp_path / "cache.sqlite3"
+    await run(path, lambda ctrl: ctrl.suspense(res.Todo.get, id=1))
+    with sqlite3.connect(path) as db:
+        good_entities = db.execute("SELECT * FROM entities").fetchall()
+        good_endpoints = db.execute("SELECT * FROM endpoints").fetchall()
+        db.execute("DROP TABLE entities")
+        db.execute("DROP TABLE endpoints")
+        db.execute("CREATE TABLE entities (key, pk, fetched_at, data, keep_until)")
+        db.execute("CREATE TABLE endpoints (key, fetched_at, data, expired, keep_until)")
+        db.executemany("INSERT INTO entities VALUES (?, ?, ?, ?, ?)", good_entities)
+        db.executemany("INSERT INTO endpoints VALUES (?, ?, ?, ?, ?)", good_endpoints)
+        far = good_endpoints[0][4]
+        db.execute("INSERT INTO entities VALUES ('Todo', '9', 1, 5, ?)", (far,))
+        db.execute("INSERT INTO endpoints VALUES ('GET /x', 1, 5, 0, ?)", (far,))
+        db.execute("INSERT INTO endpoints VALUES (7, 1, ?, 0, ?)", (good_endpoints[0][2], far))
+    with caplog.at_level(logging.WARNING, logger="restlayer.shared"):
+        keys, todo = await run(path, lambda ctrl: _keys_and_todo(ctrl, res))
+    assert keys == [res.Todo.get.key({"id": 1})]
+    assert todo == Todo(id=1, userId=1, title="delectus aut autem", completed=False)
+    assert len(gets(api, "/todos/1")) == 1  # the good rows were loaded: no second request
+    assert caplog.text.count("malformed") >= 3 and "unexpectedly" not in caplog.text
+
+
+async def _keys_and_todo(ctrl: Controller, res: Any) -> tuple[list[object], Any]:
+    return list(ctrl.get_state()["endpoints"]), await ctrl.suspense(res.Todo.get, id=1)

@@ -41,10 +41,21 @@ def endpoint_record(response: object, result: object, meta: Meta, deps: Iterable
     return dumps({"response": response, "result": result, "meta": meta, "deps": [list(ref) for ref in deps]})
 
 
-def parse_endpoint(text: str | bytes, key: str) -> EndpointRecord | None:
+def _json(text: object) -> object:
+    """The JSON value of stored `text`; ValueError (malformed) for a value that is no text at all.
+
+    A file written by another tool (columns without types) may hold a number where a row's text
+    belongs; `json.loads` would raise TypeError and break opening the whole store for one row.
+    """
+    if not isinstance(text, (str, bytes, bytearray)):
+        raise ValueError(f"stored as {type(text).__name__}, not JSON text")
+    return json.loads(text)
+
+
+def parse_endpoint(text: object, key: str) -> EndpointRecord | None:
     """(response, meta, deps) of a stored endpoint record, or None (logged) when malformed."""
     try:
-        data = json.loads(text)
+        data = _json(text)
         if not isinstance(data, dict) or "response" not in data:
             raise ValueError("not an endpoint record")
         deps = data.get("deps", [])
@@ -58,10 +69,10 @@ def parse_endpoint(text: str | bytes, key: str) -> EndpointRecord | None:
         return None
 
 
-def parse_entity(text: str | bytes) -> EntityRow | None:
+def parse_entity(text: object) -> EntityRow | None:
     """A stored entity row, or None (logged) when malformed."""
     try:
-        return entity_row(json.loads(text))
+        return entity_row(_json(text))
     except ValueError as exc:
         log.warning("ignored a malformed stored entity row: %s", exc)
         return None

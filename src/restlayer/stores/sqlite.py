@@ -170,6 +170,9 @@ class SQLiteStore:
         expired: list[str] = []
         invalidated: list[str] = []
         for key, text, state in db.execute("SELECT key, data, expired FROM endpoints"):
+            if not isinstance(key, str):  # a foreign file's number: no endpoint key (keys are text everywhere)
+                log.warning("ignored a malformed stored endpoint row: key %r is not text", key)
+                continue
             parsed = parse_endpoint(text, key)
             if parsed is not None and all(ref in present for ref in parsed.deps):
                 endpoints.append((key, json.loads(text).get("result"), parsed.meta))
