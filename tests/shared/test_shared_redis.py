@@ -648,3 +648,32 @@ async def test_a_reset_while_a_read_through_reads_missing_entities_stores_none_o
     finally:
         reader.close()
         await shared(reader).wait_closed()
+
+
+async def test_foreign_values_in_the_namespace_neither_take_the_store_offline_nor_block_writes(
+    make: Make, res: Any, api: Any, raw: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Another program's values under restlayer's key names (a string where a hash belongs, a hash with a
+    non-numeric time, a key name that is not UTF-8): a read takes them as absent, a write replaces them,
+    `invalidate_all` reaches the other keys, and the store stays online throughout."""
+    ctrl = make()
+    await started(ctrl)
+    manager = shared(ctrl)
+    store = manager.store
+    assert isinstance(store, RedisStore)
+    await raw.set(store.endpoint_key(res.Todo.get.key({"id": 1})), "another program's value")
+    await raw.set(store.entity_key("Todo", "2"), "another program's value")
+    await raw.hset(store.endpoint_key(res.Todo.get.key({"id": 3})), mapping={"f": "yesterday", "d": "{}"})
+    await raw.set(store.prefix.encode() + b"r:\xff\xfe", "not UTF-8")
+    with caplog.at_level(logging.WARNING, logger="restlayer.shared"):
+        for pk in (1, 2, 3):
+            assert (await asyncio.wait_for(ctrl.fetch(res.Todo.get, id=pk), 10)).id == pk
+            await manager.flush()
+            assert manager.online, f"offline after todo {pk}"
+        ctrl.invalidate_all(res.Todo.get.test_key)
+        await manager.flush()
+    assert manager.online and "unreachable" not in caplog.text and "skipped" not in caplog.text
+    assert len(gets(api, "/todos/1")) == 1
+    for pk in (1, 2, 3):  # written over the foreign values, then invalidated for the whole fleet
+        assert not await raw.exists(store.endpoint_key(res.Todo.get.key({"id": pk})))
+    assert json.loads(await raw.hget(store.entity_key("Todo", "2"), "d"))[2]["id"] == 2
