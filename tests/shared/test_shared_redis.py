@@ -9,6 +9,7 @@ import secrets
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable
+from datetime import timedelta
 from typing import Any
 
 import httpx
@@ -677,3 +678,13 @@ async def test_foreign_values_in_the_namespace_neither_take_the_store_offline_no
     for pk in (1, 2, 3):  # written over the foreign values, then invalidated for the whole fleet
         assert not await raw.exists(store.endpoint_key(res.Todo.get.key({"id": pk})))
     assert json.loads(await raw.hget(store.entity_key("Todo", "2"), "d"))[2]["id"] == 2
+
+
+def test_store_options_of_the_wrong_kind_are_refused_when_the_store_is_made() -> None:
+    """keep_ms (ms, or a timedelta), timeout (seconds) and max_connections: a value of the wrong kind made
+    every write fail (logged as "not JSON") or the connection fail later, far from the cause."""
+    url = "redis://127.0.0.1:1/0"
+    assert RedisStore(url, keep_ms=timedelta(seconds=5)).keep_ms == 5_000
+    for options in ({"keep_ms": "600"}, {"keep_ms": -1}, {"timeout": "30"}, {"timeout": 0}, {"max_connections": 0}):
+        with pytest.raises(ParamError, match=next(iter(options))):
+            RedisStore(url, **options)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import sqlite3
 import time
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -360,3 +362,21 @@ async def test_rows_of_a_foreign_file_holding_numbers_are_ignored_and_logged(
 
 async def _keys_and_todo(ctrl: Controller, res: Any) -> tuple[list[object], Any]:
     return list(ctrl.get_state()["endpoints"]), await ctrl.suspense(res.Todo.get, id=1)
+
+
+async def test_keep_ms_takes_a_timedelta_and_refuses_what_is_no_length_of_time(tmp_path: Path, res: Any) -> None:
+    """Like the endpoints' time options: a timedelta works; a str, None, NaN or a negative length is a
+    ParamError when the store is made (it made every write fail, logged as "not JSON", and stored nothing)."""
+    path = tmp_path / "cache.sqlite3"
+    assert SQLiteStore(path, keep_ms=timedelta(minutes=10)).keep_ms == 600_000
+    for bad in ("600", None, math.nan, -1):
+        with pytest.raises(ParamError, match="keep_ms"):
+            SQLiteStore(path, keep_ms=bad)  # type: ignore[arg-type]
+    store = SQLiteStore(path, keep_ms=timedelta(minutes=10))
+    await run(path, lambda ctrl: ctrl.suspense(res.Todo.get, id=1))
+    async with Controller(shared=store) as ctrl:
+        manager = next(m for m in ctrl.managers if isinstance(m, SharedManager))
+        assert await asyncio.wait_for(manager.wait_started(), 10)
+        await ctrl.fetch(res.Todo.get, id=2)
+        await manager.flush()
+        assert sorted(await store.keys()) == sorted([res.Todo.get.key({"id": 1}), res.Todo.get.key({"id": 2})])

@@ -17,8 +17,10 @@ import asyncio
 import contextlib
 import json
 import logging
+import math
 import secrets
 from collections.abc import AsyncIterator, Callable, Sequence
+from datetime import timedelta
 
 try:
     import redis.asyncio as aioredis
@@ -33,8 +35,16 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 from restlayer.core import Patch, Snapshot, Write
 from restlayer.core._patch import EntityRow
-from restlayer.errors import SharedStoreError
-from restlayer.stores._codec import dumps, endpoint_record, lifetime_ms, parse_endpoint, parse_entity, snapshot
+from restlayer.errors import ParamError, SharedStoreError
+from restlayer.stores._codec import (
+    dumps,
+    endpoint_record,
+    keep_ms_of,
+    lifetime_ms,
+    parse_endpoint,
+    parse_entity,
+    snapshot,
+)
 
 log = logging.getLogger("restlayer.shared")
 
@@ -84,6 +94,15 @@ def _foreign(error: object) -> bool:
     return isinstance(error, ResponseError) and str(error).startswith("WRONGTYPE")
 
 
+def _check_connection_options(timeout: object, max_connections: object) -> None:
+    """`ParamError` now for a timeout that is no positive number of seconds or a pool size below 1
+    (redis-py would fail on the first connection, in the background, retried for good)."""
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < math.inf:
+        raise ParamError(f"timeout must be a positive number of seconds, not {timeout!r}")
+    if isinstance(max_connections, bool) or not isinstance(max_connections, int) or max_connections < 1:
+        raise ParamError(f"max_connections must be an int >= 1, not {max_connections!r}")
+
+
 def _check_url(url: str) -> None:
     """SharedStoreError for a URL redis-py cannot connect with (found now, not in the background at first use)."""
     try:
@@ -105,16 +124,17 @@ class RedisStore:
         url: str,
         *,
         namespace: str = "restlayer",
-        keep_ms: float = 600_000,
+        keep_ms: float | timedelta = 600_000,
         timeout: float = 30.0,
         max_connections: int = 64,
     ) -> None:
         if not namespace or any(c in namespace for c in "{}"):
             raise SharedStoreError(f"namespace {namespace!r} must be non-empty and without braces")
         _check_url(url)
+        _check_connection_options(timeout, max_connections)
         self.url = url
         self.namespace = namespace
-        self.keep_ms = keep_ms
+        self.keep_ms = keep_ms_of(keep_ms)
         self.timeout = timeout
         self.max_connections = max_connections
         self.prefix = f"rl:{{{namespace}}}:"

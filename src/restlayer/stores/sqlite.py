@@ -14,6 +14,7 @@ import secrets
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
+from datetime import timedelta
 from pathlib import Path
 from types import NoneType
 from typing import TypeGuard
@@ -24,6 +25,7 @@ from restlayer.errors import ParamError, SharedStoreError
 from restlayer.stores._codec import (
     dumps,
     endpoint_record,
+    keep_ms_of,
     lifetime_ms,
     log,
     parse_endpoint,
@@ -114,10 +116,10 @@ class SQLiteStore:
     `ParamError`, here when it exists already, else when the store opens.
     """
 
-    def __init__(self, path: str | Path, *, keep_ms: float = 600_000) -> None:
+    def __init__(self, path: str | Path, *, keep_ms: float | timedelta = 600_000) -> None:
+        self.keep_ms = keep_ms_of(keep_ms)
         _check_existing(Path(path))
         self.path = Path(path)
-        self.keep_ms = keep_ms
         self._db: sqlite3.Connection | None = None
 
     def __repr__(self) -> str:
