@@ -380,3 +380,16 @@ async def test_keep_ms_takes_a_timedelta_and_refuses_what_is_no_length_of_time(t
         await ctrl.fetch(res.Todo.get, id=2)
         await manager.flush()
         assert sorted(await store.keys()) == sorted([res.Todo.get.key({"id": 1}), res.Todo.get.key({"id": 2})])
+
+
+def test_a_file_locked_by_a_writer_is_not_taken_for_another_programs(tmp_path: Path) -> None:
+    """ "database is locked" passes: only a file that is no SQLite database, or holds other tables, is refused."""
+    path = tmp_path / "cache.sqlite3"
+    with sqlite3.connect(path) as db:
+        db.executescript("CREATE TABLE entities (key TEXT, pk TEXT, fetched_at REAL, data TEXT, keep_until REAL);")
+    locker = sqlite3.connect(path, isolation_level=None)
+    try:
+        locker.execute("BEGIN EXCLUSIVE")
+        assert SQLiteStore(path).path == path
+    finally:
+        locker.close()

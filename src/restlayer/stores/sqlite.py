@@ -71,6 +71,8 @@ def _check_file(db: sqlite3.Connection, path: Path) -> None:
     change another program's data. Run before anything is written."""
     try:
         names = [name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    except sqlite3.OperationalError:  # locked, an I/O error...: may pass, the caller reports (and retries) it
+        raise
     except sqlite3.DatabaseError as exc:  # "file is not a database", encrypted...
         raise ParamError(f"SQLiteStore: {path} is not a SQLite database restlayer can use ({exc})") from exc
     foreign = sorted(name for name in names if name not in _COLUMNS and not name.startswith("sqlite_"))
@@ -94,11 +96,13 @@ def _check_existing(path: Path) -> None:
     if not path.is_file():
         return
     try:
-        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=0)
     except sqlite3.Error:
         return  # unreadable now: open() reports it (and retries, it may be transient)
     try:
         _check_file(db, path)
+    except sqlite3.Error:
+        return  # locked by a writer, say: open() looks again
     finally:
         db.close()
 
