@@ -393,3 +393,8 @@ def test_a_file_locked_by_a_writer_is_not_taken_for_another_programs(tmp_path: P
         assert SQLiteStore(path).path == path
     finally:
         locker.close()
+
+
+def test_a_directory_is_refused_at_once_not_retried_as_unreachable(tmp_path: Path) -> None:
+    with pytest.raises(ParamError, match="is a directory"):
+        SQLiteStore(tmp_path)

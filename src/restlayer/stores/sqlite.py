@@ -91,8 +91,15 @@ def _check_file(db: sqlite3.Connection, path: Path) -> None:
             )
 
 
+def _check_not_dir(path: Path) -> None:
+    """`ParamError` for a directory: it can never be opened as the store's file (retrying is no use)."""
+    if path.is_dir():
+        raise ParamError(f"SQLiteStore: {path} is a directory; give the path of a file (e.g. {path / 'cache.sqlite3'})")
+
+
 def _check_existing(path: Path) -> None:
     """`_check_file` on `path` when it exists, read-only (a file not there yet is created at open)."""
+    _check_not_dir(path)
     if not path.is_file():
         return
     try:
@@ -140,6 +147,7 @@ class SQLiteStore:
         `ParamError` (no use retrying) for another program's file, `SharedStoreError` for other failures.
         """
         await self.close()
+        _check_not_dir(self.path)
         try:
             self._db = sqlite3.connect(self.path, isolation_level=None)
             _check_file(self._db, self.path)
