@@ -688,3 +688,20 @@ def test_store_options_of_the_wrong_kind_are_refused_when_the_store_is_made() ->
     for options in ({"keep_ms": "600"}, {"keep_ms": -1}, {"timeout": "30"}, {"timeout": 0}, {"max_connections": 0}):
         with pytest.raises(ParamError, match=next(iter(options))):
             RedisStore(url, **options)
+
+
+async def test_a_foreign_announcement_nested_too_deep_is_ignored_without_going_offline(
+    make: Make, res: Any, raw: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Another program publishing on the namespace's channel: JSON nested deeper than Python parses
+    (RecursionError, not ValueError) is a malformed announcement like any other, not a dropped connection."""
+    writer, reader = make(), make()
+    await started(writer, reader)
+    store = shared(reader).store
+    assert isinstance(store, RedisStore)
+    with caplog.at_level(logging.WARNING, logger="restlayer.shared"):
+        await raw.publish(store.channel, "[" * 100_000 + "]" * 100_000)
+        writer.set(Todo, {"id": 5}, {"id": 5, "title": "after the noise"})
+        await until(reader, lambda: title(reader.get(Todo, {"id": 5})) == "after the noise")
+    assert shared(reader).online and "unreachable" not in caplog.text
+    assert "malformed announcement" in caplog.text

@@ -398,3 +398,20 @@ def test_a_file_locked_by_a_writer_is_not_taken_for_another_programs(tmp_path: P
 def test_a_directory_is_refused_at_once_not_retried_as_unreachable(tmp_path: Path) -> None:
     with pytest.raises(ParamError, match="is a directory"):
         SQLiteStore(tmp_path)
+
+
+async def test_a_row_nested_deeper_than_json_parses_is_ignored_and_logged(
+    tmp_path: Path, res: Any, api: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """RecursionError from such a row (written by another program) failed opening the whole file, retried
+    for good; it is one malformed row, and the others load."""
+    path = tmp_path / "cache.sqlite3"
+    await run(path, lambda ctrl: ctrl.suspense(res.Todo.get, id=1))
+    deep = "[" * 100_000 + "]" * 100_000
+    with sqlite3.connect(path) as db:
+        db.execute("INSERT INTO entities VALUES ('Todo', '9', 1, ?, 1e15)", (deep,))
+        db.execute("INSERT INTO endpoints VALUES ('GET /deep', 1, ?, 0, 1e15)", (deep,))
+    with caplog.at_level(logging.WARNING, logger="restlayer.shared"):
+        todo = await run(path, lambda ctrl: ctrl.suspense(res.Todo.get, id=1))
+    assert todo == Todo(id=1, userId=1, title="delectus aut autem", completed=False)
+    assert len(gets(api, "/todos/1")) == 1 and caplog.text.count("malformed") >= 2

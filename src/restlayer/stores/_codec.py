@@ -78,7 +78,7 @@ def parse_endpoint(text: object, key: str) -> EndpointRecord | None:
         ):
             raise ValueError("deps must be [key, pk] pairs")
         return EndpointRecord(data["response"], meta_of(data.get("meta")), [(d[0], d[1]) for d in deps])
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: JSON nested deeper than Python parses
         log.warning("ignored a malformed stored value for %s: %s", key, exc)
         return None
 
@@ -87,7 +87,7 @@ def parse_entity(text: object) -> EntityRow | None:
     """A stored entity row, or None (logged) when malformed."""
     try:
         return entity_row(_json(text))
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: JSON nested deeper than Python parses
         log.warning("ignored a malformed stored entity row: %s", exc)
         return None
 

@@ -222,9 +222,14 @@ class RedisStore:
         raise SharedStoreError(f"redis at {self.url}: subscription ended")
 
     def _deliver(self, data: bytes) -> None:
+        """Hand an announcement to `on_patch`; a malformed one (anyone may publish on the channel) is logged.
+
+        JSON nested deeper than Python parses raises RecursionError: caught too, or it would end
+        `run` as if the connection had dropped (offline, local data expired, announcements missed).
+        """
         try:
             patch = Patch.from_json(json.loads(data))
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             log.warning("ignored a malformed announcement on %s: %s", self.channel, exc)
             return
         if self._on_patch is not None:
