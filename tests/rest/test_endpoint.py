@@ -644,3 +644,23 @@ async def test_a_key_or_url_hook_that_raises_gives_a_restlayer_error_naming_the_
                 assert type(info.value.__cause__) is ValueError
     finally:
         ctrl.close()
+
+
+@pytest.mark.parametrize("hook", ["key", "url", "search_to_string"])
+@pytest.mark.parametrize("returned", [None, 5, b"GET /todos"])
+async def test_a_key_or_url_hook_returning_no_str_is_a_param_error_and_stores_nothing(
+    hook: str, returned: object, api: Any
+) -> None:
+    """A forgotten `return` (None) or a number as the key was stored as the key (every `test_key` then
+    failed on it); as a URL or search string it was sent garbled. A ParamError naming the hook now."""
+    from restlayer.core import Controller
+
+    hooks: dict[str, Any] = {hook: lambda *args: returned}
+    ep = RestEndpoint(path="/_test/echo", url_prefix=api.url, name="echo", **hooks)
+    ctrl = Controller()
+    try:
+        with pytest.raises(ParamError, match=f"echo: {hook}\\(\\) returned {type(returned).__name__}, not a str"):
+            await asyncio.wait_for(ctrl.fetch(ep, {"q": 1}), 10)
+        assert dict(ctrl.get_state()["endpoints"]) == {} and len(api.requests) == 0
+    finally:
+        ctrl.close()

@@ -799,17 +799,21 @@ _SYNC_HOOKS: Final = (
 _TOKEN: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 
 
-def _guarded(endpoint: str, hook: str, function: Callable[..., str]) -> Callable[..., str]:
-    """`function` (the endpoint's `hook`), raising a RestLayerError naming both instead of any other error."""
+def _guarded(endpoint: str, hook: str, function: Callable[..., object]) -> Callable[..., str]:
+    """`function` (the endpoint's `hook`), raising a RestLayerError naming both instead of any other error,
+    and a ParamError when it returns no str (a key of None would be stored, a URL of 5 sent)."""
 
     @functools.wraps(function)
     def guarded(*args: object, **kwargs: object) -> str:
         try:
-            return function(*args, **kwargs)
+            text = function(*args, **kwargs)
         except RestLayerError:
             raise
         except Exception as exc:
             raise RestLayerError(f"{endpoint}: {hook}() raised {type(exc).__name__}: {exc}") from exc
+        if not isinstance(text, str):
+            raise ParamError(f"{endpoint}: {hook}() returned {type(text).__name__}, not a str")
+        return text
 
     return guarded
 
