@@ -664,3 +664,16 @@ async def test_a_key_or_url_hook_returning_no_str_is_a_param_error_and_stores_no
         assert dict(ctrl.get_state()["endpoints"]) == {} and len(api.requests) == 0
     finally:
         ctrl.close()
+
+
+def test_an_endpoint_with_guarded_hooks_still_pickles_and_stays_guarded() -> None:
+    """The guard around a subclass's own `key` (or `search_to_string`) is not pickled: the copy is
+    built from its class and options, and guarded again."""
+    import pickle
+
+    ep = _RaisingHooks(path="/todos/:id", name="todo")
+    copy = pickle.loads(pickle.dumps(ep))
+    assert copy.key({"id": 1}) == ep.key({"id": 1}) == "GET /todos/1"
+    with pytest.raises(RestLayerError, match=r"todo: key\(\) raised ValueError") as info:
+        copy.key({"id": 1, "hook": "key"})
+    assert type(info.value.__cause__) is ValueError

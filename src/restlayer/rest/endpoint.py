@@ -373,6 +373,21 @@ class RestEndpoint(Generic[T_co, Params, Args]):
                 continue  # the library's own: raises RestLayerErrors only
             self.__dict__[hook] = _guarded(self.name, hook, method)
 
+    def __getstate__(self) -> dict[str, object]:
+        """Pickle without the guards `_guard_hooks` put around hooks (closures pickle cannot name)."""
+        state = self.__dict__.copy()
+        for hook in _GUARDED_HOOKS:
+            if hook in self._options:
+                state[hook] = self._options[hook]
+            else:
+                state.pop(hook, None)
+        return state
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        """Unpickle, then guard the hooks again."""
+        self.__dict__.update(state)
+        self._guard_hooks()
+
     def _derive_method(self, options: Mapping[str, object]) -> None:
         """side_effect from the method unless given; method from side_effect unless given."""
         cls = type(self)
