@@ -196,3 +196,32 @@ async def test_a_factory_returning_something_else_is_named(api: Any, default_cli
     configure_client(lambda: "not a client")  # type: ignore[arg-type, return-value]
     with pytest.raises(ParamError, match=r"not an httpx\.AsyncClient"):
         await RestEndpoint(path="/echo", url_prefix=api.url)()
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"timeout": "30"}, {"timeout": -1}, {"limits": 5}, {"headers": 5}, {"proxy": 5}, {"transport": "http"}],
+    ids=["timeout-str", "timeout-negative", "limits", "headers", "proxy", "transport"],
+)
+def test_configure_client_rejects_bad_option_values_at_once(
+    options: dict[str, object], default_client_config: None
+) -> None:
+    """A value httpx cannot use is a ParamError naming the option when configured, not a bare
+    TypeError or AttributeError from the first request of some later controller."""
+    name = next(iter(options))
+    with pytest.raises(ParamError, match=f"configure_client: .*{name}"):
+        configure_client(None, **options)
+
+
+async def test_a_factory_that_raises_is_a_param_error_with_its_error_as_cause(
+    api: Any, default_client_config: None
+) -> None:
+    await restlayer.aclose()
+
+    def factory() -> httpx.AsyncClient:
+        raise RuntimeError("no certificates")
+
+    configure_client(factory)
+    with pytest.raises(ParamError, match="configure_client: the factory raised RuntimeError: no certificates") as info:
+        await RestEndpoint(path="/_test/echo", url_prefix=api.url)()
+    assert type(info.value.__cause__) is RuntimeError

@@ -596,3 +596,84 @@ class TestParseResponse:
     def test_string_schema_counts_as_no_schema(self) -> None:
         ep = RestEndpoint(path="/a", schema="Todo")
         assert parse(ep, response(content=b"abc", content_type="text/plain")) == "abc"
+
+
+class _RaisingHooks(RestEndpoint):
+    """`key` and `search_to_string` overridden in a subclass, raising when the `hook` param names them."""
+
+    def key(self, *args: object) -> str:
+        if args and isinstance(args[0], dict) and args[0].get("hook") == "key":
+            raise ValueError("key bug")
+        return super().key(*args)
+
+    def search_to_string(self, params: Any) -> str:
+        if params.get("hook") == "search_to_string":
+            raise ValueError("search_to_string bug")
+        return super().search_to_string(params)
+
+
+def _raise_for(hook: str) -> Any:
+    def broken(*args: object) -> str:
+        raise ValueError(f"{hook} bug")
+
+    return broken
+
+
+@pytest.mark.parametrize("hook", ["key", "url", "search_to_string"])
+async def test_a_key_or_url_hook_that_raises_gives_a_restlayer_error_naming_the_endpoint(hook: str, api: Any) -> None:
+    """A user's `key`/`url`/`search_to_string` (option or subclass method) that raises: callers get a
+    RestLayerError naming the endpoint, with the original as its cause (like `process`, `get_headers`)."""
+    from restlayer.core import Controller
+
+    endpoints = [RestEndpoint(path="/todos/:id", url_prefix=api.url, name="todo", **{hook: _raise_for(hook)})]
+    if hook != "url":
+        endpoints.append(_RaisingHooks(path="/todos/:id", url_prefix=api.url, name="todo"))
+    ctrl = Controller()
+    try:
+        for ep in endpoints:
+            params = {"id": 1, "hook": hook}
+            with pytest.raises(RestLayerError, match=f"todo: {hook}.* raised ValueError: {hook} bug") as info:
+                await asyncio.wait_for(ctrl.fetch(ep, params), 10)
+            assert type(info.value.__cause__) is ValueError
+            with pytest.raises(RestLayerError) as info:
+                ctrl.dle(ep, params)
+            assert type(info.value.__cause__) is ValueError
+            if hook != "key":  # sending needs only the URL
+                with pytest.raises(RestLayerError) as info:
+                    await asyncio.wait_for(ep(params), 10)
+                assert type(info.value.__cause__) is ValueError
+    finally:
+        ctrl.close()
+
+
+@pytest.mark.parametrize("hook", ["key", "url", "search_to_string"])
+@pytest.mark.parametrize("returned", [None, 5, b"GET /todos"])
+async def test_a_key_or_url_hook_returning_no_str_is_a_param_error_and_stores_nothing(
+    hook: str, returned: object, api: Any
+) -> None:
+    """A forgotten `return` (None) or a number as the key was stored as the key (every `test_key` then
+    failed on it); as a URL or search string it was sent garbled. A ParamError naming the hook now."""
+    from restlayer.core import Controller
+
+    hooks: dict[str, Any] = {hook: lambda *args: returned}
+    ep = RestEndpoint(path="/_test/echo", url_prefix=api.url, name="echo", **hooks)
+    ctrl = Controller()
+    try:
+        with pytest.raises(ParamError, match=f"echo: {hook}\\(\\) returned {type(returned).__name__}, not a str"):
+            await asyncio.wait_for(ctrl.fetch(ep, {"q": 1}), 10)
+        assert dict(ctrl.get_state()["endpoints"]) == {} and len(api.requests) == 0
+    finally:
+        ctrl.close()
+
+
+def test_an_endpoint_with_guarded_hooks_still_pickles_and_stays_guarded() -> None:
+    """The guard around a subclass's own `key` (or `search_to_string`) is not pickled: the copy is
+    built from its class and options, and guarded again."""
+    import pickle
+
+    ep = _RaisingHooks(path="/todos/:id", name="todo")
+    copy = pickle.loads(pickle.dumps(ep))
+    assert copy.key({"id": 1}) == ep.key({"id": 1}) == "GET /todos/1"
+    with pytest.raises(RestLayerError, match=r"todo: key\(\) raised ValueError") as info:
+        copy.key({"id": 1, "hook": "key"})
+    assert type(info.value.__cause__) is ValueError

@@ -368,6 +368,16 @@ def test_extend_named_member(todos: Resource) -> None:
     assert "vote" not in todos
 
 
+@pytest.mark.parametrize("name", ["members", "extend", "_members"])
+def test_a_member_named_like_a_resource_method_is_refused(todos: Resource, name: str) -> None:
+    """`team.members` would be the method, never the member (`extend("members", path=...)` is a natural
+    name for a team's members): a ParamError naming the clash, in every form of extend."""
+    with pytest.raises(ParamError, match=f"{name!r} is an attribute of Resource"):
+        todos.extend(name, path="/todos/:id/members")
+    with pytest.raises(ParamError, match=f"{name!r} is an attribute of Resource"):
+        todos.extend(lambda base: {name: base.get})
+
+
 # -- optimistic responses ------------------------------------------------------------------
 
 

@@ -527,6 +527,32 @@ def test_move_in_a_union_values_collection_moves_the_entry(each_engine: str) -> 
     assert tables[T1]["2"] == {"id": "2", "schema": "users"} and len(tables[T1]) == 3
 
 
+def test_union_values_entries_of_one_pk_but_other_members_never_replace_each_other(each_engine: str) -> None:
+    """Pushed, moved or sent together, a group and a user of one pk are two entries; an entity the dict
+    holds already (under the server's name) is updated where it is, not added again."""
+    coll = Collection(Values(Union({"users": User, "groups": Group}, "type")))
+    state = member_lists(coll)  # T1: u1 user 1, g1 group 1; T2: u2 user 2
+    r = normalize(coll.push, {"id": 2, "type": "groups", "teamId": 2}, args=[{"teamId": 2}], state=state)
+    r = normalize(
+        coll.push,
+        [{"id": 3, "type": "users", "teamId": 2}, {"id": 3, "type": "groups", "teamId": 2}],
+        args=[{"teamId": 2}],
+        state=r,
+    )
+    r = normalize(coll.unshift, {"id": 2, "type": "users", "teamId": 2}, args=[{"teamId": 2}], state=r)
+    moved = {"id": 1, "type": "groups", "teamId": 2}
+    r = normalize(coll.move, moved, args=[{"id": 1}, {"teamId": 2}], state=r, meta=meta(2000))
+    refs = {name: (ref["schema"], ref["id"]) for name, ref in lists(r, "{User;Group}")[T2].items()}
+    assert sorted(refs.values()) == [
+        ("groups", "1"), ("groups", "2"), ("groups", "3"), ("users", "2"), ("users", "3"),
+    ]  # fmt: skip
+    assert refs["u2"] == ("users", "2")  # the stored user 2 kept its entry
+    read: Any = denormalize(coll, T2, r.entities, args=[{"teamId": 2}])
+    assert sorted((type(m).__name__, m.id) for m in read.values()) == [
+        ("Group", 1), ("Group", 2), ("Group", 3), ("User", 2), ("User", 3),
+    ]  # fmt: skip
+
+
 def test_move_of_an_item_of_no_union_member_is_a_schema_error() -> None:
     state = member_lists()
     with pytest.raises(SchemaError, match="names no member of Union") as info:

@@ -9,6 +9,7 @@ import secrets
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable
+from datetime import timedelta
 from typing import Any
 
 import httpx
@@ -606,3 +607,101 @@ def test_a_malformed_redis_url_is_refused_at_once(url: str) -> None:
     """Not later, in the background, where it left every fetch waiting for a connection that never came."""
     with pytest.raises(SharedStoreError, match="URL"):
         RedisStore(url)
+
+
+class _HeldRows(RedisStore):
+    """A RedisStore whose `rows` (a read-through's look for entities its snapshot lacks) waits for `release`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.entered = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def rows(self, refs: Any) -> Any:
+        self.entered.set()
+        await self.release.wait()
+        return await super().rows(refs)
+
+
+async def test_a_reset_while_a_read_through_reads_missing_entities_stores_none_of_them(
+    make: Make, res: Any, redis_server: RedisServer, namespace: str
+) -> None:
+    """A list grown by another process's push names an entity its stored snapshot lacks; a reset while
+    that entity is read from Redis drops the read like a request in flight: its rows are not stored."""
+    writer = make()
+    await started(writer)
+    await writer.fetch(res.Todo.get_list, {"userId": 1})
+    created = await writer.fetch(res.Todo.get_list.push, {"userId": 1}, {"title": "pushed", "userId": 1})
+    await shared(writer).flush()
+    store = _HeldRows(redis_server.url, namespace=namespace)
+    reader = Controller(shared=store)
+    try:
+        await started(reader)
+        reading = asyncio.ensure_future(reader.fetch(res.Todo.get_list, {"userId": 1}))
+        await asyncio.wait_for(store.entered.wait(), 10)
+        reader.reset_entire_store()
+        store.release.set()
+        with pytest.raises(ResetError):
+            await asyncio.wait_for(reading, 10)
+        await shared(reader).flush()
+        assert reader.get(Todo, {"id": created.id}) is None
+        assert reader.get_state()["entities"] == {}
+    finally:
+        reader.close()
+        await shared(reader).wait_closed()
+
+
+async def test_foreign_values_in_the_namespace_neither_take_the_store_offline_nor_block_writes(
+    make: Make, res: Any, api: Any, raw: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Another program's values under restlayer's key names (a string where a hash belongs, a hash with a
+    non-numeric time, a key name that is not UTF-8): a read takes them as absent, a write replaces them,
+    `invalidate_all` reaches the other keys, and the store stays online throughout."""
+    ctrl = make()
+    await started(ctrl)
+    manager = shared(ctrl)
+    store = manager.store
+    assert isinstance(store, RedisStore)
+    await raw.set(store.endpoint_key(res.Todo.get.key({"id": 1})), "another program's value")
+    await raw.set(store.entity_key("Todo", "2"), "another program's value")
+    await raw.hset(store.endpoint_key(res.Todo.get.key({"id": 3})), mapping={"f": "yesterday", "d": "{}"})
+    await raw.set(store.prefix.encode() + b"r:\xff\xfe", "not UTF-8")
+    with caplog.at_level(logging.WARNING, logger="restlayer.shared"):
+        for pk in (1, 2, 3):
+            assert (await asyncio.wait_for(ctrl.fetch(res.Todo.get, id=pk), 10)).id == pk
+            await manager.flush()
+            assert manager.online, f"offline after todo {pk}"
+        ctrl.invalidate_all(res.Todo.get.test_key)
+        await manager.flush()
+    assert manager.online and "unreachable" not in caplog.text and "skipped" not in caplog.text
+    assert len(gets(api, "/todos/1")) == 1
+    for pk in (1, 2, 3):  # written over the foreign values, then invalidated for the whole fleet
+        assert not await raw.exists(store.endpoint_key(res.Todo.get.key({"id": pk})))
+    assert json.loads(await raw.hget(store.entity_key("Todo", "2"), "d"))[2]["id"] == 2
+
+
+def test_store_options_of_the_wrong_kind_are_refused_when_the_store_is_made() -> None:
+    """keep_ms (ms, or a timedelta), timeout (seconds) and max_connections: a value of the wrong kind made
+    every write fail (logged as "not JSON") or the connection fail later, far from the cause."""
+    url = "redis://127.0.0.1:1/0"
+    assert RedisStore(url, keep_ms=timedelta(seconds=5)).keep_ms == 5_000
+    for options in ({"keep_ms": "600"}, {"keep_ms": -1}, {"timeout": "30"}, {"timeout": 0}, {"max_connections": 0}):
+        with pytest.raises(ParamError, match=next(iter(options))):
+            RedisStore(url, **options)
+
+
+async def test_a_foreign_announcement_nested_too_deep_is_ignored_without_going_offline(
+    make: Make, res: Any, raw: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Another program publishing on the namespace's channel: JSON nested deeper than Python parses
+    (RecursionError, not ValueError) is a malformed announcement like any other, not a dropped connection."""
+    writer, reader = make(), make()
+    await started(writer, reader)
+    store = shared(reader).store
+    assert isinstance(store, RedisStore)
+    with caplog.at_level(logging.WARNING, logger="restlayer.shared"):
+        await raw.publish(store.channel, "[" * 100_000 + "]" * 100_000)
+        writer.set(Todo, {"id": 5}, {"id": 5, "title": "after the noise"})
+        await until(reader, lambda: title(reader.get(Todo, {"id": 5})) == "after the noise")
+    assert shared(reader).online and "unreachable" not in caplog.text
+    assert "malformed announcement" in caplog.text

@@ -5,14 +5,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import sqlite3
 import time
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from restlayer.core import Controller, SharedManager, Write
+from restlayer.errors import ParamError
 from restlayer.stores import SQLiteStore
 from tests.core._models import Todo, gets
 
@@ -281,3 +284,134 @@ async def test_a_backend_read_failing_unexpectedly_leaves_the_fetch_to_the_netwo
     finally:
         ctrl.close()
         await manager.wait_closed()
+
+
+def _foreign_file(path: Path, kind: str) -> None:
+    """A file another program wrote at `path`."""
+    if kind == "not-sqlite":
+        path.write_text("name,email\nann,ann@example.com\n" * 20)
+        return
+    with sqlite3.connect(path) as db:
+        if kind == "other-tables":
+            db.execute("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)")
+        else:  # a table of restlayer's name, laid out otherwise
+            db.execute("CREATE TABLE entities (id INTEGER PRIMARY KEY, name TEXT)")
+        db.execute("INSERT INTO " + ("users" if kind == "other-tables" else "entities") + " VALUES (1, 'ann')")
+    # a connection closed: the file holds everything
+
+
+@pytest.mark.parametrize("kind", ["other-tables", "other-columns", "not-sqlite"])
+async def test_a_file_of_another_program_is_refused_with_a_clear_error_and_left_unchanged(
+    tmp_path: Path, res: Any, api: Any, caplog: pytest.LogCaptureFixture, kind: str
+) -> None:
+    """Such a file never becomes usable: `SQLiteStore(path)` says so at once; one that appears after the
+    store was made is refused when it opens (an error logged once, no retrying as if it were down) and the
+    controller works locally. Either way restlayer writes nothing into it."""
+    path = tmp_path / "app.db"
+    _foreign_file(path, kind)
+    before = path.read_bytes()
+    with pytest.raises(ParamError, match=r"app\.db"):
+        SQLiteStore(path)
+
+    later = tmp_path / "later.db"
+    store = SQLiteStore(later)
+    _foreign_file(later, kind)
+    written = later.read_bytes()
+    ctrl = Controller(shared=store)
+    manager = next(m for m in ctrl.managers if isinstance(m, SharedManager))
+    try:
+        with caplog.at_level(logging.WARNING, logger="restlayer.shared"):
+            assert await asyncio.wait_for(manager.wait_started(), 10) is False
+            assert (await asyncio.wait_for(ctrl.suspense(res.Todo.get, id=1), 10)).id == 1
+        refused = [r for r in caplog.records if r.levelno == logging.ERROR]
+        assert len(refused) == 1 and "later.db" in refused[0].getMessage()
+        assert "until it is back" not in caplog.text
+    finally:
+        ctrl.close()
+        await manager.wait_closed()
+    assert path.read_bytes() == before and later.read_bytes() == written
+
+
+async def test_rows_of_a_foreign_file_holding_numbers_are_ignored_and_logged(
+    tmp_path: Path, res: Any, api: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Tables made by another tool, without column types, may hold a number where restlayer keeps text
+    (a row's data, an endpoint's key): such rows are skipped like other malformed ones, the rest loads."""
+    path = tmp_path / "cache.sqlite3"
+    await run(path, lambda ctrl: ctrl.suspense(res.Todo.get, id=1))
+    with sqlite3.connect(path) as db:
+        good_entities = db.execute("SELECT * FROM entities").fetchall()
+        good_endpoints = db.execute("SELECT * FROM endpoints").fetchall()
+        db.execute("DROP TABLE entities")
+        db.execute("DROP TABLE endpoints")
+        db.execute("CREATE TABLE entities (key, pk, fetched_at, data, keep_until)")
+        db.execute("CREATE TABLE endpoints (key, fetched_at, data, expired, keep_until)")
+        db.executemany("INSERT INTO entities VALUES (?, ?, ?, ?, ?)", good_entities)
+        db.executemany("INSERT INTO endpoints VALUES (?, ?, ?, ?, ?)", good_endpoints)
+        far = good_endpoints[0][4]
+        db.execute("INSERT INTO entities VALUES ('Todo', '9', 1, 5, ?)", (far,))
+        db.execute("INSERT INTO endpoints VALUES ('GET /x', 1, 5, 0, ?)", (far,))
+        db.execute("INSERT INTO endpoints VALUES (7, 1, ?, 0, ?)", (good_endpoints[0][2], far))
+    with caplog.at_level(logging.WARNING, logger="restlayer.shared"):
+        keys, todo = await run(path, lambda ctrl: _keys_and_todo(ctrl, res))
+    assert keys == [res.Todo.get.key({"id": 1})]
+    assert todo == Todo(id=1, userId=1, title="delectus aut autem", completed=False)
+    assert len(gets(api, "/todos/1")) == 1  # the good rows were loaded: no second request
+    assert caplog.text.count("malformed") >= 3 and "unexpectedly" not in caplog.text
+
+
+async def _keys_and_todo(ctrl: Controller, res: Any) -> tuple[list[object], Any]:
+    return list(ctrl.get_state()["endpoints"]), await ctrl.suspense(res.Todo.get, id=1)
+
+
+async def test_keep_ms_takes_a_timedelta_and_refuses_what_is_no_length_of_time(tmp_path: Path, res: Any) -> None:
+    """Like the endpoints' time options: a timedelta works; a str, None, NaN or a negative length is a
+    ParamError when the store is made (it made every write fail, logged as "not JSON", and stored nothing)."""
+    path = tmp_path / "cache.sqlite3"
+    assert SQLiteStore(path, keep_ms=timedelta(minutes=10)).keep_ms == 600_000
+    for bad in ("600", None, math.nan, -1):
+        with pytest.raises(ParamError, match="keep_ms"):
+            SQLiteStore(path, keep_ms=bad)  # type: ignore[arg-type]
+    store = SQLiteStore(path, keep_ms=timedelta(minutes=10))
+    await run(path, lambda ctrl: ctrl.suspense(res.Todo.get, id=1))
+    async with Controller(shared=store) as ctrl:
+        manager = next(m for m in ctrl.managers if isinstance(m, SharedManager))
+        assert await asyncio.wait_for(manager.wait_started(), 10)
+        await ctrl.fetch(res.Todo.get, id=2)
+        await manager.flush()
+        assert sorted(await store.keys()) == sorted([res.Todo.get.key({"id": 1}), res.Todo.get.key({"id": 2})])
+
+
+def test_a_file_locked_by_a_writer_is_not_taken_for_another_programs(tmp_path: Path) -> None:
+    """ "database is locked" passes: only a file that is no SQLite database, or holds other tables, is refused."""
+    path = tmp_path / "cache.sqlite3"
+    with sqlite3.connect(path) as db:
+        db.executescript("CREATE TABLE entities (key TEXT, pk TEXT, fetched_at REAL, data TEXT, keep_until REAL);")
+    locker = sqlite3.connect(path, isolation_level=None)
+    try:
+        locker.execute("BEGIN EXCLUSIVE")
+        assert SQLiteStore(path).path == path
+    finally:
+        locker.close()
+
+
+def test_a_directory_is_refused_at_once_not_retried_as_unreachable(tmp_path: Path) -> None:
+    with pytest.raises(ParamError, match="is a directory"):
+        SQLiteStore(tmp_path)
+
+
+async def test_a_row_nested_deeper_than_json_parses_is_ignored_and_logged(
+    tmp_path: Path, res: Any, api: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """RecursionError from such a row (written by another program) failed opening the whole file, retried
+    for good; it is one malformed row, and the others load."""
+    path = tmp_path / "cache.sqlite3"
+    await run(path, lambda ctrl: ctrl.suspense(res.Todo.get, id=1))
+    deep = "[" * 100_000 + "]" * 100_000
+    with sqlite3.connect(path) as db:
+        db.execute("INSERT INTO entities VALUES ('Todo', '9', 1, ?, 1e15)", (deep,))
+        db.execute("INSERT INTO endpoints VALUES ('GET /deep', 1, ?, 0, 1e15)", (deep,))
+    with caplog.at_level(logging.WARNING, logger="restlayer.shared"):
+        todo = await run(path, lambda ctrl: ctrl.suspense(res.Todo.get, id=1))
+    assert todo == Todo(id=1, userId=1, title="delectus aut autem", completed=False)
+    assert len(gets(api, "/todos/1")) == 1 and caplog.text.count("malformed") >= 2

@@ -240,6 +240,9 @@ class SharedManager(Manager):
         while not self._closed:
             try:
                 await self.store.open(self._on_patch)
+            except ParamError as exc:  # a store that can never open (another program's file): say so, stop
+                self._refused(exc)
+                return
             except Exception as exc:  # SharedStoreError, or a backend's own bug: either way, work locally
                 _raise_if_cancelling(exc)
                 if not isinstance(exc, SharedStoreError) and not self._reported:  # once, like the warning
@@ -275,6 +278,13 @@ class SharedManager(Manager):
         self._went_offline(error or SharedStoreError("connection dropped"))
         await self._close_store()
         return True
+
+    def _refused(self, error: ParamError) -> None:
+        """The store refused to open for good: work on the local store only, without retrying."""
+        log.error("the shared store %r cannot be used, working on the local store only: %s", self.store, error)
+        self._reported = True  # said above: no "unreachable ... until it is back" warning
+        self._went_offline(error)
+        self._first.set()
 
     def _went_offline(self, error: BaseException) -> None:
         self.online = False
@@ -605,7 +615,7 @@ class SharedManager(Manager):
         if snapshot.entities:
             self._replay(act.Merge(Patch(entities=snapshot.entities)))
         try:
-            await self._add_missing(controller, first)
+            await self._add_missing(controller, first, reset)
         except SharedStoreError as exc:
             _raise_if_cancelling(exc)
             self._went_offline(exc)
@@ -620,11 +630,13 @@ class SharedManager(Manager):
                     action.future.set_result(snapshot.response)
         return True
 
-    async def _add_missing(self, controller: Controller, fetch: act.Fetch) -> None:
+    async def _add_missing(self, controller: Controller, fetch: act.Fetch, reset: float) -> None:
         """Read from the backend the entities the stored snapshot names but lacks, and store them.
 
         A snapshot holds the rows its response referenced when it was written; a stored
-        list another process grew since (a push) names entities beyond those.
+        list another process grew since (a push) names entities beyond those. `reset` is the
+        store's `last_reset` when the snapshot was stored: rows arriving after a later reset are
+        dropped, like the reply of a request in flight, so the emptied store stays empty.
         """
         asked: set[Ref] = set()
         for _ in range(_FILL_ROUNDS):  # each round reaches one level deeper (an entity that names more)
@@ -635,7 +647,7 @@ class SharedManager(Manager):
                 return
             asked.update(missing)
             rows = await self.store.rows(missing)
-            if not rows:
+            if not rows or controller.get_committed_state().last_reset != reset:
                 return
             self._replay(act.Merge(Patch(entities=tuple(rows))))
 

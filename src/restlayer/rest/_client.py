@@ -55,8 +55,35 @@ def configure_client(factory: Callable[[], httpx.AsyncClient] | None = None, **o
         raise ParamError("configure_client: give either a factory or httpx.AsyncClient options, not both")
     if factory is not None and not callable(factory):
         raise ParamError(f"configure_client: factory must be callable, not {factory!r}")
+    if options:
+        _check_values(options)
     _factory = factory
     _options = {**DEFAULTS, **options}
+
+
+def _check_values(options: dict[str, object]) -> None:
+    """`ParamError` now for option values httpx cannot use, rather than a bare TypeError or
+    AttributeError from the first request of whichever controller opens a shared client."""
+    transport = options.get("transport")
+    if transport is not None and not isinstance(transport, httpx.AsyncBaseTransport):
+        raise ParamError(f"configure_client: transport must be an httpx.AsyncBaseTransport, not {transport!r}")
+    build: Callable[..., httpx.AsyncClient] = httpx.AsyncClient
+    try:
+        trial = build(**{**DEFAULTS, **options})  # opens no connection: nothing to close
+    except Exception as exc:
+        raise ParamError(
+            f"configure_client: httpx.AsyncClient refused {', '.join(sorted(options))}: {type(exc).__name__}: {exc}"
+        ) from exc
+    _check_timeout(trial.timeout)
+
+
+def _check_timeout(timeout: httpx.Timeout) -> None:
+    """Each of the timeout's parts must be None (no limit) or a number of seconds >= 0."""
+    for part in ("connect", "read", "write", "pool"):
+        value = getattr(timeout, part)
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if value is not None and not (number and value >= 0):
+            raise ParamError(f"configure_client: timeout {part} must be None or seconds >= 0, not {value!r}")
 
 
 def _cookieless_jar() -> CookieJar:
@@ -67,7 +94,10 @@ def _cookieless_jar() -> CookieJar:
 def _new_client() -> httpx.AsyncClient:
     """Build a shared client from the configured factory or options."""
     if _factory is not None:
-        client = _factory()
+        try:
+            client = _factory()
+        except Exception as exc:  # the user's code: a RestLayerError like any failure, the original as cause
+            raise ParamError(f"configure_client: the factory raised {type(exc).__name__}: {exc}") from exc
         if not isinstance(client, httpx.AsyncClient):
             raise ParamError(f"configure_client: the factory returned {client!r}, not an httpx.AsyncClient")
         return client

@@ -348,6 +348,7 @@ class RestEndpoint(Generic[T_co, Params, Args]):
         if "name" not in options and not _class_sets(cls, "name"):
             self.name = self.url_prefix + self.path
         _check_options(self, options)
+        self._guard_hooks()
         if self.content is not None and self.content not in CONTENT_MODES:
             raise ParamError(f"content must be one of {sorted(CONTENT_MODES)}, not {self.content!r}")
         self._has_body = self.method not in _NO_BODY_METHODS and self.body is not None
@@ -358,6 +359,34 @@ class RestEndpoint(Generic[T_co, Params, Args]):
         self._parts = RequestParts(self.request_init)
         normalize_time_options(self)
         self.retry = _retry_policy(self.retry)
+
+    def _guard_hooks(self) -> None:
+        """Make the user's own `key`, `url` and `search_to_string` (options or subclass methods) fail
+        with a RestLayerError naming the endpoint, the original as its cause.
+
+        They run inside the library (every read computes a key, every call a URL), so an exception
+        of theirs would otherwise reach the caller raw, like no other failure of the endpoint.
+        """
+        for hook in _GUARDED_HOOKS:
+            method = getattr(self, hook)
+            if getattr(method, "__func__", None) is getattr(RestEndpoint, hook):
+                continue  # the library's own: raises RestLayerErrors only
+            self.__dict__[hook] = _guarded(self.name, hook, method)
+
+    def __getstate__(self) -> dict[str, object]:
+        """Pickle without the guards `_guard_hooks` put around hooks (closures pickle cannot name)."""
+        state = self.__dict__.copy()
+        for hook in _GUARDED_HOOKS:
+            if hook in self._options:
+                state[hook] = self._options[hook]
+            else:
+                state.pop(hook, None)
+        return state
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        """Unpickle, then guard the hooks again."""
+        self.__dict__.update(state)
+        self._guard_hooks()
 
     def _derive_method(self, options: Mapping[str, object]) -> None:
         """side_effect from the method unless given; method from side_effect unless given."""
@@ -772,6 +801,8 @@ _HOOK_OPTIONS: Final = (
     "process", "get_headers", "get_request_init", "fetch_response", "parse_response",
     "key", "test_key", "url", "search_to_string",
 )  # fmt: skip
+#: Hooks computing a call's URL or key: what they raise reaches callers as a RestLayerError.
+_GUARDED_HOOKS: Final = ("key", "url", "search_to_string")
 #: Options that are a function or None.
 _OPTIONAL_CALLABLES: Final = ("error_policy", "get_optimistic_response", "update", "remove_cursor")
 #: Hooks called without `await` (an async function there would hand a coroutine on).
@@ -781,6 +812,25 @@ _SYNC_HOOKS: Final = (
 )  # fmt: skip
 #: An HTTP method is a token (RFC 9110 section 5.6.2).
 _TOKEN: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+
+
+def _guarded(endpoint: str, hook: str, function: Callable[..., object]) -> Callable[..., str]:
+    """`function` (the endpoint's `hook`), raising a RestLayerError naming both instead of any other error,
+    and a ParamError when it returns no str (a key of None would be stored, a URL of 5 sent)."""
+
+    @functools.wraps(function)
+    def guarded(*args: object, **kwargs: object) -> str:
+        try:
+            text = function(*args, **kwargs)
+        except RestLayerError:
+            raise
+        except Exception as exc:
+            raise RestLayerError(f"{endpoint}: {hook}() raised {type(exc).__name__}: {exc}") from exc
+        if not isinstance(text, str):
+            raise ParamError(f"{endpoint}: {hook}() returned {type(text).__name__}, not a str")
+        return text
+
+    return guarded
 
 
 def _positive(value: object) -> bool:

@@ -171,7 +171,18 @@ class Resource(Generic[T_co, Params, Args]):
         return self._members["get"].extend(**options)
 
     def _with(self, members: Mapping[str, RestEndpoint[object, ...]]) -> ExtendedResource[T_co, Params, Args]:
+        for name in members:
+            _check_member_name(name)
         return ExtendedResource({**self._members, **members}, self._label)
+
+
+def _check_member_name(name: object) -> None:
+    """`ParamError` for a member name a Resource attribute already holds (`members`, `extend`...):
+    read as an attribute it would be that attribute, never the member."""
+    if isinstance(name, str) and hasattr(Resource, name):
+        raise ParamError(
+            f"extend: {name!r} is an attribute of Resource, so the member could not be read as one; choose another name"
+        )
 
 
 if TYPE_CHECKING:

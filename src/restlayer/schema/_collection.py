@@ -117,6 +117,27 @@ def values_remove_merge(
     return {k: v for k, v in existing.items() if _ref_key(v) not in gone}
 
 
+def _placed(existing: Mapping[str, object], incoming: Iterable[tuple[str, object]]) -> dict[str, object]:
+    """The `(pk, ref)` entries of a Values push or move, named for the stored dict `existing`.
+
+    An entity the dict holds already keeps its entry (the server may name entries otherwise than
+    by pk). Else its pk, unless another entity holds that name: two members of a Union may share
+    a pk, and one would silently replace the other; the newcomer is then `<member>:<pk>`.
+    """
+    names = {_ref_key(ref): name for name, ref in existing.items()}
+    taken = set(existing)
+    placed: dict[str, object] = {}
+    for pk, ref in incoming:
+        identity = _ref_key(ref)
+        name = names.get(identity)
+        if name is None:
+            name = f"{ref.get('schema')}:{pk}" if pk in taken and isinstance(ref, Mapping) else pk
+            names[identity] = name
+            taken.add(name)
+        placed[name] = ref
+    return placed
+
+
 def _ref_key(ref: object) -> Hashable:
     """Hashable identity of a normalized reference (a pk, or a Union's id and schema)."""
     if isinstance(ref, Mapping):
@@ -434,7 +455,13 @@ class _Adder(Schema[object]):
             if accept(_parse_key(list_key)):
                 current = ctx.get(self.key, list_key)
                 if current is not None and current is not INVALID:
-                    ctx.replace(self.key, list_key, self.merge(current, normalized))
+                    ctx.replace(self.key, list_key, self.merge(current, self._named_for(current, normalized)))
+        return normalized
+
+    def _named_for(self, current: object, normalized: object) -> object:
+        """`normalized` as merged into the stored `current`: a Values push names its entries for that dict."""
+        if self.by_pk and isinstance(current, Mapping) and isinstance(normalized, Mapping):
+            return _placed(current, normalized.items())
         return normalized
 
     def _check_entries(self, value: object) -> None:
@@ -461,7 +488,7 @@ class _Adder(Schema[object]):
         if member is None:
             raise SchemaError("A Values Collection's push/unshift needs an Entity or Union member", schema=repr(self))
         items = value if isinstance(value, (list, tuple)) else [value]
-        entries: dict[str, object] = {}
+        entries: list[tuple[str, object]] = []
         for index, item in enumerate(items):
             try:
                 ref = member.normalize_value(item, parent, key, ctx)
@@ -477,8 +504,8 @@ class _Adder(Schema[object]):
                     schema=repr(self),
                     path=(index,) if items is value else (),
                 )
-            entries[pk] = ref
-        return FrozenDict(entries)
+            entries.append((pk, ref))
+        return FrozenDict(_placed({}, entries))
 
     def denormalize_value(self, value: object, unvisit: Unvisit) -> object:
         return _denormalize_items(self.collection, value, unvisit)
@@ -645,8 +672,15 @@ class _Mover(Schema[object]):
                 continue
             current = ctx.get(self.key, list_key)
             if isinstance(current, (list, Mapping)):
-                merge = self.remove if out else self.add
-                ctx.replace(self.key, list_key, merge(current, ref))
+                if out:
+                    ctx.replace(self.key, list_key, self.remove(current, ref))
+                else:
+                    named = (
+                        _placed(current, ref.items())
+                        if isinstance(current, Mapping) and isinstance(ref, Mapping)
+                        else ref
+                    )
+                    ctx.replace(self.key, list_key, self.add(current, named))
 
     def denormalize_value(self, value: object, unvisit: Unvisit) -> object:
         return _denormalize_items(self.collection, value, unvisit)

@@ -8,8 +8,10 @@ import math
 from collections.abc import Iterable
 from typing import NamedTuple
 
+from restlayer._time import to_ms
 from restlayer.core import Snapshot
 from restlayer.core._patch import EntityRow, Meta, entity_row, meta_of
+from restlayer.errors import ParamError
 
 log = logging.getLogger("restlayer.shared")
 MAX_TTL_MS = 7 * 24 * 3600 * 1000
@@ -21,6 +23,18 @@ class EndpointRecord(NamedTuple):
     response: object
     meta: Meta
     deps: list[tuple[str, str]]
+
+
+def keep_ms_of(value: object) -> float:
+    """The `keep_ms` option in ms: a number >= 0 or a `timedelta`, else `ParamError` now.
+
+    Anything else (seconds as a str, None) failed every later write, logged as a value JSON
+    cannot hold, and the store stayed empty.
+    """
+    ms = to_ms(value, "keep_ms")
+    if ms is None or not ms >= 0:  # NaN fails the comparison
+        raise ParamError(f"keep_ms must be >= 0 milliseconds or a datetime.timedelta, not {value!r}")
+    return ms
 
 
 def dumps(value: object) -> str:
@@ -41,10 +55,21 @@ def endpoint_record(response: object, result: object, meta: Meta, deps: Iterable
     return dumps({"response": response, "result": result, "meta": meta, "deps": [list(ref) for ref in deps]})
 
 
-def parse_endpoint(text: str | bytes, key: str) -> EndpointRecord | None:
+def _json(text: object) -> object:
+    """The JSON value of stored `text`; ValueError (malformed) for a value that is no text at all.
+
+    A file written by another tool (columns without types) may hold a number where a row's text
+    belongs; `json.loads` would raise TypeError and break opening the whole store for one row.
+    """
+    if not isinstance(text, (str, bytes, bytearray)):
+        raise ValueError(f"stored as {type(text).__name__}, not JSON text")
+    return json.loads(text)
+
+
+def parse_endpoint(text: object, key: str) -> EndpointRecord | None:
     """(response, meta, deps) of a stored endpoint record, or None (logged) when malformed."""
     try:
-        data = json.loads(text)
+        data = _json(text)
         if not isinstance(data, dict) or "response" not in data:
             raise ValueError("not an endpoint record")
         deps = data.get("deps", [])
@@ -53,16 +78,16 @@ def parse_endpoint(text: str | bytes, key: str) -> EndpointRecord | None:
         ):
             raise ValueError("deps must be [key, pk] pairs")
         return EndpointRecord(data["response"], meta_of(data.get("meta")), [(d[0], d[1]) for d in deps])
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: JSON nested deeper than Python parses
         log.warning("ignored a malformed stored value for %s: %s", key, exc)
         return None
 
 
-def parse_entity(text: str | bytes) -> EntityRow | None:
+def parse_entity(text: object) -> EntityRow | None:
     """A stored entity row, or None (logged) when malformed."""
     try:
-        return entity_row(json.loads(text))
-    except ValueError as exc:
+        return entity_row(_json(text))
+    except (ValueError, RecursionError) as exc:  # RecursionError: JSON nested deeper than Python parses
         log.warning("ignored a malformed stored entity row: %s", exc)
         return None
 

@@ -17,8 +17,10 @@ import asyncio
 import contextlib
 import json
 import logging
+import math
 import secrets
 from collections.abc import AsyncIterator, Callable, Sequence
+from datetime import timedelta
 
 try:
     import redis.asyncio as aioredis
@@ -27,25 +29,38 @@ try:
     from redis.asyncio.retry import Retry
     from redis.backoff import NoBackoff
     from redis.commands.core import AsyncScript
-    from redis.exceptions import RedisError
+    from redis.exceptions import RedisError, ResponseError
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("RedisStore needs redis-py: pip install 'restlayer[redis]'") from exc
 
 from restlayer.core import Patch, Snapshot, Write
 from restlayer.core._patch import EntityRow
-from restlayer.errors import SharedStoreError
-from restlayer.stores._codec import dumps, endpoint_record, lifetime_ms, parse_endpoint, parse_entity, snapshot
+from restlayer.errors import ParamError, SharedStoreError
+from restlayer.stores._codec import (
+    dumps,
+    endpoint_record,
+    keep_ms_of,
+    lifetime_ms,
+    parse_endpoint,
+    parse_entity,
+    snapshot,
+)
 
 log = logging.getLogger("restlayer.shared")
 
+# A value of another type (or a hash without a numeric `f`) under one of restlayer's key names was
+# written by another program: it is replaced, never allowed to fail the whole write.
 _WRITE = """
 local e, r = {}, {}
 for i = 1, #KEYS do
   local b = 3 + (i - 1) * 5
   local kind, key = ARGV[b + 1], KEYS[i]
+  local t = redis.call('TYPE', key).ok
   if kind == 'e' or kind == 'r' then
-    local cur = redis.call('HGET', key, 'f')
-    if (not cur) or tonumber(cur) <= tonumber(ARGV[b + 2]) then
+    if t ~= 'hash' and t ~= 'none' then redis.call('DEL', key) end
+    local cur = nil
+    if t == 'hash' then cur = tonumber(redis.call('HGET', key, 'f')) end
+    if (not cur) or cur <= tonumber(ARGV[b + 2]) then
       redis.call('HSET', key, 'f', ARGV[b + 2], 'd', ARGV[b + 3])
       redis.call('HDEL', key, 'x')
       redis.call('PEXPIRE', key, ARGV[b + 4])
@@ -54,9 +69,9 @@ for i = 1, #KEYS do
   elseif kind == 'x' then
     redis.call('DEL', key)
   elseif kind == 'o' then
-    if redis.call('EXISTS', key) == 1 then redis.call('HSET', key, 'x', '1') end
+    if t == 'hash' then redis.call('HSET', key, 'x', '1') end
   elseif kind == 'u' then
-    if redis.call('GET', key) == ARGV[b + 3] then redis.call('DEL', key) end
+    if t == 'string' and redis.call('GET', key) == ARGV[b + 3] then redis.call('DEL', key) end
   end
 end
 local rows = '"e":[' .. table.concat(e, ',') .. '],"r":[' .. table.concat(r, ',') .. ']'
@@ -65,11 +80,27 @@ return #e + #r
 """
 
 _EXTEND = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+if redis.call('TYPE', KEYS[1]).ok == 'string' and redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
 return 0
 """
 
 _FAILURES = (RedisError, OSError, asyncio.TimeoutError)
+
+
+def _foreign(error: object) -> bool:
+    """Whether `error` (a command's) says the key holds a value of another type: another program's."""
+    return isinstance(error, ResponseError) and str(error).startswith("WRONGTYPE")
+
+
+def _check_connection_options(timeout: object, max_connections: object) -> None:
+    """`ParamError` now for a timeout that is no positive number of seconds or a pool size below 1
+    (redis-py would fail on the first connection, in the background, retried for good)."""
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < math.inf:
+        raise ParamError(f"timeout must be a positive number of seconds, not {timeout!r}")
+    if isinstance(max_connections, bool) or not isinstance(max_connections, int) or max_connections < 1:
+        raise ParamError(f"max_connections must be an int >= 1, not {max_connections!r}")
 
 
 def _check_url(url: str) -> None:
@@ -93,16 +124,17 @@ class RedisStore:
         url: str,
         *,
         namespace: str = "restlayer",
-        keep_ms: float = 600_000,
+        keep_ms: float | timedelta = 600_000,
         timeout: float = 30.0,
         max_connections: int = 64,
     ) -> None:
         if not namespace or any(c in namespace for c in "{}"):
             raise SharedStoreError(f"namespace {namespace!r} must be non-empty and without braces")
         _check_url(url)
+        _check_connection_options(timeout, max_connections)
         self.url = url
         self.namespace = namespace
-        self.keep_ms = keep_ms
+        self.keep_ms = keep_ms_of(keep_ms)
         self.timeout = timeout
         self.max_connections = max_connections
         self.prefix = f"rl:{{{namespace}}}:"
@@ -190,9 +222,14 @@ class RedisStore:
         raise SharedStoreError(f"redis at {self.url}: subscription ended")
 
     def _deliver(self, data: bytes) -> None:
+        """Hand an announcement to `on_patch`; a malformed one (anyone may publish on the channel) is logged.
+
+        JSON nested deeper than Python parses raises RecursionError: caught too, or it would end
+        `run` as if the connection had dropped (offline, local data expired, announcements missed).
+        """
         try:
             patch = Patch.from_json(json.loads(data))
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             log.warning("ignored a malformed announcement on %s: %s", self.channel, exc)
             return
         if self._on_patch is not None:
@@ -282,7 +319,13 @@ class RedisStore:
     async def read(self, key: str) -> Snapshot | None:
         """The stored response of `key` and the current rows of the entities it references."""
         async with self._calls() as client:
-            stored = await client.hgetall(self.endpoint_key(key))
+            try:
+                stored = await client.hgetall(self.endpoint_key(key))
+            except ResponseError as exc:
+                if not _foreign(exc):
+                    raise
+                log.warning("ignored a malformed stored value for %s: %s", key, exc)
+                return None
             if not stored or b"d" not in stored:
                 return None
             parsed = parse_endpoint(stored[b"d"], key)
@@ -302,14 +345,18 @@ class RedisStore:
         pipe = client.pipeline(transaction=False)
         for ref in refs:
             pipe.hget(self.entity_key(*ref), "d")
-        texts = await pipe.execute()
-        return [row for row in (parse_entity(text) for text in texts if text is not None) if row is not None]
+        texts = await pipe.execute(raise_on_error=False)
+        for text in texts:
+            if isinstance(text, Exception) and not _foreign(text):
+                raise text
+        return [row for row in (_entity_of(text) for text in texts if text is not None) if row is not None]
 
     async def keys(self) -> list[str]:
         """Every endpoint key stored in the namespace."""
         start = len(self.prefix) + 2
         async with self._calls() as client:
-            return [name[start:].decode() async for name in client.scan_iter(match=self._pattern("r:"), count=500)]
+            names = [name[start:] async for name in client.scan_iter(match=self._pattern("r:"), count=500)]
+        return [key for key in map(_key_text, names) if key is not None]
 
     async def lock(self, key: str, ttl_ms: int) -> str | None:
         """`SET NX PX`: a token when this process now holds the key's fetch, else None."""
@@ -322,3 +369,20 @@ class RedisStore:
         """Push the lock's expiry `ttl_ms` further while `token` still holds it."""
         async with self._calls():
             return bool(await self._opened(self._extend)(keys=[self.lock_key(key)], args=[token, int(ttl_ms)]))
+
+
+def _entity_of(text: object) -> EntityRow | None:
+    """A stored entity row; None (logged) for a malformed one or another program's value (`WRONGTYPE`)."""
+    if isinstance(text, Exception):
+        log.warning("ignored a malformed stored entity row: %s", text)
+        return None
+    return parse_entity(text)
+
+
+def _key_text(name: bytes) -> str | None:
+    """An endpoint key from its Redis name; None (logged) when the name is not UTF-8 (not restlayer's)."""
+    try:
+        return name.decode()
+    except UnicodeDecodeError:
+        log.warning("ignored a malformed stored key %r: not UTF-8", name)
+        return None

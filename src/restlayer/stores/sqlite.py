@@ -14,16 +14,18 @@ import secrets
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
+from datetime import timedelta
 from pathlib import Path
 from types import NoneType
 from typing import TypeGuard
 
 from restlayer.core import Patch, Snapshot, Write
 from restlayer.core._patch import EndpointRow, EntityRow, IndexRow
-from restlayer.errors import SharedStoreError
+from restlayer.errors import ParamError, SharedStoreError
 from restlayer.stores._codec import (
     dumps,
     endpoint_record,
+    keep_ms_of,
     lifetime_ms,
     log,
     parse_endpoint,
@@ -43,6 +45,13 @@ CREATE TABLE IF NOT EXISTS indexes (
 """
 
 
+#: The columns restlayer reads and writes in each of its tables.
+_COLUMNS = {
+    "entities": frozenset({"key", "pk", "fetched_at", "data", "keep_until"}),
+    "endpoints": frozenset({"key", "fetched_at", "data", "expired", "keep_until"}),
+    "indexes": frozenset({"key", "field", "value", "pk"}),
+}
+
 _EXPIRED, _INVALIDATED = 1, 2  # the `expired` column: 0 fresh, 1 stale, 2 invalidated (a tombstone)
 
 
@@ -55,6 +64,56 @@ def _index_row(row: Sequence[object]) -> TypeGuard[IndexRow]:
     return False
 
 
+def _check_file(db: sqlite3.Connection, path: Path) -> None:
+    """`ParamError` when the database at `path` belongs to another program: it holds tables restlayer
+    does not use, or its tables of restlayer's names lack their columns. Such a file never becomes
+    usable (opening it again would fail the same way), and creating restlayer's tables in it would
+    change another program's data. Run before anything is written."""
+    try:
+        names = [name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    except sqlite3.OperationalError:  # locked, an I/O error...: may pass, the caller reports (and retries) it
+        raise
+    except sqlite3.DatabaseError as exc:  # "file is not a database", encrypted...
+        raise ParamError(f"SQLiteStore: {path} is not a SQLite database restlayer can use ({exc})") from exc
+    foreign = sorted(name for name in names if name not in _COLUMNS and not name.startswith("sqlite_"))
+    if foreign:
+        raise ParamError(
+            f"SQLiteStore: {path} is another program's database (tables {', '.join(foreign)}); "
+            "give the store a file of its own"
+        )
+    for table in set(names) & set(_COLUMNS):
+        columns = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+        lacking = sorted(_COLUMNS[table] - columns)
+        if lacking:
+            raise ParamError(
+                f"SQLiteStore: {path} is another program's database (its table {table} has no "
+                f"{', '.join(lacking)}); give the store a file of its own"
+            )
+
+
+def _check_not_dir(path: Path) -> None:
+    """`ParamError` for a directory: it can never be opened as the store's file (retrying is no use)."""
+    if path.is_dir():
+        raise ParamError(f"SQLiteStore: {path} is a directory; give the path of a file (e.g. {path / 'cache.sqlite3'})")
+
+
+def _check_existing(path: Path) -> None:
+    """`_check_file` on `path` when it exists, read-only (a file not there yet is created at open)."""
+    _check_not_dir(path)
+    if not path.is_file():
+        return
+    try:
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=0)
+    except sqlite3.Error:
+        return  # unreadable now: open() reports it (and retries, it may be transient)
+    try:
+        _check_file(db, path)
+    except sqlite3.Error:
+        return  # locked by a writer, say: open() looks again
+    finally:
+        db.close()
+
+
 def _now_ms() -> float:
     return time.time() * 1000
 
@@ -64,11 +123,14 @@ class SQLiteStore:
 
     `keep_ms`: how long a row stays in the file after it expires (served stale
     while refetched). Rows past that are deleted when the file is opened.
+    A file of another program (other tables, or not SQLite) is refused with
+    `ParamError`, here when it exists already, else when the store opens.
     """
 
-    def __init__(self, path: str | Path, *, keep_ms: float = 600_000) -> None:
+    def __init__(self, path: str | Path, *, keep_ms: float | timedelta = 600_000) -> None:
+        self.keep_ms = keep_ms_of(keep_ms)
+        _check_existing(Path(path))
         self.path = Path(path)
-        self.keep_ms = keep_ms
         self._db: sqlite3.Connection | None = None
 
     def __repr__(self) -> str:
@@ -80,16 +142,24 @@ class SQLiteStore:
         return self._db
 
     async def open(self, on_patch: Callable[[Patch], None]) -> None:
-        """Open (or create) the file and load its unexpired rows into the controller's store."""
+        """Open (or create) the file and load its unexpired rows into the controller's store.
+
+        `ParamError` (no use retrying) for another program's file, `SharedStoreError` for other failures.
+        """
         await self.close()
+        _check_not_dir(self.path)
         try:
             self._db = sqlite3.connect(self.path, isolation_level=None)
+            _check_file(self._db, self.path)
             self._db.executescript(_SCHEMA)
             now = _now_ms()
             with self._db:
                 self._db.execute("DELETE FROM entities WHERE keep_until < ?", (now,))
                 self._db.execute("DELETE FROM endpoints WHERE keep_until < ?", (now,))
             patch = self._load()
+        except ParamError:
+            await self.close()
+            raise
         except sqlite3.Error as exc:
             raise SharedStoreError(f"{self.path}: {exc}") from exc
         if patch:
@@ -114,6 +184,9 @@ class SQLiteStore:
         expired: list[str] = []
         invalidated: list[str] = []
         for key, text, state in db.execute("SELECT key, data, expired FROM endpoints"):
+            if not isinstance(key, str):  # a foreign file's number: no endpoint key (keys are text everywhere)
+                log.warning("ignored a malformed stored endpoint row: key %r is not text", key)
+                continue
             parsed = parse_endpoint(text, key)
             if parsed is not None and all(ref in present for ref in parsed.deps):
                 endpoints.append((key, json.loads(text).get("result"), parsed.meta))
