@@ -648,9 +648,21 @@ class Controller:
                 raise
             except ClosedError:  # nothing was stored: the controller is gone
                 raise
-            except Exception:  # stored for the key; the caller reads and raises it
-                pass
+            except Exception as exc:
+                if not self._recorded(endpoint, args, exc):  # a request never sent, a reply that could not be stored
+                    raise
+                # stored for the key: the caller reads it (and raises it unless the policy hides it)
             return self._read(endpoint, args)[0]
+
+    def _recorded(self, endpoint: Endpoint[object], args: tuple[object, ...], error: BaseException) -> bool:
+        """Whether `error`, a failed fetch's outcome, is the error the store now holds for the call.
+
+        A reader re-reads a recorded failure from the store (where the error policy decides
+        whether it shows); anything else (a request that could not be built, a reply whose
+        storing failed) exists only in the exception, so the reader must get that.
+        """
+        meta = self._state.meta.get(endpoint.key(*args))
+        return meta is not None and meta.get("error") is error
 
     @overload
     def dle(self, endpoint: Endpoint[T], skip: None, /) -> DLE[T]: ...
