@@ -108,6 +108,19 @@ async def test_soft_error_from_server_keeps_data(ctrl: Controller, res: Any, api
     assert ctrl.get_error(ep, code=503) is None
 
 
+async def test_error_policy_none_means_no_policy_every_error_is_hard(ctrl: Controller, api: Any) -> None:
+    """`error_policy=None` (allowed as "a function or None") is no policy, as in the original: errors show."""
+    ep = RestEndpoint(path="/_test/status/:code", url_prefix=api.url, error_policy=None)
+    ctrl.set_response(ep, {"code": 503}, {"ok": 1})
+    with pytest.raises(NetworkError) as info:
+        await ctrl.fetch(ep, code=503)
+    assert info.value.status == 503 and ctrl.get_error(ep, code=503) is info.value
+    assert ctrl.get_state()["meta"][ep.key({"code": 503})].get("error_policy") is None
+    assert ctrl.get_response(ep, code=503).data == {"ok": 1}
+    ctrl.set_error(ep, {"code": 500}, NetworkError("set by hand", status=500))
+    assert str(ctrl.get_error(ep, code=500)) == "set by hand"
+
+
 async def test_expire_all_and_invalidate_all(ctrl: Controller, res: Any) -> None:
     await ctrl.fetch(res.Todo.get, id=1)
     ctrl.expire_all(res.Todo.get.test_key)

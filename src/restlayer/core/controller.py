@@ -80,9 +80,14 @@ def _with_defaults(
 
 
 def _run_policy(
-    policy: Callable[[BaseException], str | None], error: BaseException, name: str
+    policy: Callable[[BaseException], str | None] | None, error: BaseException, name: str
 ) -> tuple[str | None, RestLayerError | None]:
-    """`policy(error)`, or (None, an error naming the policy) when the policy itself raises."""
+    """`policy(error)`, or (None, an error naming the policy) when the policy itself raises.
+
+    No policy (an endpoint's `error_policy=None`) keeps no data on any error: (None, None).
+    """
+    if policy is None:
+        return None, None
     try:
         return policy(error), None
     except Exception as exc:
@@ -513,11 +518,10 @@ class Controller:
         bound = _bound(endpoint, tuple(rest), kwargs)
         now = self.now()
         expires = now + expiry_length(endpoint.error_expiry_length, ERROR_EXPIRY, "error_expiry_length")
-        self.dispatch(
-            act.SetResponse(
-                endpoint, bound, endpoint.key(*bound), error, now, now, expires, True, endpoint.error_policy(error)
-            )
-        )
+        policy, failure = _run_policy(endpoint.error_policy, error, endpoint.name)
+        if failure is not None:
+            raise failure
+        self.dispatch(act.SetResponse(endpoint, bound, endpoint.key(*bound), error, now, now, expires, True, policy))
 
     def set(self, schema: SchemaLike, *args: object, **kwargs: object) -> None:
         """Write `value` (last positional) into the entity tables.
