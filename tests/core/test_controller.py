@@ -572,6 +572,22 @@ def test_wrong_kinds_of_arguments_are_param_errors_naming_them(res: Any) -> None
     assert ctrl.get_state().entities == {}
 
 
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        ({"clock": 5}, "clock"),
+        ({"gc_policy": "every 5 minutes"}, "gc_policy"),
+        ({"managers": [object()]}, "managers"),
+        ({"managers": "NetworkManager"}, "managers"),
+        ({"refetch_overtaken": True}, "refetch_overtaken"),
+    ],
+)
+def test_wrong_controller_options_are_param_errors_naming_them(options: dict[str, Any], named: str) -> None:
+    """They used to fail later as an AttributeError or a TypeError from the first read or write."""
+    with pytest.raises(ParamError, match=named):
+        Controller(**options)
+
+
 def test_a_stored_result_that_does_not_fit_the_schema_reads_as_invalid(res: Any) -> None:
     """An `update=` that returns the wrong shape for a list: reads report INVALID (a refetch mends it)."""
     broken = res.Todo.get.extend(update=lambda pk, *args: {res.Todo.get_list.key(): lambda old: 5})

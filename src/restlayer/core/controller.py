@@ -79,6 +79,25 @@ def _with_defaults(
     return chosen
 
 
+def _check_options(
+    managers: Sequence[Manager] | None, clock: object, gc_policy: object, refetch_overtaken: object
+) -> None:
+    """Refuse a Controller option of the wrong kind now, naming it (ParamError).
+
+    Otherwise the mistake surfaces later and elsewhere: an AttributeError while the
+    controller starts, or a TypeError from the first read or write that asks the time.
+    """
+    if clock is not None and not callable(clock):
+        raise ParamError(f"Controller: clock must be a function returning milliseconds, not {clock!r}")
+    if gc_policy is not None and not isinstance(gc_policy, GCPolicy):
+        raise ParamError(f"Controller: gc_policy must be a GCPolicy, not {gc_policy!r}")
+    if refetch_overtaken is not None and not callable(refetch_overtaken):
+        raise ParamError(f"Controller: refetch_overtaken must be a function, not {refetch_overtaken!r}")
+    for manager in managers or ():
+        if not isinstance(manager, Manager):
+            raise ParamError(f"Controller: managers must be Manager instances, not {manager!r} (in {managers!r})")
+
+
 def _run_policy(
     policy: Callable[[BaseException], str | None] | None, error: BaseException, name: str
 ) -> tuple[str | None, RestLayerError | None]:
@@ -125,6 +144,7 @@ class Controller:
         refetch_overtaken: Refetch | None = None,
         shared: SharedStore | SharedManager | None = None,
     ) -> None:
+        _check_options(managers, clock, gc_policy, refetch_overtaken)
         self.now: Clock = clock or _wall_clock
         self.memo = MemoCache()
         # Reads of another state than the one readers see (optimistic guesses read the store under
