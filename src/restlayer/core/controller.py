@@ -29,6 +29,7 @@ from restlayer.core._read import (
     read_response,
     refs_of,
     same_data,
+    skips,
 )
 from restlayer.core._reducer import apply
 from restlayer.core._state import EMPTY_STATE, State
@@ -275,9 +276,7 @@ class Controller:
         endpoint: Endpoint[object], args: tuple[object, ...], kwargs: dict[str, object]
     ) -> tuple[object, ...] | None:
         """Canonical args, or None for "don't fetch" (`ctrl.dle(ep, None)`)."""
-        if not kwargs and len(args) == 1 and args[0] is None:
-            return None
-        return _bound(endpoint, args, kwargs)
+        return None if skips(args, kwargs) else _bound(endpoint, args, kwargs)
 
     # ----- reads --------------------------------------------------------------------------------
     def _read(self, endpoint: Endpoint[T], args: tuple[object, ...]) -> tuple[Response[T], Refs]:
