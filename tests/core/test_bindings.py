@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from restlayer.core import DLE, Controller
-from restlayer.errors import NetworkError
+from restlayer.errors import NetworkError, ParamError
 from tests._present import present
 from tests.core._models import Clock, Recorder, Todo, gets, stored
 
@@ -50,6 +50,15 @@ async def test_suspense_raises_hard_error_until_expiry(cctrl: Controller, res: A
     with pytest.raises(NetworkError):
         await cctrl.suspense(res.status, code=404)
     assert len(api.requests) == 2
+
+
+async def test_suspense_raises_a_failure_the_store_did_not_record(ctrl: Controller, res: Any, api: Any) -> None:
+    """A request that cannot be built (a header with a line break) is never stored: suspense raises it, never None."""
+    ep = res.Todo.get.extend(request_init={"headers": {"X-Token": "a\nb"}})
+    for _ in range(2):
+        with pytest.raises(ParamError, match="line break"):
+            await asyncio.wait_for(ctrl.suspense(ep, id=1), 10)
+    assert ctrl.get_error(ep, id=1) is None and len(api.requests) == 0
 
 
 async def test_suspense_after_invalidate_refetches(ctrl: Controller, res: Any, api: Any) -> None:

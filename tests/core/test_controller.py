@@ -108,6 +108,19 @@ async def test_soft_error_from_server_keeps_data(ctrl: Controller, res: Any, api
     assert ctrl.get_error(ep, code=503) is None
 
 
+async def test_error_policy_none_means_no_policy_every_error_is_hard(ctrl: Controller, api: Any) -> None:
+    """`error_policy=None` (allowed as "a function or None") is no policy, as in the original: errors show."""
+    ep = RestEndpoint(path="/_test/status/:code", url_prefix=api.url, error_policy=None)
+    ctrl.set_response(ep, {"code": 503}, {"ok": 1})
+    with pytest.raises(NetworkError) as info:
+        await ctrl.fetch(ep, code=503)
+    assert info.value.status == 503 and ctrl.get_error(ep, code=503) is info.value
+    assert ctrl.get_state()["meta"][ep.key({"code": 503})].get("error_policy") is None
+    assert ctrl.get_response(ep, code=503).data == {"ok": 1}
+    ctrl.set_error(ep, {"code": 500}, NetworkError("set by hand", status=500))
+    assert str(ctrl.get_error(ep, code=500)) == "set by hand"
+
+
 async def test_expire_all_and_invalidate_all(ctrl: Controller, res: Any) -> None:
     await ctrl.fetch(res.Todo.get, id=1)
     ctrl.expire_all(res.Todo.get.test_key)
@@ -557,6 +570,22 @@ def test_wrong_kinds_of_arguments_are_param_errors_naming_them(res: Any) -> None
     with pytest.raises(ParamError, match="callback must be callable"):
         ctrl.watch(res.Todo.get, {"id": 1}, callback=nothing)
     assert ctrl.get_state().entities == {}
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        ({"clock": 5}, "clock"),
+        ({"gc_policy": "every 5 minutes"}, "gc_policy"),
+        ({"managers": [object()]}, "managers"),
+        ({"managers": "NetworkManager"}, "managers"),
+        ({"refetch_overtaken": True}, "refetch_overtaken"),
+    ],
+)
+def test_wrong_controller_options_are_param_errors_naming_them(options: dict[str, Any], named: str) -> None:
+    """They used to fail later as an AttributeError or a TypeError from the first read or write."""
+    with pytest.raises(ParamError, match=named):
+        Controller(**options)
 
 
 def test_a_stored_result_that_does_not_fit_the_schema_reads_as_invalid(res: Any) -> None:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
 
 from restlayer.core import Controller, GCPolicy
 from restlayer.core.gc import MIN_LIFETIME
-from restlayer.errors import NetworkError
+from restlayer.errors import NetworkError, ParamError
 from restlayer.rest import RestEndpoint
 from tests.core._models import Clock, Todo
 
@@ -103,3 +104,29 @@ async def test_reads_after_close_schedule_no_sweep(res: Any, clock: Clock) -> No
     assert not policy.scheduled
     assert ctrl.cache(res.Todo.get, id=1) is not None  # reads keep working, holds are still counted
     assert not policy.scheduled
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        ({"interval_ms": 0}, "interval_ms"),  # a sweep on every turn of the loop: a busy loop
+        ({"interval_ms": -5}, "interval_ms"),
+        ({"interval_ms": float("nan")}, "interval_ms"),
+        ({"interval_ms": "300000"}, "interval_ms"),
+        ({"expiry_multiplier": None}, "expiry_multiplier"),
+        ({"expiry_multiplier": -1}, "expiry_multiplier"),
+    ],
+)
+def test_unusable_policy_options_are_refused_when_the_policy_is_made(options: dict[str, Any], named: str) -> None:
+    """They used to surface later: a TypeError from an unrelated read, a sweep that died in a timer, or a busy loop."""
+    with pytest.raises(ParamError, match=named):
+        GCPolicy(**options)
+
+
+async def test_interval_may_be_a_timedelta_like_every_other_length_of_time(res: Any, clock: Clock) -> None:
+    policy = GCPolicy(interval_ms=timedelta(minutes=5))
+    assert policy.interval_ms == 300_000
+    ctrl = Controller(clock=clock, gc_policy=policy)
+    ctrl.set_response(res.Todo.get, {"id": 1}, {"id": 1})
+    assert ctrl.cache(res.Todo.get, id=1) is not None and policy.scheduled
+    ctrl.close()

@@ -205,3 +205,21 @@ async def test_failing_optimistic_guess_is_reported_by_get_error_until_settled(
     assert len(logged) == 1 and logged[0].exc_info is not None
     assert (await task).title == "sent"
     assert ctrl.get_error(ep, {"id": 1}, {"title": "sent"}) is None
+
+
+async def test_snapshot_reads_skip_a_none_argument_like_the_controller(ctrl: Controller, res: Any) -> None:
+    """`snapshot.get_response(ep, None)` is the skipped read `ctrl.get_response(ep, None)` gives, not an error."""
+    seen: list[object] = []
+
+    def guess(snapshot: Any, params: Any, body: Any) -> Any:
+        seen.append(snapshot.get_response(res.Todo.get, None))
+        seen.append(snapshot.get_error(res.Todo.get, None))
+        return {**params, **body}
+
+    vote = res.Todo.partial_update.extend(get_optimistic_response=guess)
+    task = asyncio.ensure_future(ctrl.fetch(vote, {"id": 1}, {"title": "opt"}))
+    await asyncio.sleep(0)
+    assert present(ctrl.get(Todo, {"id": 1})).title == "opt"
+    assert ctrl.get_error(vote, {"id": 1}, {"title": "opt"}) is None
+    assert seen[:2] == [ctrl.get_response(res.Todo.get, None), None]
+    await asyncio.wait_for(task, 10)

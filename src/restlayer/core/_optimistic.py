@@ -16,10 +16,10 @@ from restlayer._pmap import PMap, changed_between
 from restlayer._sentinel import Sentinel
 from restlayer._typing import E, T
 from restlayer.core import _actions as act
-from restlayer.core._read import read_error, read_response
+from restlayer.core._read import INF, read_error, read_response, skips
 from restlayer.core._reducer import normalize_response
 from restlayer.core._state import State
-from restlayer.core.expiry import Response
+from restlayer.core.expiry import ExpiryStatus, Response
 from restlayer.errors import AbortOptimistic
 
 if TYPE_CHECKING:
@@ -55,11 +55,15 @@ class Snapshot:
         return self._memo.query(schema, merge_keywords(args, kwargs), self.state)
 
     def get_response(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> Response[T]:
-        """Like `Controller.get_response`, against this snapshot."""
+        """Like `Controller.get_response`, against this snapshot (`None` for the arguments: the skipped read)."""
+        if skips(args, kwargs):
+            return Response(None, ExpiryStatus.VALID, INF)
         return read_response(self._memo, endpoint, endpoint.bind(*args, **kwargs), self.state)[0]
 
     def get_error(self, endpoint: Endpoint[object], *args: object, **kwargs: object) -> BaseException | None:
-        """Like `Controller.get_error`, against this snapshot."""
+        """Like `Controller.get_error`, against this snapshot (`None` for the arguments: no error)."""
+        if skips(args, kwargs):
+            return None
         return read_error(endpoint, endpoint.bind(*args, **kwargs), self.state)
 
 

@@ -155,6 +155,11 @@ def empty_form(endpoint: Endpoint[object], args: tuple[object, ...], state: Stat
     return denormalize(endpoint.schema, cached, EMPTY, args)
 
 
+def skips(args: tuple[object, ...], kwargs: Mapping[str, object]) -> bool:
+    """Whether a read's arguments are the lone `None` that means "don't fetch" (`ctrl.dle(ep, None)`)."""
+    return not kwargs and len(args) == 1 and args[0] is None
+
+
 def needs_fetch(response: Response[object], now: float) -> bool:
     """Whether a reader should start a fetch: expired, or invalid."""
     return now > response.expires_at or response.expiry_status == ExpiryStatus.INVALID

@@ -29,6 +29,7 @@ from restlayer.core._read import (
     read_response,
     refs_of,
     same_data,
+    skips,
 )
 from restlayer.core._reducer import apply
 from restlayer.core._state import EMPTY_STATE, State
@@ -79,10 +80,34 @@ def _with_defaults(
     return chosen
 
 
+def _check_options(
+    managers: Sequence[Manager] | None, clock: object, gc_policy: object, refetch_overtaken: object
+) -> None:
+    """Refuse a Controller option of the wrong kind now, naming it (ParamError).
+
+    Otherwise the mistake surfaces later and elsewhere: an AttributeError while the
+    controller starts, or a TypeError from the first read or write that asks the time.
+    """
+    if clock is not None and not callable(clock):
+        raise ParamError(f"Controller: clock must be a function returning milliseconds, not {clock!r}")
+    if gc_policy is not None and not isinstance(gc_policy, GCPolicy):
+        raise ParamError(f"Controller: gc_policy must be a GCPolicy, not {gc_policy!r}")
+    if refetch_overtaken is not None and not callable(refetch_overtaken):
+        raise ParamError(f"Controller: refetch_overtaken must be a function, not {refetch_overtaken!r}")
+    for manager in managers or ():
+        if not isinstance(manager, Manager):
+            raise ParamError(f"Controller: managers must be Manager instances, not {manager!r} (in {managers!r})")
+
+
 def _run_policy(
-    policy: Callable[[BaseException], str | None], error: BaseException, name: str
+    policy: Callable[[BaseException], str | None] | None, error: BaseException, name: str
 ) -> tuple[str | None, RestLayerError | None]:
-    """`policy(error)`, or (None, an error naming the policy) when the policy itself raises."""
+    """`policy(error)`, or (None, an error naming the policy) when the policy itself raises.
+
+    No policy (an endpoint's `error_policy=None`) keeps no data on any error: (None, None).
+    """
+    if policy is None:
+        return None, None
     try:
         return policy(error), None
     except Exception as exc:
@@ -120,6 +145,7 @@ class Controller:
         refetch_overtaken: Refetch | None = None,
         shared: SharedStore | SharedManager | None = None,
     ) -> None:
+        _check_options(managers, clock, gc_policy, refetch_overtaken)
         self.now: Clock = clock or _wall_clock
         self.memo = MemoCache()
         # Reads of another state than the one readers see (optimistic guesses read the store under
@@ -250,9 +276,7 @@ class Controller:
         endpoint: Endpoint[object], args: tuple[object, ...], kwargs: dict[str, object]
     ) -> tuple[object, ...] | None:
         """Canonical args, or None for "don't fetch" (`ctrl.dle(ep, None)`)."""
-        if not kwargs and len(args) == 1 and args[0] is None:
-            return None
-        return _bound(endpoint, args, kwargs)
+        return None if skips(args, kwargs) else _bound(endpoint, args, kwargs)
 
     # ----- reads --------------------------------------------------------------------------------
     def _read(self, endpoint: Endpoint[T], args: tuple[object, ...]) -> tuple[Response[T], Refs]:
@@ -513,11 +537,10 @@ class Controller:
         bound = _bound(endpoint, tuple(rest), kwargs)
         now = self.now()
         expires = now + expiry_length(endpoint.error_expiry_length, ERROR_EXPIRY, "error_expiry_length")
-        self.dispatch(
-            act.SetResponse(
-                endpoint, bound, endpoint.key(*bound), error, now, now, expires, True, endpoint.error_policy(error)
-            )
-        )
+        policy, failure = _run_policy(endpoint.error_policy, error, endpoint.name)
+        if failure is not None:
+            raise failure
+        self.dispatch(act.SetResponse(endpoint, bound, endpoint.key(*bound), error, now, now, expires, True, policy))
 
     def set(self, schema: SchemaLike, *args: object, **kwargs: object) -> None:
         """Write `value` (last positional) into the entity tables.
@@ -648,9 +671,21 @@ class Controller:
                 raise
             except ClosedError:  # nothing was stored: the controller is gone
                 raise
-            except Exception:  # stored for the key; the caller reads and raises it
-                pass
+            except Exception as exc:
+                if not self._recorded(endpoint, args, exc):  # a request never sent, a reply that could not be stored
+                    raise
+                # stored for the key: the caller reads it (and raises it unless the policy hides it)
             return self._read(endpoint, args)[0]
+
+    def _recorded(self, endpoint: Endpoint[object], args: tuple[object, ...], error: BaseException) -> bool:
+        """Whether `error`, a failed fetch's outcome, is the error the store now holds for the call.
+
+        A reader re-reads a recorded failure from the store (where the error policy decides
+        whether it shows); anything else (a request that could not be built, a reply whose
+        storing failed) exists only in the exception, so the reader must get that.
+        """
+        meta = self._state.meta.get(endpoint.key(*args))
+        return meta is not None and meta.get("error") is error
 
     @overload
     def dle(self, endpoint: Endpoint[T], skip: None, /) -> DLE[T]: ...
