@@ -262,8 +262,8 @@ _DETAIL_CHARS: Final = 500
 def status_message(response: httpx.Response) -> str:
     """`GET http://.../todos/1 -> 422 Unprocessable Entity: <detail>`: what a non-2xx reply said.
 
-    The detail is a JSON body's `detail`/`message`/`error` member when there is one,
-    else the start of the body; at most about 500 characters.
+    The detail is a JSON body's `detail`/`message`/`error`/`title` member when there is one,
+    else the start of the body (an HTML page's words); at most about 500 characters.
     """
     request = response.request
     reason = response.reason_phrase or "error"
