@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Mapping
+from datetime import timedelta
 from typing import TYPE_CHECKING, TypeVar
 
+from restlayer._time import length_ms
 from restlayer.core import _actions as act
 
 if TYPE_CHECKING:
@@ -26,10 +28,13 @@ K = TypeVar("K")  # a counted item: an endpoint key or an entity reference
 
 
 class GCPolicy:
-    """Counts readers' references and sweeps every `interval_ms` (needs a running event loop)."""
+    """Counts readers' references and sweeps every `interval_ms` (needs a running event loop).
 
-    def __init__(self, interval_ms: float = 300_000, expiry_multiplier: float = 2) -> None:
-        self.interval_ms = interval_ms
+    `interval_ms` is milliseconds or a `datetime.timedelta`.
+    """
+
+    def __init__(self, interval_ms: float | timedelta = 300_000, expiry_multiplier: float = 2) -> None:
+        self.interval_ms = length_ms(interval_ms, "GCPolicy: interval_ms", zero_ok=False)
         self.expiry_multiplier = expiry_multiplier
         self.endpoint_counts: dict[str, int] = {}
         self.entity_counts: dict[EntityRef, int] = {}

@@ -19,6 +19,7 @@ import json
 import logging
 import secrets
 from collections.abc import AsyncIterator, Callable, Sequence
+from datetime import timedelta
 
 try:
     import redis.asyncio as aioredis
@@ -31,6 +32,7 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("RedisStore needs redis-py: pip install 'restlayer[redis]'") from exc
 
+from restlayer._time import length_ms
 from restlayer.core import Patch, Snapshot, Write
 from restlayer.core._patch import EntityRow
 from restlayer.errors import SharedStoreError
@@ -84,7 +86,8 @@ class RedisStore:
     """A `SharedStore` on Redis: `Controller(shared=RedisStore("redis://127.0.0.1:6379/0", namespace="app"))`.
 
     `keep_ms`: how long data stays in Redis after it expires (served stale while
-    refetched); `timeout`: seconds before an unanswered Redis call counts as down;
+    refetched; milliseconds or a `datetime.timedelta`); `timeout`: seconds before an
+    unanswered Redis call counts as down;
     `max_connections`: concurrent Redis calls of this process (more wait their turn).
     """
 
@@ -93,7 +96,7 @@ class RedisStore:
         url: str,
         *,
         namespace: str = "restlayer",
-        keep_ms: float = 600_000,
+        keep_ms: float | timedelta = 600_000,
         timeout: float = 30.0,
         max_connections: int = 64,
     ) -> None:
@@ -102,7 +105,7 @@ class RedisStore:
         _check_url(url)
         self.url = url
         self.namespace = namespace
-        self.keep_ms = keep_ms
+        self.keep_ms = length_ms(keep_ms, "RedisStore: keep_ms", zero_ok=True)
         self.timeout = timeout
         self.max_connections = max_connections
         self.prefix = f"rl:{{{namespace}}}:"

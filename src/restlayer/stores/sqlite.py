@@ -14,10 +14,12 @@ import secrets
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
+from datetime import timedelta
 from pathlib import Path
 from types import NoneType
 from typing import TypeGuard
 
+from restlayer._time import length_ms
 from restlayer.core import Patch, Snapshot, Write
 from restlayer.core._patch import EndpointRow, EntityRow, IndexRow
 from restlayer.errors import SharedStoreError
@@ -63,12 +65,13 @@ class SQLiteStore:
     """A `SharedStore` in one SQLite file (standard library only).
 
     `keep_ms`: how long a row stays in the file after it expires (served stale
-    while refetched). Rows past that are deleted when the file is opened.
+    while refetched; milliseconds or a `datetime.timedelta`). Rows past that are
+    deleted when the file is opened.
     """
 
-    def __init__(self, path: str | Path, *, keep_ms: float = 600_000) -> None:
+    def __init__(self, path: str | Path, *, keep_ms: float | timedelta = 600_000) -> None:
         self.path = Path(path)
-        self.keep_ms = keep_ms
+        self.keep_ms = length_ms(keep_ms, "SQLiteStore: keep_ms", zero_ok=True)
         self._db: sqlite3.Connection | None = None
 
     def __repr__(self) -> str:
