@@ -35,6 +35,13 @@ def test_a_policy_refuses_an_interval_that_is_not_a_length_of_time(interval: Any
         GCPolicy(interval_ms=interval)
 
 
+@pytest.mark.parametrize("multiplier", ["2", None, -1, float("nan"), float("inf"), True])
+def test_a_policy_refuses_a_multiplier_that_is_not_a_number(multiplier: Any) -> None:
+    """A bad multiplier used to fail only inside the first timed sweep, which then never ran again."""
+    with pytest.raises(ParamError, match="expiry_multiplier"):
+        GCPolicy(expiry_multiplier=multiplier)
+
+
 async def test_sweep_removes_released_expired_only(res: Any, clock: Clock) -> None:
     policy = GCPolicy(interval_ms=10**9)
     ctrl = Controller(clock=clock, gc_policy=policy)

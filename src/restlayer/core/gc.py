@@ -10,12 +10,14 @@ Items nobody ever referenced are never removed.
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Iterable, Mapping
 from datetime import timedelta
 from typing import TYPE_CHECKING, TypeVar
 
 from restlayer._time import length_ms
 from restlayer.core import _actions as act
+from restlayer.errors import ParamError
 
 if TYPE_CHECKING:
     from restlayer.core._state import EndpointMeta, State
@@ -27,6 +29,17 @@ MIN_LIFETIME = 120_000
 K = TypeVar("K")  # a counted item: an endpoint key or an entity reference
 
 
+def _multiplier(value: object) -> float:
+    """`expiry_multiplier` checked: a finite number >= 0, else ParamError.
+
+    Checked here because it is first used inside a timed sweep, where a wrong type raises
+    in a loop callback and stops the sweeps for good, with nothing telling the caller.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
+        raise ParamError(f"GCPolicy: expiry_multiplier must be a finite number >= 0, not {value!r}")
+    return value
+
+
 class GCPolicy:
     """Counts readers' references and sweeps every `interval_ms` (needs a running event loop).
 
@@ -35,7 +48,7 @@ class GCPolicy:
 
     def __init__(self, interval_ms: float | timedelta = 300_000, expiry_multiplier: float = 2) -> None:
         self.interval_ms = length_ms(interval_ms, "GCPolicy: interval_ms", zero_ok=False)
-        self.expiry_multiplier = expiry_multiplier
+        self.expiry_multiplier = _multiplier(expiry_multiplier)
         self.endpoint_counts: dict[str, int] = {}
         self.entity_counts: dict[EntityRef, int] = {}
         self.queued_endpoints: set[str] = set()
