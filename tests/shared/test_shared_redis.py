@@ -132,6 +132,16 @@ def test_keep_ms_that_is_not_a_length_of_time_is_refused(redis_server: RedisServ
         RedisStore(redis_server.url, keep_ms=length)
 
 
+@pytest.mark.parametrize(
+    "options",
+    [{"timeout": "30"}, {"timeout": 0}, {"timeout": float("nan")}, {"max_connections": 0}, {"max_connections": 2.5}],
+)
+def test_a_bad_timeout_or_pool_size_is_refused(redis_server: RedisServer, options: dict[str, Any]) -> None:
+    """They were taken as given: every connection then failed and the store was reported unreachable."""
+    with pytest.raises(ParamError, match=next(iter(options))):
+        RedisStore(redis_server.url, **options)
+
+
 async def test_other_process_reads_through_without_a_request(make: Make, res: Any, api: Any) -> None:
     first, second = make(), make()
     await started(first, second)

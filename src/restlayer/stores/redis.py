@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import math
 import secrets
 from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import timedelta
@@ -35,7 +36,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 from restlayer._time import length_ms
 from restlayer.core import Patch, Snapshot, Write
 from restlayer.core._patch import EntityRow
-from restlayer.errors import SharedStoreError
+from restlayer.errors import ParamError, SharedStoreError
 from restlayer.stores._codec import dumps, endpoint_record, lifetime_ms, parse_endpoint, parse_entity, snapshot
 
 log = logging.getLogger("restlayer.shared")
@@ -82,6 +83,20 @@ def _check_url(url: str) -> None:
         raise SharedStoreError(f"invalid Redis URL {url!r}: {exc}") from exc
 
 
+def _seconds(timeout: object) -> float:
+    """`timeout` checked: a finite number of seconds > 0 (else every call would fail as "unreachable")."""
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < math.inf:
+        raise ParamError(f"RedisStore: timeout must be a finite number of seconds > 0, not {timeout!r}")
+    return timeout
+
+
+def _pool_size(max_connections: object) -> int:
+    """`max_connections` checked: an int >= 1."""
+    if isinstance(max_connections, bool) or not isinstance(max_connections, int) or max_connections < 1:
+        raise ParamError(f"RedisStore: max_connections must be an int >= 1, not {max_connections!r}")
+    return max_connections
+
+
 class RedisStore:
     """A `SharedStore` on Redis: `Controller(shared=RedisStore("redis://127.0.0.1:6379/0", namespace="app"))`.
 
@@ -106,8 +121,8 @@ class RedisStore:
         self.url = url
         self.namespace = namespace
         self.keep_ms = length_ms(keep_ms, "RedisStore: keep_ms", zero_ok=True)
-        self.timeout = timeout
-        self.max_connections = max_connections
+        self.timeout = _seconds(timeout)
+        self.max_connections = _pool_size(max_connections)
         self.prefix = f"rl:{{{namespace}}}:"
         self.channel = self.prefix + "announce"
         self.source = secrets.token_hex(8)
