@@ -70,12 +70,6 @@ def show(label: str, todo: Any) -> None:
     print(f"    {label:<34} #{todo.id} {todo.title!r} completed={todo.completed} userId={todo.userId}")
 
 
-def show_reply(label: str, todo: Any) -> None:
-    """A GraphQL reply's todo in its wire shape (`fetch` returns the reply, not the store's entity)."""
-    wire = {name: getattr(todo, name) for name in ("id", "title", "completed", "user")}
-    print(f"    {label:<34} {wire}")
-
-
 def check(claim: str, ok: bool) -> None:
     """Print a claim and stop the example if it does not hold."""
     print(f"    {'OK  ' if ok else 'FAIL'} {claim}")
@@ -95,7 +89,7 @@ async def run(server: LocalServer) -> None:
     rest_todo = await ctrl.fetch(todos.get, id=1)
     show("REST    GET /todos/1", rest_todo)
     gql_data = await ctrl.fetch(todos.gql_get, {"id": "1"})
-    show_reply("GraphQL query getTodo(id: 1)", gql_data["todo"])
+    show("GraphQL query getTodo(id: 1)", gql_data["todo"])  # processed: userId from user.id
     stored = ctrl.get_state()["entities"]["Todo"]
     print(f"    store: Todo pks = {sorted(stored)}, record = {stored['1']}")
     via_rest = ctrl.get_response(todos.get, id=1).data
@@ -107,7 +101,7 @@ async def run(server: LocalServer) -> None:
     print("\n[2] Change it over GraphQL; read it through the REST member")
     before = log.total
     updated = await ctrl.fetch(todos.gql_update, {"id": "1", "title": "changed over GraphQL", "completed": True})
-    show_reply("GraphQL mutation updateTodo", updated["updateTodo"])
+    show("GraphQL mutation updateTodo", updated["updateTodo"])
     seen = ctrl.get_response(todos.get, id=1).data
     show("REST member, from the store", seen)
     check("REST sees the GraphQL change", seen.title == "changed over GraphQL" and seen.completed)

@@ -28,6 +28,14 @@ ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 
 HTML_404 = "<!doctype html>\n<html><head><title>404 Not Found</title></head><body><h1>Not Found</h1></body></html>\n"
 
+#: A proxy's styled error page: CSS, a script and a comment around the words, text with entities.
+HTML_502 = (
+    "<!DOCTYPE html>\n<html><head><title>502 Bad Gateway</title>\n"
+    "<style type='text/css'>body { font-family: sans-serif; color: #333 }</style>\n"
+    "<script>window.dataLayer = [];</script></head>\n"
+    "<body><!-- upstream: app-3 --><h1>Bad Gateway</h1><p>Tom &amp; Jerry&#39;s &lt;api&gt; is down</p></body></html>\n"
+)
+
 
 def _int_param(request: Request, name: str, default: int) -> int:
     """An integer query parameter, ``default`` when absent or malformed."""
@@ -40,6 +48,11 @@ def _int_param(request: Request, name: str, default: int) -> int:
 async def html404(request: Request) -> Response:
     """A 404 as a proxy or framework would send it: an HTML page, not JSON."""
     return HTMLResponse(HTML_404, status_code=404)
+
+
+async def html502(request: Request) -> Response:
+    """A 502 as a reverse proxy sends it: a styled HTML page with a script and a comment."""
+    return HTMLResponse(HTML_502, status_code=502)
 
 
 async def error500(request: Request) -> Response:
@@ -205,6 +218,7 @@ async def gate_arrivals(request: Request) -> Response:
 ROUTES: list[BaseRoute] = [
     Route("/_test/flaky", flaky, methods=ALL_METHODS),
     Route("/_test/html404", html404, methods=["GET"]),
+    Route("/_test/html502", html502, methods=["GET"]),
     Route("/_test/500", error500, methods=ALL_METHODS),
     Route("/_test/503", error503, methods=ALL_METHODS),
     Route("/_test/invalid-json", invalid_json, methods=ALL_METHODS),

@@ -34,3 +34,13 @@ def test_demo_runs_every_step() -> None:
     assert "server requests for two reads: 1" in out
     assert "before the server answered: 'REJECT'" in out
     assert out.rstrip().endswith("Server stopped.")
+
+
+def test_hybrid_example_runs_every_step() -> None:
+    """`python -m examples.hybrid` (REST and GraphQL members over one entity) holds every claim it prints."""
+    done = subprocess.run(
+        [sys.executable, "-m", "examples.hybrid"], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    out = done.stdout
+    assert done.returncode == 0, out + done.stderr
+    assert "FAIL" not in out and out.count("OK  ") == 5

@@ -137,3 +137,57 @@ def _close_controllers(namespace: dict[str, Any]) -> None:
     for value in list(namespace.values()):
         if isinstance(value, (Controller, SyncController)):
             value.close()
+
+
+_DIRECTIVE = re.compile(r"^::: (?P<target>\S+)(?P<options>(?:\n[ \t]+\S.*)*)", re.M)
+
+
+def _rendered(target: str, options: str) -> list[object]:
+    """The objects one `::: target` directive renders.
+
+    Like mkdocstrings, a dotted name that is a module is the module, even where its package
+    re-exports a function of the same name (`restlayer.rest.resource`); a module directive
+    renders the members its `members:` option lists.
+    """
+    import importlib
+
+    try:
+        module = importlib.import_module(target)
+    except ModuleNotFoundError:
+        owner, _, name = target.rpartition(".")
+        return [getattr(importlib.import_module(owner), name)]
+    return [getattr(module, name) for name in re.findall(r"^\s+- (\w+)$", options, re.M)]
+
+
+def _public_modules() -> list[Any]:
+    """restlayer and its public sub-modules (no `_private` part)."""
+    import importlib
+    import pkgutil
+
+    import restlayer
+
+    names = ["restlayer"] + [
+        info.name
+        for info in pkgutil.walk_packages(restlayer.__path__, "restlayer.")
+        if not any(part.startswith("_") for part in info.name.split("."))
+    ]
+    return [importlib.import_module(name) for name in names]
+
+
+def test_every_public_name_is_documented_in_the_reference() -> None:
+    """Each name of an `__all__` has a docstring and is rendered by a page of docs/reference/."""
+    rendered = {
+        id(obj)
+        for page in sorted((DOCS / "reference").glob("*.md"))
+        for found in _DIRECTIVE.finditer(page.read_text(encoding="utf-8"))
+        for obj in _rendered(found["target"], found["options"])
+    }
+    missing, undocumented = [], []
+    for module in _public_modules():
+        for name in getattr(module, "__all__", ()):
+            value = getattr(module, name)
+            if id(value) not in rendered:
+                missing.append(f"{module.__name__}.{name}")
+            if (inspect.isclass(value) or inspect.isfunction(value)) and not inspect.getdoc(value):
+                undocumented.append(f"{module.__name__}.{name}")
+    assert missing == [] and undocumented == []

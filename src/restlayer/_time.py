@@ -28,6 +28,21 @@ def to_ms(value: object, name: str) -> float | None:
     raise ParamError(f"{name} must be milliseconds (a number) or a datetime.timedelta, not {value!r}")
 
 
+def length_ms(value: object, name: str, *, zero_ok: bool) -> float:
+    """A constructor's length of time (`GCPolicy(interval_ms=...)`, `keep_ms`, `lock_ms`) in ms, checked.
+
+    A number of milliseconds or a `datetime.timedelta`, as the endpoints' time options take; anything
+    else, NaN, infinity, a negative length (or zero where `zero_ok` is false) is a ParamError here,
+    rather than a TypeError from the arithmetic that uses it later, far from the mistake.
+    """
+    ms = to_ms(value, name)
+    if ms is None or not (0 <= ms < math.inf) or (ms == 0 and not zero_ok):
+        bound = ">= 0" if zero_ok else "> 0"
+        what = f"a finite number of milliseconds {bound} or a datetime.timedelta"
+        raise ParamError(f"{name} must be {what}, not {value!r}")
+    return ms
+
+
 def _check_range(endpoint: str, name: str, ms: float) -> None:
     """Refuse a NaN or negative length, and a poll_frequency that is not positive and finite."""
     if name == "poll_frequency":

@@ -38,6 +38,8 @@ if TYPE_CHECKING:
     from restlayer.core import GCPolicy, Manager, SharedManager, SharedStore
     from restlayer.core.controller import Clock, Refetch
 
+__all__ = ["Controller", "paginate"]
+
 T = TypeVar("T")
 _log = logging.getLogger("restlayer")
 _CANCEL_WAIT_S = 10.0

@@ -27,6 +27,43 @@ async def test_fetch_returns_the_stored_read_itself(ctrl: Controller, res: Any, 
     assert len(gets(api, "/todos/1")) == 1
 
 
+class _DuckManager:
+    """A manager that does not subclass Manager but has its three hooks."""
+
+    def init(self, controller: Any) -> None: ...
+
+    def middleware(self, controller: Any, action: Any, next: Any) -> None:
+        next(action)
+
+    def cleanup(self) -> None: ...
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"managers": 5},
+        {"managers": NetworkManager()},  # one manager, not a list of them
+        {"managers": [object()]},
+        {"clock": 5},
+        {"gc_policy": 5},
+        {"refetch_overtaken": 5},
+        {"shared": 5},
+    ],
+    ids=["managers-int", "managers-one", "managers-item", "clock", "gc_policy", "refetch_overtaken", "shared"],
+)
+def test_an_option_of_the_wrong_kind_is_refused_at_once(options: dict[str, Any]) -> None:
+    """Such options failed later with a bare TypeError or AttributeError (at the first fetch, or at close)."""
+    name = next(iter(options))
+    with pytest.raises(ParamError, match=name):
+        Controller(**options)
+
+
+async def test_a_manager_needs_only_its_hooks(res: Any, api: Any) -> None:
+    duck: Any = _DuckManager()  # typed code subclasses Manager; at run time the hooks are enough
+    async with Controller(managers=[duck]) as ctrl:
+        assert (await ctrl.fetch(res.Todo.get, id=1)).id == 1
+
+
 def test_a_replaced_result_is_not_kept_alive_by_the_memo() -> None:
     """A result written over is dropped from the memo at once, with the instances only its read held."""
     ep = RestEndpoint(path="/todos", url_prefix="http://x.test", schema=[Todo])

@@ -20,6 +20,28 @@ async def test_default_never_removes(cctrl: Controller, res: Any, clock: Clock) 
     assert cctrl.get(Todo, "1") is not None
 
 
+async def test_a_policy_takes_its_interval_as_a_timedelta(res: Any, api: Any) -> None:
+    """`GCPolicy(interval_ms=timedelta(...))`: the fetch that schedules the first sweep used to raise TypeError."""
+    policy = GCPolicy(interval_ms=timedelta(minutes=5))
+    assert policy.interval_ms == 300_000
+    async with Controller(gc_policy=policy) as ctrl:
+        assert (await ctrl.fetch(res.Todo.get, id=1)).id == 1
+        assert policy.scheduled
+
+
+@pytest.mark.parametrize("interval", ["5 min", None, 0, -1, float("nan"), float("inf"), timedelta(0)])
+def test_a_policy_refuses_an_interval_that_is_not_a_length_of_time(interval: Any) -> None:
+    with pytest.raises(ParamError, match="interval_ms"):
+        GCPolicy(interval_ms=interval)
+
+
+@pytest.mark.parametrize("multiplier", ["2", None, -1, float("nan"), float("inf"), True])
+def test_a_policy_refuses_a_multiplier_that_is_not_a_number(multiplier: Any) -> None:
+    """A bad multiplier used to fail only inside the first timed sweep, which then never ran again."""
+    with pytest.raises(ParamError, match="expiry_multiplier"):
+        GCPolicy(expiry_multiplier=multiplier)
+
+
 async def test_sweep_removes_released_expired_only(res: Any, clock: Clock) -> None:
     policy = GCPolicy(interval_ms=10**9)
     ctrl = Controller(clock=clock, gc_policy=policy)

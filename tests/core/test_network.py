@@ -9,7 +9,7 @@ import pytest
 
 from restlayer.core import Controller, NetworkManager
 from restlayer.core.network import DEFAULT_MAX_CONCURRENT_REQUESTS
-from restlayer.errors import ClosedError, NetworkError, RestLayerError
+from restlayer.errors import ClosedError, NetworkError, ParamError, RestLayerError
 from tests._present import present
 from tests.core._gate import Gates
 from tests.core._models import Recorder, Todo, aborted, gets
@@ -137,6 +137,15 @@ def test_max_concurrent_requests_must_be_positive() -> None:
         Controller(max_concurrent_requests=0)
     assert network(Controller()).max_concurrent_requests == DEFAULT_MAX_CONCURRENT_REQUESTS
     assert network(Controller(max_concurrent_requests=None)).max_concurrent_requests is None
+
+
+@pytest.mark.parametrize("limit", ["4", 0, -1, 2.5, True])
+def test_a_bad_max_concurrent_requests_is_a_param_error(limit: Any) -> None:
+    """It was a bare ValueError, outside the RestLayerError tree; True passed as a limit of 1."""
+    with pytest.raises(ParamError, match="max_concurrent_requests"):
+        Controller(max_concurrent_requests=limit)
+    with pytest.raises(ParamError, match="max_concurrent_requests"):
+        NetworkManager(max_concurrent_requests=limit)
 
 
 async def test_close_ends_waiting_live_and_suspense_with_closed_error(res: Any, gated: Any, gates: Gates) -> None:

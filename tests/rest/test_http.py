@@ -269,6 +269,16 @@ async def test_html_404_page(api: LocalServer) -> None:
     assert ep.error_policy(err) is None
 
 
+async def test_an_html_error_page_is_quoted_as_the_words_it_shows(api: LocalServer) -> None:
+    """Styles, scripts and comments are not text; entities are decoded (`&amp;` reads `&`)."""
+    ep = RestEndpoint(path="/_test/html502", url_prefix=api.url)
+    with pytest.raises(NetworkError) as info:
+        await ep()
+    assert str(info.value) == (
+        f"GET {api.url}/_test/html502 -> 502 Bad Gateway: 502 Bad Gateway Bad Gateway Tom & Jerry's <api> is down"
+    )
+
+
 @pytest.mark.parametrize(("path", "status"), [("/_test/500", 500), ("/_test/503", 503)])
 async def test_server_errors_are_soft(api: LocalServer, path: str, status: int) -> None:
     ep = RestEndpoint(path=path, url_prefix=api.url)

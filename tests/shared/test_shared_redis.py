@@ -115,6 +115,33 @@ async def test_response_is_written_through_with_one_hash_slot_and_a_lifetime(
     assert 60_000 < ttl <= 60_000 + 600_000
 
 
+async def test_keep_ms_may_be_a_timedelta(redis_server: RedisServer, namespace: str, res: Any, raw: Any) -> None:
+    """`keep_ms=timedelta(...)` used to make every write fail (logged as "not JSON"): nothing reached Redis."""
+    store = RedisStore(redis_server.url, namespace=namespace, keep_ms=timedelta(seconds=90))
+    assert store.keep_ms == 90_000
+    async with Controller(shared=store) as ctrl:
+        await ctrl.fetch(res.Todo.get, id=1)
+    names = [n.decode() async for n in raw.scan_iter(match=f"rl:{{{namespace}}}:e:*")]
+    ttl = await raw.pttl(names[0])
+    assert 60_000 < ttl <= 60_000 + 90_000
+
+
+def test_keep_ms_that_is_not_a_length_of_time_is_refused(redis_server: RedisServer) -> None:
+    length: Any = "10 min"  # what a caller without a type checker may pass
+    with pytest.raises(ParamError, match="keep_ms"):
+        RedisStore(redis_server.url, keep_ms=length)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"timeout": "30"}, {"timeout": 0}, {"timeout": float("nan")}, {"max_connections": 0}, {"max_connections": 2.5}],
+)
+def test_a_bad_timeout_or_pool_size_is_refused(redis_server: RedisServer, options: dict[str, Any]) -> None:
+    """They were taken as given: every connection then failed and the store was reported unreachable."""
+    with pytest.raises(ParamError, match=next(iter(options))):
+        RedisStore(redis_server.url, **options)
+
+
 async def test_other_process_reads_through_without_a_request(make: Make, res: Any, api: Any) -> None:
     first, second = make(), make()
     await started(first, second)

@@ -46,6 +46,26 @@ async def test_second_run_serves_fresh_reads_from_the_file(tmp_path: Path, res: 
     assert second == first and len(api.requests) == 2
 
 
+async def test_lengths_of_time_may_be_timedeltas(tmp_path: Path, res: Any, api: Any) -> None:
+    """`keep_ms` and `lock_ms` as timedeltas: the writes used to fail (logged as "not JSON") and nothing was shared."""
+    path = tmp_path / "cache.sqlite3"
+    store = SQLiteStore(path, keep_ms=timedelta(minutes=1))
+    manager = SharedManager(store, lock_ms=timedelta(seconds=30))
+    assert (store.keep_ms, manager.lock_ms) == (60_000, 30_000)
+    async with Controller(shared=manager) as ctrl:
+        await ctrl.fetch(res.Todo.get, id=1)
+    again = await run(path, lambda ctrl: ctrl.suspense(res.Todo.get, id=1))
+    assert again.id == 1 and len(api.requests) == 1
+
+
+@pytest.mark.parametrize("length", ["1 min", None, -1, float("nan"), [60_000]])
+def test_a_length_of_time_that_is_not_one_is_refused(tmp_path: Path, length: Any) -> None:
+    with pytest.raises(ParamError, match="keep_ms"):
+        SQLiteStore(tmp_path / "cache.sqlite3", keep_ms=length)
+    with pytest.raises(ParamError, match="lock_ms"):
+        SharedManager(SQLiteStore(tmp_path / "cache.sqlite3"), lock_ms=length)
+
+
 async def test_second_run_sees_stored_data_in_plain_cache_reads(tmp_path: Path, res: Any, api: Any) -> None:
     path = tmp_path / "cache.sqlite3"
     await run(path, lambda ctrl: ctrl.suspense(res.User.get, id=1))

@@ -64,13 +64,56 @@ def _wall_clock() -> float:
     return time.time() * 1000
 
 
+#: The hooks the controller calls on a manager (subclassing `Manager` is the usual way to have them).
+_MANAGER_HOOKS = ("init", "middleware", "cleanup")
+#: The methods of the `SharedStore` protocol (a backend of your own need not subclass it).
+_STORE_METHODS = ("open", "run", "write", "read", "rows", "keys", "lock", "extend", "close")
+
+
+def _has_methods(value: object, names: Sequence[str]) -> bool:
+    return all(callable(getattr(value, name, None)) for name in names)
+
+
+def _given_managers(managers: object) -> list[Manager]:
+    """`managers=` as a list, each a manager; ParamError for anything else (not a TypeError later)."""
+    if managers is None:
+        return []
+    if isinstance(managers, (str, bytes, Mapping)) or _has_methods(managers, _MANAGER_HOOKS):
+        raise ParamError(f"Controller: managers must be a list of managers, not {managers!r}")
+    try:
+        chosen = list(cast(Sequence[Manager], managers))
+    except TypeError:
+        raise ParamError(f"Controller: managers must be a list of managers, not {managers!r}") from None
+    for manager in chosen:
+        if not _has_methods(manager, _MANAGER_HOOKS):
+            raise ParamError(
+                f"Controller: managers must be Manager objects (init, middleware, cleanup), not {manager!r}"
+            )
+    return chosen
+
+
+def _check_options(clock: object, gc_policy: object, refetch_overtaken: object, shared: object) -> None:
+    """Refuse options of the wrong kind when the controller is built.
+
+    Left unchecked they failed far from the mistake: a bare TypeError at the first fetch
+    (`clock`), an AttributeError at construction or close (`gc_policy`, `shared`).
+    """
+    for name, value in (("clock", clock), ("refetch_overtaken", refetch_overtaken)):
+        if value is not None and not callable(value):
+            raise ParamError(f"Controller: {name} must be callable or None, not {value!r}")
+    if gc_policy is not None and not isinstance(gc_policy, GCPolicy):
+        raise ParamError(f"Controller: gc_policy must be a GCPolicy or None, not {gc_policy!r}")
+    if shared is not None and not isinstance(shared, SharedManager) and not _has_methods(shared, _STORE_METHODS):
+        raise ParamError(f"Controller: shared must be a SharedStore (RedisStore, SQLiteStore, ...), not {shared!r}")
+
+
 def _with_defaults(
     managers: Sequence[Manager] | None,
     max_concurrent_requests: int | None,
     shared: SharedStore | SharedManager | None,
 ) -> list[Manager]:
     """The given managers, the shared store's, plus a NetworkManager and SubscriptionManager unless given."""
-    chosen = list(managers or ())
+    chosen = _given_managers(managers)
     if shared is not None:
         chosen.append(shared if isinstance(shared, SharedManager) else SharedManager(shared))
     if not any(isinstance(m, NetworkManager) for m in chosen):
@@ -78,25 +121,6 @@ def _with_defaults(
     if not any(isinstance(m, SubscriptionManager) for m in chosen):
         chosen.append(SubscriptionManager())
     return chosen
-
-
-def _check_options(
-    managers: Sequence[Manager] | None, clock: object, gc_policy: object, refetch_overtaken: object
-) -> None:
-    """Refuse a Controller option of the wrong kind now, naming it (ParamError).
-
-    Otherwise the mistake surfaces later and elsewhere: an AttributeError while the
-    controller starts, or a TypeError from the first read or write that asks the time.
-    """
-    if clock is not None and not callable(clock):
-        raise ParamError(f"Controller: clock must be a function returning milliseconds, not {clock!r}")
-    if gc_policy is not None and not isinstance(gc_policy, GCPolicy):
-        raise ParamError(f"Controller: gc_policy must be a GCPolicy, not {gc_policy!r}")
-    if refetch_overtaken is not None and not callable(refetch_overtaken):
-        raise ParamError(f"Controller: refetch_overtaken must be a function, not {refetch_overtaken!r}")
-    for manager in managers or ():
-        if not isinstance(manager, Manager):
-            raise ParamError(f"Controller: managers must be Manager instances, not {manager!r} (in {managers!r})")
 
 
 def _run_policy(
@@ -145,7 +169,7 @@ class Controller:
         refetch_overtaken: Refetch | None = None,
         shared: SharedStore | SharedManager | None = None,
     ) -> None:
-        _check_options(managers, clock, gc_policy, refetch_overtaken)
+        _check_options(clock, gc_policy, refetch_overtaken, shared)
         self.now: Clock = clock or _wall_clock
         self.memo = MemoCache()
         # Reads of another state than the one readers see (optimistic guesses read the store under

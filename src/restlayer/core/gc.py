@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from datetime import timedelta
 from typing import TYPE_CHECKING, TypeVar
 
-from restlayer._time import to_ms
+from restlayer._time import length_ms
 from restlayer.core import _actions as act
 from restlayer.errors import ParamError
 
@@ -29,12 +29,26 @@ MIN_LIFETIME = 120_000
 K = TypeVar("K")  # a counted item: an endpoint key or an entity reference
 
 
+def _multiplier(value: object) -> float:
+    """`expiry_multiplier` checked: a finite number >= 0, else ParamError.
+
+    Checked here because it is first used inside a timed sweep, where a wrong type raises
+    in a loop callback and stops the sweeps for good, with nothing telling the caller.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
+        raise ParamError(f"GCPolicy: expiry_multiplier must be a finite number >= 0, not {value!r}")
+    return value
+
+
 class GCPolicy:
-    """Counts readers' references and sweeps every `interval_ms` (ms, or a timedelta; needs a running event loop)."""
+    """Counts readers' references and sweeps every `interval_ms` (needs a running event loop).
+
+    `interval_ms` is milliseconds or a `datetime.timedelta`.
+    """
 
     def __init__(self, interval_ms: float | timedelta = 300_000, expiry_multiplier: float = 2) -> None:
-        self.interval_ms: float = _interval(interval_ms)
-        self.expiry_multiplier: float = _multiplier(expiry_multiplier)
+        self.interval_ms = length_ms(interval_ms, "GCPolicy: interval_ms", zero_ok=False)
+        self.expiry_multiplier = _multiplier(expiry_multiplier)
         self.endpoint_counts: dict[str, int] = {}
         self.entity_counts: dict[EntityRef, int] = {}
         self.queued_endpoints: set[str] = set()
@@ -139,25 +153,6 @@ class GCPolicy:
         if self._handle is not None:
             self._handle.cancel()
             self._handle = None
-
-
-def _interval(value: float | timedelta) -> float:
-    """The sweep period in ms (a timedelta converted): positive and finite, checked now.
-
-    A bad value would otherwise surface later and elsewhere: a TypeError from the first
-    read that schedules the sweep, or (0, negative) a sweep on every turn of the loop.
-    """
-    ms = to_ms(value, "GCPolicy interval_ms")
-    if ms is None or not 0 < ms < math.inf:
-        raise ParamError(f"GCPolicy interval_ms must be a positive, finite number of milliseconds, not {value!r}")
-    return ms
-
-
-def _multiplier(value: object) -> float:
-    """The expiry multiplier: a finite number >= 0, checked now (a bad one would kill the sweep in its timer)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
-        raise ParamError(f"GCPolicy expiry_multiplier must be a finite number >= 0, not {value!r}")
-    return value
 
 
 def _decrement(counts: dict[K, int], item: K, queue: set[K]) -> None:

@@ -91,10 +91,9 @@ class NetworkManager(Manager):
     """
 
     def __init__(self, max_concurrent_requests: int | None = DEFAULT_MAX_CONCURRENT_REQUESTS) -> None:
-        if max_concurrent_requests is not None and (
-            not isinstance(max_concurrent_requests, int) or max_concurrent_requests < 1
-        ):
-            raise ValueError(f"max_concurrent_requests must be an int >= 1 or None, not {max_concurrent_requests!r}")
+        limit = max_concurrent_requests
+        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
+            raise ParamError(f"max_concurrent_requests must be an int >= 1 or None, not {limit!r}")
         self.max_concurrent_requests = max_concurrent_requests
         self._by_key: dict[str, _Flight] = {}
         self._flights: set[_Flight] = set()

@@ -21,11 +21,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import weakref
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
+from restlayer._time import length_ms
 from restlayer.core import _actions as act
 from restlayer.core._patch import EntityRow, IndexRow, Meta, Patch, merge_patch
 from restlayer.core._read import read_response
@@ -113,15 +116,17 @@ _FILL_ROUNDS = 4  # levels of entities a read-through looks for beyond its snaps
 class SharedManager(Manager):
     """Connects a controller to a `SharedStore`: write-through, propagation, read-through, one request per key.
 
-    `lock_ms` bounds how long other processes wait for a dead fetching process
-    before fetching themselves (a live one extends its lock every `lock_ms / 3`);
+    `lock_ms` (milliseconds or a `datetime.timedelta`) bounds how long other processes wait
+    for a dead fetching process before fetching themselves (a live one extends its lock every
+    `lock_ms / 3`);
     `clear_on_reset` makes `reset_entire_store` clear the shared store too
     (otherwise a reset is local).
     """
 
-    def __init__(self, store: SharedStore, *, lock_ms: int = 30_000, clear_on_reset: bool = False) -> None:
+    def __init__(self, store: SharedStore, *, lock_ms: int | timedelta = 30_000, clear_on_reset: bool = False) -> None:
         self.store = store
-        self.lock_ms = lock_ms
+        # whole milliseconds, as Redis takes them
+        self.lock_ms = math.ceil(length_ms(lock_ms, "SharedManager: lock_ms", zero_ok=False))
         self.clear_on_reset = clear_on_reset
         self.online = False
         self._controller: Controller | None = None

@@ -28,9 +28,12 @@ if TYPE_CHECKING:
 
 __all__ = ["GQLEndpoint", "QueryText"]
 
-#: What `.query()` / `.mutation()` accept: the query text, or variables -> text (the call's
-#: variables, `{}` when none; one parameter, so a lambda's is typed for strict checkers).
 QueryText = str | Callable[[Any], str]
+"""What `.query()` / `.mutation()` accept: the query text, or a function of the call's variables returning it.
+
+The function gets the variables (`{}` when none); it has one parameter, so a lambda's is typed
+for strict checkers.
+"""
 
 _WHITESPACE: Final = re.compile(r"\s+")
 _OPERATION: Final = re.compile(r"^\s*(?:query|mutation|subscription)\s+([_A-Za-z][_0-9A-Za-z]*)")

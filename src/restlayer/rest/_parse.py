@@ -7,6 +7,7 @@ and error policies see the status and body.
 from __future__ import annotations
 
 import contextlib
+import html
 import json
 import re
 from collections.abc import AsyncIterator
@@ -261,8 +262,8 @@ _DETAIL_CHARS: Final = 500
 def status_message(response: httpx.Response) -> str:
     """`GET http://.../todos/1 -> 422 Unprocessable Entity: <detail>`: what a non-2xx reply said.
 
-    The detail is a JSON body's `detail`/`message`/`error` member when there is one,
-    else the start of the body; at most about 500 characters.
+    The detail is a JSON body's `detail`/`message`/`error`/`title` member when there is one,
+    else the start of the body (an HTML page's words); at most about 500 characters.
     """
     request = response.request
     reason = response.reason_phrase or "error"
@@ -271,12 +272,25 @@ def status_message(response: httpx.Response) -> str:
     return f"{head}: {detail}" if detail else head
 
 
+#: What an HTML page holds but never shows as text: comments, and the code of scripts and styles.
+_HTML_UNSHOWN: Final = re.compile(r"<!--.*?-->|<(script|style)\b[^>]*>.*?</\1\s*>", re.S | re.I)
+
+
+def _html_words(page: str) -> str:
+    """The text an HTML error page shows, so a message quotes its words, not its CSS or markup.
+
+    Comments, scripts and styles go first (a proxy's page often starts with a long `<style>`
+    that would fill the quoted characters), then tags; entities are decoded (`&amp;` -> `&`).
+    """
+    return html.unescape(re.sub(r"<[^>]*>", " ", _HTML_UNSHOWN.sub(" ", page)))
+
+
 def _reply_detail(response: httpx.Response) -> str:
     """The most telling part of an error reply's body, shortened."""
     text = response.text.strip()  # httpx decodes with replacement characters, never raises
     content_type = response.headers.get("content-type", "")
     if "html" in content_type:
-        text = re.sub(r"<[^>]*>", " ", text)  # an error page: its words, not its markup
+        text = _html_words(text)
     elif "json" in content_type:
         try:
             body = json.loads(text)

@@ -57,7 +57,6 @@ _log = logging.getLogger("restlayer")
 #: Marker for an option left out (`body` tells it from an explicit `None`).
 UNSET: Final = Sentinel("UNSET")
 
-#: Every option `RestEndpoint(...)`, `extend(...)` and subclasses understand.
 OPTIONS: Final = frozenset(
     {
         "path", "url_prefix", "method", "schema", "body", "search_params",
@@ -70,6 +69,7 @@ OPTIONS: Final = frozenset(
         "params",
     }
 )  # fmt: skip
+"""Every option name `RestEndpoint(...)`, `extend(...)` and subclasses (as class attributes) understand."""
 
 CONTENT_MODES: Final = frozenset({"json", "blob", "text", "arrayBuffer", "stream"})
 _NO_BODY_METHODS: Final = ("GET", "DELETE")

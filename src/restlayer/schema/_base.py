@@ -116,10 +116,12 @@ def normalize_members(
                 raise
 
 
-#: What a `schema` argument accepts: an Entity class, a schema node, a dict or
-#: one-item list shorthand, or None (data kept as is).
-#: (`list[Any]`: a list is invariant, so `[Todo]` held in a `list[type[Todo]]` variable must fit too.)
 SchemaLike: TypeAlias = "type[Entity] | Schema[object] | Mapping[str, object] | list[Any] | None"
+"""What a `schema` argument accepts: an Entity class, a schema node, a dict or one-item list shorthand, or None.
+
+None keeps the data as it is. (`list[Any]`: a list is invariant, so `[Todo]` held in a
+`list[type[Todo]]` variable must fit too.)
+"""
 
 #: A list shorthand of another shorthand (`[[Todo]]`, `[{"results": [Todo]}]`); endpoints read it as `list[Any]`.
 NestedListShorthand: TypeAlias = "list[list[Any] | Mapping[str, object]]"

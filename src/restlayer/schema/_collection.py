@@ -35,8 +35,8 @@ Merge = Callable[..., object]
 ArgsKey = Callable[..., Mapping[str, object]]
 #: Builds a nested list's key values from its parent record (stored JSON) and member name.
 NestKey = Callable[[Mapping[str, object], str], Mapping[str, object]]
-#: Argument names that do not decide membership: names, a pattern, or a predicate.
 NonFilter = Sequence[str] | str | re.Pattern[str] | Callable[[str], bool]
+"""`non_filter_argument_keys`: argument names that do not decide list membership (names, a pattern, or a predicate)."""
 
 
 @lru_cache(maxsize=4096)

@@ -8,10 +8,8 @@ import math
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from restlayer._time import to_ms
 from restlayer.core import Snapshot
 from restlayer.core._patch import EntityRow, Meta, entity_row, meta_of
-from restlayer.errors import ParamError
 
 log = logging.getLogger("restlayer.shared")
 MAX_TTL_MS = 7 * 24 * 3600 * 1000
@@ -23,18 +21,6 @@ class EndpointRecord(NamedTuple):
     response: object
     meta: Meta
     deps: list[tuple[str, str]]
-
-
-def keep_ms_of(value: object) -> float:
-    """The `keep_ms` option in ms: a number >= 0 or a `timedelta`, else `ParamError` now.
-
-    Anything else (seconds as a str, None) failed every later write, logged as a value JSON
-    cannot hold, and the store stayed empty.
-    """
-    ms = to_ms(value, "keep_ms")
-    if ms is None or not ms >= 0:  # NaN fails the comparison
-        raise ParamError(f"keep_ms must be >= 0 milliseconds or a datetime.timedelta, not {value!r}")
-    return ms
 
 
 def dumps(value: object) -> str:

@@ -33,18 +33,11 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("RedisStore needs redis-py: pip install 'restlayer[redis]'") from exc
 
+from restlayer._time import length_ms
 from restlayer.core import Patch, Snapshot, Write
 from restlayer.core._patch import EntityRow
 from restlayer.errors import ParamError, SharedStoreError
-from restlayer.stores._codec import (
-    dumps,
-    endpoint_record,
-    keep_ms_of,
-    lifetime_ms,
-    parse_endpoint,
-    parse_entity,
-    snapshot,
-)
+from restlayer.stores._codec import dumps, endpoint_record, lifetime_ms, parse_endpoint, parse_entity, snapshot
 
 log = logging.getLogger("restlayer.shared")
 
@@ -94,15 +87,6 @@ def _foreign(error: object) -> bool:
     return isinstance(error, ResponseError) and str(error).startswith("WRONGTYPE")
 
 
-def _check_connection_options(timeout: object, max_connections: object) -> None:
-    """`ParamError` now for a timeout that is no positive number of seconds or a pool size below 1
-    (redis-py would fail on the first connection, in the background, retried for good)."""
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < math.inf:
-        raise ParamError(f"timeout must be a positive number of seconds, not {timeout!r}")
-    if isinstance(max_connections, bool) or not isinstance(max_connections, int) or max_connections < 1:
-        raise ParamError(f"max_connections must be an int >= 1, not {max_connections!r}")
-
-
 def _check_url(url: str) -> None:
     """SharedStoreError for a URL redis-py cannot connect with (found now, not in the background at first use)."""
     try:
@@ -111,11 +95,26 @@ def _check_url(url: str) -> None:
         raise SharedStoreError(f"invalid Redis URL {url!r}: {exc}") from exc
 
 
+def _seconds(timeout: object) -> float:
+    """`timeout` checked: a finite number of seconds > 0 (else every call would fail as "unreachable")."""
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < math.inf:
+        raise ParamError(f"RedisStore: timeout must be a finite number of seconds > 0, not {timeout!r}")
+    return timeout
+
+
+def _pool_size(max_connections: object) -> int:
+    """`max_connections` checked: an int >= 1."""
+    if isinstance(max_connections, bool) or not isinstance(max_connections, int) or max_connections < 1:
+        raise ParamError(f"RedisStore: max_connections must be an int >= 1, not {max_connections!r}")
+    return max_connections
+
+
 class RedisStore:
     """A `SharedStore` on Redis: `Controller(shared=RedisStore("redis://127.0.0.1:6379/0", namespace="app"))`.
 
     `keep_ms`: how long data stays in Redis after it expires (served stale while
-    refetched); `timeout`: seconds before an unanswered Redis call counts as down;
+    refetched; milliseconds or a `datetime.timedelta`); `timeout`: seconds before an
+    unanswered Redis call counts as down;
     `max_connections`: concurrent Redis calls of this process (more wait their turn).
     """
 
@@ -131,12 +130,11 @@ class RedisStore:
         if not namespace or any(c in namespace for c in "{}"):
             raise SharedStoreError(f"namespace {namespace!r} must be non-empty and without braces")
         _check_url(url)
-        _check_connection_options(timeout, max_connections)
         self.url = url
         self.namespace = namespace
-        self.keep_ms = keep_ms_of(keep_ms)
-        self.timeout = timeout
-        self.max_connections = max_connections
+        self.keep_ms = length_ms(keep_ms, "RedisStore: keep_ms", zero_ok=True)
+        self.timeout = _seconds(timeout)
+        self.max_connections = _pool_size(max_connections)
         self.prefix = f"rl:{{{namespace}}}:"
         self.channel = self.prefix + "announce"
         self.source = secrets.token_hex(8)

@@ -19,13 +19,13 @@ from pathlib import Path
 from types import NoneType
 from typing import TypeGuard
 
+from restlayer._time import length_ms
 from restlayer.core import Patch, Snapshot, Write
 from restlayer.core._patch import EndpointRow, EntityRow, IndexRow
 from restlayer.errors import ParamError, SharedStoreError
 from restlayer.stores._codec import (
     dumps,
     endpoint_record,
-    keep_ms_of,
     lifetime_ms,
     log,
     parse_endpoint,
@@ -122,13 +122,14 @@ class SQLiteStore:
     """A `SharedStore` in one SQLite file (standard library only).
 
     `keep_ms`: how long a row stays in the file after it expires (served stale
-    while refetched). Rows past that are deleted when the file is opened.
-    A file of another program (other tables, or not SQLite) is refused with
-    `ParamError`, here when it exists already, else when the store opens.
+    while refetched; milliseconds or a `datetime.timedelta`). Rows past that are
+    deleted when the file is opened. A file of another program (other tables,
+    or not SQLite) is refused with `ParamError`, here when it exists already,
+    else when the store opens.
     """
 
     def __init__(self, path: str | Path, *, keep_ms: float | timedelta = 600_000) -> None:
-        self.keep_ms = keep_ms_of(keep_ms)
+        self.keep_ms = length_ms(keep_ms, "SQLiteStore: keep_ms", zero_ok=True)
         _check_existing(Path(path))
         self.path = Path(path)
         self._db: sqlite3.Connection | None = None

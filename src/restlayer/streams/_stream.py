@@ -81,8 +81,8 @@ class Backoff:
         return min(self.cap, grown) * (1 - self.jitter * self.random())
 
 
-#: What a stream keeps fresh: an endpoint, endpoints, or a predicate on store keys.
 Covers = Union["Endpoint[object]", Iterable["Endpoint[object]"], Callable[[str], bool], None]
+"""What a stream keeps fresh (its `covers=`): an endpoint, endpoints, or a predicate on store keys."""
 
 
 def _tests_keys(value: object) -> TypeIs[Endpoint[object]]:

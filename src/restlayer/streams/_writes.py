@@ -42,8 +42,8 @@ class Message:
     id: str | None = None
 
 
-#: A function turning one message into writes (it calls `writes.set_response`, `set`, `invalidate`).
 Handler = Callable[[Message, "Writes"], object]
+"""A function turning one message into writes (it calls `writes.set_response`, `set`, `invalidate`)."""
 #: What a table maps an event type to: an endpoint (set_response), a schema (set) or a Handler;
 #: checked when the table is read (a table literal mixing them is typed as `dict[str, object]`).
 Target = object
