@@ -178,6 +178,10 @@ class _OneValue(PMap[K, V]):
     def __contains__(self, key: object) -> bool:
         return key in self._keys
 
+    def __reduce__(self) -> tuple[object, ...]:
+        """Pickled as a plain table of its items (the lookup function is made per instance)."""
+        return (PMap.adopt, (self._rows_copy(),))
+
 
 class OrderedPMap(PMap[K, V]):
     """A `PMap` that also remembers the order its keys were first set (an entity table).

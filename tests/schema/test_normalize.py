@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import pickle
 from collections.abc import Mapping
 from typing import Any
 
@@ -106,6 +107,8 @@ def test_metas_of_a_large_write_read_and_change_like_one_entry_per_row() -> None
     # a whole list refetched: one meta again, and deleting a row's meta leaves the others
     fourth = normalize([Todo], todos, state=third, meta=meta(4000))
     assert fourth.entities_meta["Todo"] == {str(i): meta(4000) for i in range(3000)}
+    assert pickle.loads(pickle.dumps(fourth.entities_meta["Todo"])) == fourth.entities_meta["Todo"]
+    assert copy.deepcopy(fourth.entities_meta["Todo"]) == fourth.entities_meta["Todo"]
     assert fourth.entities_meta["Todo"].delete("5") == {str(i): meta(4000) for i in range(3000) if i != 5}
 
 
