@@ -18,9 +18,9 @@ import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, suppress
 from functools import partial
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast, overload
 
-from restlayer._typing import A, E
+from restlayer._typing import A, E, P
 from restlayer.core import DLE, Endpoint, Response, State
 from restlayer.core import Controller as AsyncController
 from restlayer.core._actions import Action
@@ -232,14 +232,18 @@ class Controller:
     def suspense(self, endpoint: Endpoint[T], skip: None, /) -> T | None: ...
     @overload
     def suspense(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> T: ...
+    @overload
+    def suspense(self, endpoint: Endpoint[T, [P]], params: P | None, /) -> T | None: ...
     def suspense(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> T | None:
         """Valid data for the call, fetching first when it is missing or invalid (None: skip, the result is None)."""
-        return self._run(lambda: self._async.suspense(endpoint, *args, **kwargs))
+        return cast("T | None", self._run(lambda: self._async.suspense(endpoint, *args, **kwargs)))
 
     @overload
     def subscribe(self, endpoint: Endpoint[object], skip: None, /) -> None: ...
     @overload
     def subscribe(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> None: ...
+    @overload
+    def subscribe(self, endpoint: Endpoint[object, [P]], params: P | None, /) -> None: ...
     def subscribe(self, endpoint: Endpoint[object], *args: object, **kwargs: object) -> None:
         """Start polling the endpoint at its `poll_frequency`."""
         self._run(lambda: self._async.subscribe(endpoint, *args, **kwargs))
@@ -248,6 +252,8 @@ class Controller:
     def unsubscribe(self, endpoint: Endpoint[object], skip: None, /) -> None: ...
     @overload
     def unsubscribe(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> None: ...
+    @overload
+    def unsubscribe(self, endpoint: Endpoint[object, [P]], params: P | None, /) -> None: ...
     def unsubscribe(self, endpoint: Endpoint[object], *args: object, **kwargs: object) -> None:
         """Leave a subscription; polling stops when nobody is subscribed.
 
@@ -265,6 +271,8 @@ class Controller:
     def subscription(
         self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs
     ) -> AbstractContextManager[None]: ...
+    @overload
+    def subscription(self, endpoint: Endpoint[object, [P]], params: P | None, /) -> AbstractContextManager[None]: ...
     @contextmanager
     def subscription(self, endpoint: Endpoint[object], *args: object, **kwargs: object) -> Iterator[None]:
         """Poll while the `with` block runs."""
@@ -278,6 +286,8 @@ class Controller:
     def live(self, endpoint: Endpoint[T], skip: None, /) -> Generator[T | None, None, None]: ...
     @overload
     def live(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> Generator[T, None, None]: ...
+    @overload
+    def live(self, endpoint: Endpoint[T, [P]], params: P | None, /) -> Generator[T | None, None, None]: ...
     def live(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> Generator[T | None, None, None]:
         """Iterate the data: the first value, then each change (polling while iterating)."""
         stream = self._thread.call(lambda: self._async.live(endpoint, *args, **kwargs).__aiter__())
@@ -298,6 +308,8 @@ class Controller:
     def get_response(self, endpoint: Endpoint[T], skip: None, /) -> Response[T]: ...
     @overload
     def get_response(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> Response[T]: ...
+    @overload
+    def get_response(self, endpoint: Endpoint[T, [P]], params: P | None, /) -> Response[T]: ...
     def get_response(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> Response[T]:
         """`Response(data, expiry_status, expires_at)` from the store; never fetches."""
         return self._thread.call(self._async.get_response, endpoint, *args, **kwargs)
@@ -322,6 +334,8 @@ class Controller:
     def get_error(self, endpoint: Endpoint[object], skip: None, /) -> BaseException | None: ...
     @overload
     def get_error(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> BaseException | None: ...
+    @overload
+    def get_error(self, endpoint: Endpoint[object, [P]], params: P | None, /) -> BaseException | None: ...
     def get_error(self, endpoint: Endpoint[object], *args: object, **kwargs: object) -> BaseException | None:
         """The stored error for the call, if it should be shown."""
         return self._thread.call(self._async.get_error, endpoint, *args, **kwargs)
@@ -330,6 +344,8 @@ class Controller:
     def last_error(self, endpoint: Endpoint[object], skip: None, /) -> BaseException | None: ...
     @overload
     def last_error(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> BaseException | None: ...
+    @overload
+    def last_error(self, endpoint: Endpoint[object, [P]], params: P | None, /) -> BaseException | None: ...
     def last_error(self, endpoint: Endpoint[object], *args: object, **kwargs: object) -> BaseException | None:
         """The error of the call's latest fetch, even a soft one `get_error` hides."""
         return self._thread.call(self._async.last_error, endpoint, *args, **kwargs)
@@ -338,6 +354,8 @@ class Controller:
     def dle(self, endpoint: Endpoint[T], skip: None, /) -> DLE[T]: ...
     @overload
     def dle(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> DLE[T]: ...
+    @overload
+    def dle(self, endpoint: Endpoint[T, [P]], params: P | None, /) -> DLE[T]: ...
     def dle(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> DLE[T]:
         """`DLE(data, loading, error)`; starts a fetch when needed but never waits."""
         return self._thread.call(self._async.dle, endpoint, *args, **kwargs)
@@ -346,6 +364,8 @@ class Controller:
     def cache(self, endpoint: Endpoint[T], skip: None, /) -> T | None: ...
     @overload
     def cache(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> T | None: ...
+    @overload
+    def cache(self, endpoint: Endpoint[T, [P]], params: P | None, /) -> T | None: ...
     def cache(self, endpoint: Endpoint[T], *args: object, **kwargs: object) -> T | None:
         """Stored data or None; never fetches."""
         return self._thread.call(self._async.cache, endpoint, *args, **kwargs)
@@ -370,6 +390,8 @@ class Controller:
     def invalidate(self, endpoint: Endpoint[object], skip: None, /) -> None: ...
     @overload
     def invalidate(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> None: ...
+    @overload
+    def invalidate(self, endpoint: Endpoint[object, [P]], params: P | None, /) -> None: ...
     def invalidate(self, endpoint: Endpoint[object], *args: object, **kwargs: object) -> None:
         """Drop the stored result of one call: readers refetch."""
         self._thread.call(self._async.invalidate, endpoint, *args, **kwargs)

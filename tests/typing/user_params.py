@@ -79,7 +79,7 @@ generic_reader(get_todo)
 generic_reader(TodoResource.update)
 
 
-async def use_async(ctrl: Controller) -> None:
+async def use_async(ctrl: Controller, maybe: TodoParams | None) -> None:
     assert_type(await ctrl.fetch(get_todo, {"id": 1}), Todo)
     assert_type(await ctrl.fetch(update_todo, {"id": 1}, {"title": "x"}), Todo)
     assert_type(await ctrl.fetch(TodoResource.partial_update, {"id": 1}, {"title": "x"}), Todo)
@@ -100,6 +100,18 @@ async def use_async(ctrl: Controller) -> None:
         pass
     assert_type(await get_todo({"id": 1}), Any)  # the raw reply
 
+    # Params that may be None (fetch only once an id is known): the skip overloads take the union too.
+    assert_type(await ctrl.suspense(get_todo, maybe), Todo | None)
+    assert_type(ctrl.cache(get_todo, maybe), Todo | None)
+    assert_type(ctrl.dle(get_todo, maybe), DLE[Todo])
+    assert_type(ctrl.live(get_todo, maybe), AsyncIterator[Todo | None])
+    assert_type(ctrl.get_response(get_todo, maybe), Response[Todo])
+    assert_type(ctrl.get_error(get_todo, maybe), BaseException | None)
+    ctrl.invalidate(get_todo, maybe)
+    await ctrl.subscribe(get_todo, maybe)
+    await ctrl.unsubscribe(get_todo, maybe)
+    ctrl.dle(get_todo, {"id": "1"} if maybe else None)  # type: ignore[arg-type]  # pyright: ignore[reportCallIssue, reportArgumentType]
+
     # Mistakes a checker must catch.
     await ctrl.fetch(get_todo, {"idd": 1})  # type: ignore[typeddict-item, typeddict-unknown-key]  # pyright: ignore[reportArgumentType]
     await ctrl.fetch(get_todo, {"id": "1"})  # type: ignore[typeddict-item]  # pyright: ignore[reportArgumentType]
@@ -107,15 +119,21 @@ async def use_async(ctrl: Controller) -> None:
     await ctrl.fetch(get_todo, id=1)  # type: ignore[call-arg]  # pyright: ignore[reportCallIssue]
     await ctrl.fetch(update_todo, {"id": 1}, {"titel": "x"})  # type: ignore[typeddict-item, typeddict-unknown-key]  # pyright: ignore[reportArgumentType]
     await ctrl.fetch(TodoResource.update, {"id": 1})  # type: ignore[call-arg]  # pyright: ignore[reportCallIssue]
-    ctrl.cache(TodoResource.get, {})  # type: ignore[call-overload]  # pyright: ignore[reportCallIssue, reportArgumentType]
-    ctrl.dle(get_todo, {"id": None})  # type: ignore[call-overload]  # pyright: ignore[reportCallIssue, reportArgumentType]
+    ctrl.cache(TodoResource.get, {})  # type: ignore[misc]  # pyright: ignore[reportCallIssue, reportArgumentType]
+    ctrl.dle(get_todo, {"id": None})  # type: ignore[misc]  # pyright: ignore[reportCallIssue, reportArgumentType]
     await get_todo({"id": "1"})  # type: ignore[typeddict-item]  # pyright: ignore[reportArgumentType]
     get_todo.url({"id": "1"})  # type: ignore[typeddict-item]  # pyright: ignore[reportArgumentType]
     get_todo.url()  # type: ignore[call-arg]  # pyright: ignore[reportCallIssue]
     update_todo.url({"id": 1}, {"title": "x"})  # type: ignore[call-arg]  # pyright: ignore[reportCallIssue]
 
 
-def use_sync(ctrl: sync.Controller) -> None:
+def use_sync(ctrl: sync.Controller, maybe: TodoParams | None) -> None:
+    assert_type(ctrl.suspense(get_todo, maybe), Todo | None)
+    assert_type(ctrl.dle(get_todo, maybe), DLE[Todo])
+    assert_type(ctrl.cache(get_todo, maybe), Todo | None)
+    assert_type(ctrl.live(get_todo, maybe), Generator[Todo | None, None, None])
+    with ctrl.subscription(get_todo, maybe):
+        pass
     assert_type(ctrl.fetch(get_todo, {"id": 1}), Todo)
     assert_type(ctrl.cache(get_todo, {"id": 1}), Todo | None)
     assert_type(ctrl.dle(get_todo, None), DLE[Todo])

@@ -51,10 +51,10 @@ def typed_todo(id: int | None) -> str:
     use_subscription(get_todo, None)
 
     # Mistakes a checker must catch.
-    use_suspense(get_todo, {"id": "1"})  # type: ignore[call-overload]  # pyright: ignore[reportCallIssue, reportArgumentType]
-    use_live(get_todo, {"idd": 1})  # type: ignore[call-overload]  # pyright: ignore[reportCallIssue, reportArgumentType]
+    use_suspense(get_todo, {"id": "1"})  # type: ignore[misc]  # pyright: ignore[reportCallIssue, reportArgumentType]
+    use_live(get_todo, {"idd": 1})  # type: ignore[misc]  # pyright: ignore[reportCallIssue, reportArgumentType]
     use_dle(get_todo, id=1)  # type: ignore[call-overload]  # pyright: ignore[reportCallIssue]
     use_cache(get_todo)  # type: ignore[call-overload]  # pyright: ignore[reportCallIssue]
-    use_subscription(get_todo, {"id": "1"})  # type: ignore[call-overload]  # pyright: ignore[reportCallIssue, reportArgumentType]
+    use_subscription(get_todo, {"id": "1"})  # type: ignore[misc]  # pyright: ignore[reportCallIssue, reportArgumentType]
     use_fetch()(get_todo, {"id": "1"})  # type: ignore[typeddict-item]  # pyright: ignore[reportArgumentType]
     return skipped.title if skipped is not None else ""

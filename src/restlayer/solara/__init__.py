@@ -25,7 +25,7 @@ import reacton
 import solara
 from reacton.core import Element
 
-from restlayer._typing import A, T
+from restlayer._typing import A, P, T
 from restlayer.core import DLE, Endpoint
 from restlayer.core import Controller as AsyncController
 from restlayer.core._watch import changed
@@ -223,6 +223,8 @@ def _use_read(
 def use_dle(endpoint: Endpoint[T], skip: None, /) -> DLE[T]: ...
 @overload
 def use_dle(endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> DLE[T]: ...
+@overload
+def use_dle(endpoint: Endpoint[T, [P]], params: P | None, /) -> DLE[T]: ...
 def use_dle(endpoint: Endpoint[T], *args: object, **kwargs: object) -> DLE[T]:
     """`DLE(data, loading, error)` for `endpoint(*args)`; starts a fetch when needed, never suspends."""
     bound = _bound(endpoint, args, kwargs)
@@ -234,6 +236,8 @@ def use_dle(endpoint: Endpoint[T], *args: object, **kwargs: object) -> DLE[T]:
 def use_cache(endpoint: Endpoint[T], skip: None, /) -> T | None: ...
 @overload
 def use_cache(endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> T | None: ...
+@overload
+def use_cache(endpoint: Endpoint[T, [P]], params: P | None, /) -> T | None: ...
 def use_cache(endpoint: Endpoint[T], *args: object, **kwargs: object) -> T | None:
     """The stored data for `endpoint(*args)` (None when absent); never fetches."""
     bound = _bound(endpoint, args, kwargs)
@@ -244,6 +248,8 @@ def use_cache(endpoint: Endpoint[T], *args: object, **kwargs: object) -> T | Non
 def use_suspense(endpoint: Endpoint[T], skip: None, /) -> T | None: ...
 @overload
 def use_suspense(endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> T: ...
+@overload
+def use_suspense(endpoint: Endpoint[T, [P]], params: P | None, /) -> T | None: ...
 def use_suspense(endpoint: Endpoint[T], *args: object, **kwargs: object) -> T | None:
     """The data once valid; raises `SuspendedError` while it loads (see `Suspense`) and the stored error after.
 
@@ -266,6 +272,8 @@ def use_suspense(endpoint: Endpoint[T], *args: object, **kwargs: object) -> T | 
 def use_subscription(endpoint: Endpoint[object], skip: None, /) -> None: ...
 @overload
 def use_subscription(endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> None: ...
+@overload
+def use_subscription(endpoint: Endpoint[object, [P]], params: P | None, /) -> None: ...
 def use_subscription(endpoint: Endpoint[object], *args: object, **kwargs: object) -> None:
     """Poll `endpoint(*args)` at its `poll_frequency` while this component is rendered."""
     bound = _bound(endpoint, args, kwargs)
@@ -294,10 +302,12 @@ def _use_polling(endpoint: Endpoint[object], bound: tuple[object, ...] | None) -
 def use_live(endpoint: Endpoint[T], skip: None, /) -> T | None: ...
 @overload
 def use_live(endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> T: ...
+@overload
+def use_live(endpoint: Endpoint[T, [P]], params: P | None, /) -> T | None: ...
 def use_live(endpoint: Endpoint[T], *args: object, **kwargs: object) -> T | None:
     """`use_suspense` plus polling while rendered (when the endpoint has a poll_frequency)."""
     _use_polling(endpoint, _bound(endpoint, args, kwargs))
-    return use_suspense(endpoint, *args, **kwargs)
+    return cast("T | None", use_suspense(endpoint, *args, **kwargs))
 
 
 # ----- boundaries --------------------------------------------------------------------------------
