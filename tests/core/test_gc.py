@@ -152,3 +152,42 @@ async def test_interval_may_be_a_timedelta_like_every_other_length_of_time(res: 
     ctrl.set_response(res.Todo.get, {"id": 1}, {"id": 1})
     assert ctrl.cache(res.Todo.get, id=1) is not None and policy.scheduled
     ctrl.close()
+
+
+def test_a_controller_used_again_in_a_new_event_loop_sweeps_in_that_loop(res: Any, clock: Clock) -> None:
+    """One controller across two `asyncio.run` calls: the sweep timer set in the first loop died with
+    it, and the second loop never swept (the policy believed a timer was still set)."""
+    import asyncio
+
+    from restlayer.core import _actions as act
+
+    policy = GCPolicy(interval_ms=1)
+    swept: list[asyncio.Event] = []
+
+    class SweepSeen:
+        def init(self, controller: Controller) -> None:
+            pass
+
+        def middleware(self, controller: Controller, action: object, next: Any) -> None:
+            next(action)
+            if isinstance(action, act.GC) and swept:
+                swept[-1].set()
+
+        def cleanup(self) -> None:
+            pass
+
+    ctrl = Controller(clock=clock, gc_policy=policy, managers=[SweepSeen()])
+
+    async def first() -> None:
+        await ctrl.fetch(res.Todo.get, id=1)  # schedules a sweep in this loop, which then closes
+
+    async def second() -> None:
+        swept.append(asyncio.Event())
+        await ctrl.fetch(res.Todo.get, id=2)
+        clock.advance(MIN_LIFETIME * 10)  # both results released and long expired: a sweep removes them
+        await asyncio.wait_for(swept[-1].wait(), timeout=5)
+
+    asyncio.run(first())
+    asyncio.run(second())
+    assert ctrl.get_state()["endpoints"] == {}
+    ctrl.close()

@@ -55,6 +55,7 @@ class GCPolicy:
         self.queued_entities: set[EntityRef] = set()
         self._controller: Controller | None = None
         self._handle: asyncio.TimerHandle | None = None
+        self._timer_loop: asyncio.AbstractEventLoop | None = None
         self._stopped = False  # its controller closed: counting goes on (reads still work), sweeping does not
 
     def init(self, controller: Controller) -> None:
@@ -134,12 +135,22 @@ class GCPolicy:
         self.queued_entities = set(self.queued_entities)
 
     def _ensure_timer(self) -> None:
-        if self._handle is not None or self._stopped:
+        """Set the sweep timer in the running loop, unless one is set there already.
+
+        A timer of another loop (the controller was used in an earlier `asyncio.run`) died with
+        that loop: it is replaced, or this loop would never sweep.
+        """
+        if self._stopped:
             return
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return
+        if self._handle is not None:
+            if self._timer_loop is loop:
+                return
+            self._handle.cancel()
+        self._timer_loop = loop
         self._handle = loop.call_later(self.interval_ms / 1000, self._tick)
 
     def _tick(self) -> None:
