@@ -160,21 +160,16 @@ def test_a_controller_used_again_in_a_new_event_loop_sweeps_in_that_loop(res: An
     import asyncio
 
     from restlayer.core import _actions as act
+    from restlayer.core.manager import Manager, Next
 
     policy = GCPolicy(interval_ms=1)
     swept: list[asyncio.Event] = []
 
-    class SweepSeen:
-        def init(self, controller: Controller) -> None:
-            pass
-
-        def middleware(self, controller: Controller, action: object, next: Any) -> None:
+    class SweepSeen(Manager):
+        def middleware(self, controller: Controller, action: act.Action, next: Next) -> None:
             next(action)
             if isinstance(action, act.GC) and swept:
                 swept[-1].set()
-
-        def cleanup(self) -> None:
-            pass
 
     ctrl = Controller(clock=clock, gc_policy=policy, managers=[SweepSeen()])
 
