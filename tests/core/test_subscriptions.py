@@ -81,3 +81,28 @@ async def test_subscribe_on_a_closed_controller_raises_and_schedules_nothing(res
     with pytest.raises(ClosedError):
         await ctrl.subscribe(res.Todo.get.extend(poll_frequency=100), id=1)
     assert subscriptions(ctrl).polls == {}
+
+
+def test_polling_left_on_goes_on_when_the_controller_is_used_in_a_new_event_loop(
+    rctrl: Controller, rec: Recorder, res: Any, clock: Clock
+) -> None:
+    """A subscription left on across two `asyncio.run` calls: its timer died with the first loop and
+    nothing polled in the second; the first action in the new loop sets the timers there again."""
+    import asyncio
+
+    poller = res.Todo.get.extend(poll_frequency=100)
+    key = poller.key({"id": 1})
+
+    async def first() -> None:
+        await rctrl.subscribe(poller, id=1)  # its first poll is due later; this loop then closes
+
+    async def second() -> None:
+        await rctrl.fetch(res.Todo.get, id=2)
+        seen = len(rec.matching(polled(key)))
+        clock.advance(1_000)
+        await rec.wait_for(polled(key), count=seen + 1, timeout=5)
+        await rctrl.unsubscribe(poller, id=1)
+
+    asyncio.run(first())
+    asyncio.run(second())
+    assert key not in subscriptions(rctrl).polls

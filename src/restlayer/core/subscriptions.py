@@ -77,6 +77,7 @@ class SubscriptionManager(Manager):
     def __init__(self) -> None:
         self.polls: dict[str, Poll] = {}
         self._handles: dict[str, asyncio.TimerHandle] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None  # where the handles are set
         self._controller: Controller | None = None
 
     def init(self, controller: Controller) -> None:
@@ -85,6 +86,8 @@ class SubscriptionManager(Manager):
 
     def middleware(self, controller: Controller, action: act.Action, next: Next) -> None:
         """Track `subscribe` / `unsubscribe`; everything else passes through."""
+        if self._handles:
+            self._follow_loop()
         if isinstance(action, act.Subscribe):
             self._subscribe(controller, action)
         elif isinstance(action, act.Unsubscribe):
@@ -115,11 +118,26 @@ class SubscriptionManager(Manager):
         poll = self.polls.get(key)
         return None if poll is None or key not in self._handles else poll.next_due
 
+    def _follow_loop(self) -> None:
+        """Set the poll timers again in the running loop when they were set in another one.
+
+        The controller was used in an earlier `asyncio.run`: its timers died with that loop.
+        """
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        if loop is not self._loop:
+            for poll in list(self.polls.values()):
+                if poll.key in self._handles:
+                    self._schedule(poll)
+
     def _schedule(self, poll: Poll) -> None:
         assert self._controller is not None
         self._cancel(poll.key)
         delay = max(0.0, poll.next_due - self._controller.now()) / 1000
-        self._handles[poll.key] = asyncio.get_running_loop().call_later(delay, self._due, poll)
+        self._loop = loop = asyncio.get_running_loop()
+        self._handles[poll.key] = loop.call_later(delay, self._due, poll)
 
     def _due(self, poll: Poll) -> None:
         controller = self._controller
