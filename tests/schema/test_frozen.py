@@ -138,3 +138,72 @@ def test_no_write_path_keeps_or_changes_the_callers_dict(case: str) -> None:
         kept["tags"].append("x")
     row["tags"].append("later")
     assert r.entities["Tagged"]["1"]["tags"] == (["old"] if case == "older reply" else ["a"])
+
+
+class Project(Entity):
+    id: str = ""
+    members: list[Tagged] = []
+    roles: dict[str, Tagged] = {}
+
+
+def test_memoized_results_are_read_only_so_no_reader_changes_another_ones(each_engine: str) -> None:
+    """A memoized read is one object for every reader: a list or dict a reader changed in place
+    changed what every later read returned (a `sort()` of one reader reordered everyone's list)."""
+    from restlayer.schema import All, Values
+
+    stored = normalize(
+        [Project],
+        [{"id": "p", "members": [{"id": i} for i in range(10)], "roles": {"lead": {"id": 1}}}],
+    )
+    members = [Tagged] * 1  # the list shorthand, long enough for the run-length read of plain entities
+    rows = normalize(members, [{"id": i} for i in range(10)], state=stored)
+    memo = MemoCache()
+
+    def read(schema: Any, input: Any) -> Any:
+        if isinstance(schema, All):
+            return memo.query(schema, (), rows)
+        return memo.denormalize(schema, input, rows.entities)
+
+    cases: list[tuple[Any, Any]] = [
+        (members, rows.result),
+        ([Project], stored.result),
+        (Values(Tagged), {"a": "1", "b": "2"}),
+        ({"first": Tagged, "all": [Tagged]}, {"first": "1", "all": ["1", "2"]}),
+        (All(Tagged), None),
+    ]
+    for schema, input in cases:
+        got = read(schema, input)
+        before = copy.deepcopy(got)
+        containers = [got]
+        if isinstance(got, list) and got and isinstance(got[0], Project):
+            containers += [got[0].members, got[0].roles]
+        for container in containers:
+            with pytest.raises(TypeError, match="read-only"):
+                container.clear()
+        again = read(schema, input)
+        assert again is got and again == before
+    plain = present(denormalize(members, rows.result, rows.entities))  # not shared, read-only all the same: one rule
+    with pytest.raises(TypeError, match="read-only"):
+        plain.sort(key=lambda t: -t.id)
+    mine = list(plain)
+    mine.sort(key=lambda t: -t.id)  # a copy is the caller's own
+    assert [t.id for t in mine][:2] == [9, 8]
+
+
+async def test_a_fetched_list_refuses_changes_and_every_later_read_is_unchanged(api: Any) -> None:
+    """`ctrl.fetch` returns the read every `get`/`cache`/watcher shares: it is read-only."""
+    ctrl = Controller()
+    try:
+        get_list = RestEndpoint(path="/todos", url_prefix=api.url, schema=[Tagged])
+        todos = await ctrl.fetch(get_list)
+        count = len(todos)
+        with pytest.raises(TypeError, match="read-only"):
+            todos.append(todos[0])
+        with pytest.raises(TypeError, match="read-only"):
+            todos.sort(key=lambda t: -t.id)
+        with pytest.raises(TypeError, match="read-only"):
+            todos.pop()
+        assert ctrl.cache(get_list) is todos and len(todos) == count
+        assert sorted(todos, key=lambda t: -t.id)[0].id == max(t.id for t in todos)  # sorted() copies
+    finally:
+        ctrl.close()

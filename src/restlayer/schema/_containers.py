@@ -90,7 +90,7 @@ class Array(Schema[list[T]]):
             result = node.denormalize_value(item, unvisit)
             if result is not None and result is not INVALID:  # missing or deleted: dropped
                 out.append(result)
-        return out
+        return FrozenList(out)  # shared by every reader of a memoized read: read-only
 
 
 class Object(Schema[dict[str, Any]]):
@@ -132,7 +132,7 @@ class Object(Schema[dict[str, Any]]):
                 if result is INVALID:
                     return INVALID
                 out[name] = result
-        return out
+        return FrozenDict(out)
 
     def query_key(self, args: tuple[object, ...], unvisit: Unvisit) -> dict[str, object]:
         """Each schema member queried (None when not found); literal members as written in the schema."""
@@ -210,4 +210,4 @@ class Values(Schema[dict[str, T]]):
             result = node.denormalize_value(item, unvisit) if node and item is not None else item
             if result is not None and result is not INVALID:
                 out[name] = result
-        return out
+        return FrozenDict(out)

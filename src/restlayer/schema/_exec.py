@@ -47,6 +47,7 @@ _DEPTH: Final = MAX_DEPTH
 _new: Final = object.__new__
 _deepcopy: Final = copy.deepcopy
 _FROZEN_DICT: Final = FrozenDict
+_FrozenList: Final = FrozenList
 _MISSING: Final = object()
 _DepRun: Final = DepRun
 #: The shortest list of plain entities whose reads are recorded as one `DepRun` (a run costs more than it saves below).
@@ -601,7 +602,7 @@ class DArray(DPlan):
             result = item_plan.denorm(item, unvisit)
             if result is not None and result is not _INVALID:
                 out.append(result)
-        return out
+        return _FrozenList(out)
 
     def once(self, value: object, ctx: Once) -> object:
         if not isinstance(value, list):
@@ -619,7 +620,7 @@ class DArray(DPlan):
             result = item_plan.once(item, ctx)
             if result is not None and result is not _INVALID:
                 out.append(result)
-        return out
+        return _FrozenList(out)
 
     def leaves(self, items: list[object], entity: DEntity, unvisit: Unvisit) -> list[object]:
         """Items of a plain entity class without nested members, in a tracked read: consecutive reads of
@@ -663,7 +664,7 @@ class DArray(DPlan):
                     records.append(record)
             if result is not None and result is not _INVALID:
                 out.append(result)
-        return out
+        return _FrozenList(out)
 
     def entities(self, items: list[object], entity: DEntity, unvisit: Unvisit) -> list[object]:
         """Items of one plain entity class: the table looked up once for the whole list."""
@@ -679,7 +680,7 @@ class DArray(DPlan):
                 result = entity.denorm(item, unvisit)
             if result is not None and result is not _INVALID:
                 out.append(result)
-        return out
+        return _FrozenList(out)
 
     def entities_once(self, items: list[object], entity: DEntity, ctx: Once) -> object:
         """`entities` in an untracked read."""
@@ -697,7 +698,7 @@ class DArray(DPlan):
                 result = entity.once(item, ctx)
             if result is not None and result is not _INVALID:
                 out.append(result)
-        return out
+        return _FrozenList(out)
 
 
 class DObject(DPlan):
@@ -727,7 +728,7 @@ class DObject(DPlan):
                 if result is _INVALID:
                     return _INVALID
                 out[name] = result
-        return out
+        return _FROZEN_DICT(out)
 
 
 # ----- re-checking a cached instance ---------------------------------------------------------

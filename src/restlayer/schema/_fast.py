@@ -650,7 +650,7 @@ class _Gen:
             f"            result = {fn}(item, unvisit)",
             "            if result is not None and result is not INVALID:",
             "                out.append(result)",
-            "    return out",
+            "    return FrozenList(out)  # shared by every reader of a memoized read: read-only",
             "",
         )
 
@@ -672,7 +672,7 @@ class _Gen:
                 "            return INVALID",
                 f"        out[{fname}] = result",
             ]
-        self.emit(*body, "    return out", "")
+        self.emit(*body, "    return FrozenDict(out)", "")
 
     def entity_d(self, name: str, cls: type[Entity]) -> None:
         general, key, cls_ref = self.const(cls.denormalize_value), self.const(cls.key), self.const(cls)
@@ -834,7 +834,7 @@ class _Gen:
         body += [
             "        if obj is not None and obj is not INVALID:",
             "            out.append(obj)",
-            "    return out",
+            "    return FrozenList(out)  # shared by every reader of a memoized read: read-only",
             "",
         ]
         self.emit(*body)
@@ -891,7 +891,7 @@ class _Gen:
             "            records(record)",
             "        if obj is not None and obj is not INVALID:",
             "            out.append(obj)",
-            "    return out",
+            "    return FrozenList(out)  # shared by every reader of a memoized read: read-only",
             "",
         ]
         self.emit(*body)

@@ -9,6 +9,7 @@ from restlayer._pmap import OrderedPMap
 from restlayer._typing import E, T
 from restlayer.errors import DefinitionError, SchemaError
 from restlayer.schema._base import INVALID, InvalidType, Node, Schema, compile_schema, required_node, schema_name
+from restlayer.schema._frozen import FrozenList
 from restlayer.schema._union import Attribute, Union
 
 if TYPE_CHECKING:
@@ -128,7 +129,7 @@ class All(Schema[list[T]]):
             result = node.denormalize_value(item, unvisit)
             if result is not None and result is not INVALID:
                 out.append(result)
-        return out
+        return FrozenList(out)
 
     def query_key(self, args: tuple[object, ...], unvisit: Unvisit) -> object:
         """All live pks in insertion order; INVALID when no member type has a table yet."""
