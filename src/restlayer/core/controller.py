@@ -917,7 +917,23 @@ def _bound(endpoint: Endpoint[object], args: tuple[object, ...], kwargs: dict[st
 
 
 def _key_test(name: str, test_key: Callable[[str], bool]) -> Callable[[str], bool]:
-    """`test_key`, checked callable (it runs inside the store's update)."""
+    """`test_key`, checked callable, its failures made a RestLayerError naming it.
+
+    It runs inside the store's update, which an exception leaves undone: the caller gets
+    a RestLayerError like for every other user hook, with the original as `__cause__`.
+    """
     if not callable(test_key):
         raise ParamError(f"{name}(test_key): test_key must be a function of a store key, not {test_key!r}")
-    return test_key
+
+    def test(key: str) -> bool:
+        try:
+            return test_key(key)
+        except RestLayerError:
+            raise
+        except Exception as exc:
+            label = getattr(test_key, "__qualname__", repr(test_key))
+            raise RestLayerError(
+                f"{name}(test_key): test_key {label} raised {type(exc).__name__}: {exc} (on key {key!r})"
+            ) from exc
+
+    return test
