@@ -523,3 +523,14 @@ async def test_delete_on_a_union_resource_deletes_the_member_storing_the_pk(api:
         assert [item.pk() for item in present(ctrl.cache(items.get_list, userId=1))] == ["2", "3"]
     finally:
         ctrl.close()
+
+
+def test_a_too_fast_poll_frequency_is_warned_about_once_not_once_per_member(caplog: pytest.LogCaptureFixture) -> None:
+    class Item(Entity):
+        id: int = 0
+
+    with caplog.at_level("WARNING", logger="restlayer"):
+        items = resource(path="/items/:id", schema=Item, poll_frequency=37)  # 37 ms: seconds meant, surely
+        items.get.extend(name="again")
+    warned = [r for r in caplog.records if "poll_frequency=37" in r.getMessage()]
+    assert len(warned) == 1
