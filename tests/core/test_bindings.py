@@ -9,7 +9,7 @@ import pytest
 
 from restlayer.core import DLE, Controller
 from restlayer.core.expiry import ERROR_EXPIRY
-from restlayer.errors import NetworkError, ParamError
+from restlayer.errors import NetworkError, ParamError, RestLayerError
 from tests._present import present
 from tests.core._models import Clock, Recorder, Todo, aborted, gets, stored
 
@@ -155,3 +155,17 @@ async def test_memo_shared_identity(ctrl: Controller, res: Any) -> None:
     assert a is not None
     assert ctrl.get(Todo, "1") is a[0]
     assert ctrl.cache(res.Todo.get_list) is a and ctrl.dle(res.Todo.get_list).data is a
+
+
+def test_dle_outside_an_event_loop_says_no_fetch_could_start(res: Any, api: Any) -> None:
+    ctrl = Controller()
+    try:
+        data, loading, error = ctrl.dle(res.Todo.get, id=1)
+        assert (data, loading) == (None, False)  # not "loaded, empty": the error tells why
+        assert isinstance(error, RestLayerError) and "outside a running event loop" in str(error)
+        ctrl.set_response(res.Todo.get, {"id": 1}, {"id": 1, "title": "stored"})
+        data, loading, error = ctrl.dle(res.Todo.get, id=1)  # fresh data needs no fetch: read as usual
+        assert present(data).title == "stored" and not loading and error is None
+    finally:
+        ctrl.close()
+    assert api.requests == []

@@ -778,15 +778,27 @@ class Controller:
             started = self._start(endpoint, bound)
             unusable = response.expiry_status != ExpiryStatus.VALID
             loading = started and unusable
-            stranded = unusable and not started and self.closed  # no fetch will ever bring it
+            stranded = unusable and not started  # no fetch will bring it
         data = cast("T | None", empty_form(endpoint, bound, self._current())) if loading else response.data
         self._touch(endpoint, bound)
         error = read_error(endpoint, bound, self._current())
         if error is None and stranded:
-            error = ClosedError(f"The controller is closed: cannot fetch {endpoint.name}")
+            error = self._unstartable(endpoint)
         if error is None and unsent is not None and not loading:
             error = unsent.error
         return DLE(data, loading, error)
+
+    def _unstartable(self, endpoint: Endpoint[object]) -> RestLayerError:
+        """Why `dle` could start no fetch for data it lacks: closed, or called outside an event loop.
+
+        Without it `dle` read as loaded and empty (`DLE(None, False, None)`) though nothing would load.
+        """
+        if self.closed:
+            return ClosedError(f"The controller is closed: cannot fetch {endpoint.name}")
+        return RestLayerError(
+            f"dle({endpoint.name}) was called outside a running event loop, so no fetch could start; "
+            "call it from async code, or use restlayer.sync.Controller from blocking code"
+        )
 
     @overload
     def cache(self, endpoint: Endpoint[T], skip: None, /) -> T | None: ...
