@@ -4,7 +4,7 @@ schemas its members carry."""
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from typing_extensions import TypedDict
@@ -376,6 +376,15 @@ def test_a_member_named_like_a_resource_method_is_refused(todos: Resource, name:
         todos.extend(name, path="/todos/:id/members")
     with pytest.raises(ParamError, match=f"{name!r} is an attribute of Resource"):
         todos.extend(lambda base: {name: base.get})
+
+
+def test_extend_refuses_members_that_are_no_endpoints_or_have_no_str_name(todos: Resource) -> None:
+    """Refused when the resource is built, not at the first fetch of the member."""
+    with pytest.raises(ParamError, match="member 'vote' must be an endpoint"):
+        todos.extend(lambda base: {"vote": cast(Any, 5)})  # what a caller's mistake passes, past the checker
+    with pytest.raises(ParamError, match="member names must be str, not 5"):
+        todos.extend(lambda base: {cast(Any, 5): base.get})
+    assert todos.extend(lambda base: {"vote": base.get.extend(method="POST")}).vote.method == "POST"
 
 
 # -- optimistic responses ------------------------------------------------------------------
