@@ -244,6 +244,12 @@ class Controller:
             self._view = view
         return view
 
+    @property
+    def resets(self) -> int:
+        """How many times the store was reset: a manager that awaits compares it before and after
+        to know whether a reset came meanwhile (comparing reset times misses two in one instant)."""
+        return self._resets
+
     def get_state(self) -> State:
         """A read-only snapshot of the store, pending optimistic updates applied; never changes later."""
         return self._current()
