@@ -15,6 +15,9 @@ TIME_OPTIONS = ("data_expiry_length", "error_expiry_length", "poll_frequency")
 MIN_SENSIBLE_POLL_MS = 100
 
 _log = logging.getLogger("restlayer")
+#: The too-fast poll frequencies warned about already: one mistake (`resource(poll_frequency=50)`
+#: defines five endpoints, each `extend` one more) is told once, not once per endpoint.
+_warned_polls: set[float] = set()
 
 
 def to_ms(value: object, name: str) -> float | None:
@@ -67,7 +70,8 @@ def normalize_time_options(endpoint: object) -> None:
         if value is not None:
             _check_range(label, name, value)
     frequency = getattr(endpoint, "poll_frequency", None)
-    if frequency is not None and frequency < MIN_SENSIBLE_POLL_MS:
+    if frequency is not None and frequency < MIN_SENSIBLE_POLL_MS and frequency not in _warned_polls:
+        _warned_polls.add(frequency)
         _log.warning(
             "%s: poll_frequency=%s is in milliseconds, so this polls %d times a second; "
             "use e.g. timedelta(seconds=%s) for seconds",

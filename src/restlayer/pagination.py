@@ -15,7 +15,7 @@ The blocking form is `restlayer.sync.paginate`.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic
 from urllib.parse import parse_qsl, urljoin, urlsplit
@@ -50,10 +50,19 @@ NextPage = Callable[[Page[object]], "Mapping[str, object] | None"]
 
 
 def _member(data: object, field: str) -> object:
-    """`data[field]` for a dict, `data.field` for an object; None when absent."""
+    """`data[field]` for a dict (None when absent: the last page), `data.field` for an object.
+
+    A body that has no fields at all (a list, a number, a string) or an object without
+    that attribute can never name a next page: a RestLayerError, not a silent first-and-last page.
+    """
     if isinstance(data, Mapping):
         return data.get(field)
-    return getattr(data, field, None)
+    if data is None:
+        return None
+    if not hasattr(data, field):
+        kind = "list" if isinstance(data, Sequence) and not isinstance(data, str) else type(data).__name__
+        raise RestLayerError(f"the page is a {kind}, which has no field {field!r} naming the next page")
+    return getattr(data, field)
 
 
 def cursor_in_body(field: str = "next", *, param: str = "cursor") -> NextPage:
@@ -140,6 +149,23 @@ def _request_of(endpoint: RestEndpoint[object, ...], params: Mapping[str, object
     return f"{endpoint.method} {endpoint.url(params)}"
 
 
+def _next_params(
+    next_page: Callable[[Page[T]], Mapping[str, object] | None], page: Page[T]
+) -> Mapping[str, object] | None:
+    """`next_page(page)`; a failure of the caller's function is a RestLayerError naming it.
+
+    The original stays in `__cause__`, as for the other functions restlayer calls for you.
+    """
+    try:
+        params = next_page(page)
+    except RestLayerError:
+        raise
+    except Exception as exc:
+        label = getattr(next_page, "__qualname__", repr(next_page))
+        raise RestLayerError(f"{page.endpoint.name}: next_page {label} raised {type(exc).__name__}: {exc}") from exc
+    return params
+
+
 async def paginate(
     ctrl: Controller,
     endpoint: RestEndpoint[T],
@@ -152,6 +178,8 @@ async def paginate(
 
     `max_pages` bounds the walk; params seen before (a server repeating a cursor) end it with an error.
     """
+    if not callable(next_page):
+        raise ParamError(f"paginate: next_page must be a function of a Page (e.g. cursor_in_body()), not {next_page!r}")
     replies: list[httpx.Response] = []
     original = endpoint.fetch_response
 
@@ -177,6 +205,6 @@ async def paginate(
             # shared store): the reader needs the reply's headers, so ask the server for them.
             await paged(current)
         yield data
-        current = next_page(Page(data, current, replies[-1] if replies else None, endpoint))
+        current = _next_params(next_page, Page(data, current, replies[-1] if replies else None, endpoint))
     if current is not None:
         raise RestLayerError(f"{endpoint.name}: more than max_pages={max_pages} pages; raise max_pages to go on")

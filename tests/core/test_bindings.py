@@ -8,9 +8,10 @@ from typing import Any
 import pytest
 
 from restlayer.core import DLE, Controller
-from restlayer.errors import NetworkError, ParamError
+from restlayer.core.expiry import ERROR_EXPIRY
+from restlayer.errors import NetworkError, ParamError, RestLayerError
 from tests._present import present
-from tests.core._models import Clock, Recorder, Todo, gets, stored
+from tests.core._models import Clock, Recorder, Todo, aborted, gets, stored
 
 
 async def test_suspense_fetches_once_then_cached(ctrl: Controller, res: Any, api: Any) -> None:
@@ -93,6 +94,27 @@ async def test_dle_loading_hides_stale_entities(rctrl: Controller, rec: Recorder
     assert len(gets(api, "/todos/1")) == 1
 
 
+async def test_dle_shows_a_request_that_could_not_be_built_instead_of_loading_forever(
+    rctrl: Controller, rec: Recorder, res: Any, api: Any, clock: Clock
+) -> None:
+    ctrl = rctrl
+    bad = res.raw.extend(get_headers=lambda h: {**h, "X-Bad": "a\r\nInjected: 1"})
+    shown: list[object] = []
+    ctrl.watch_response(bad, id=1, callback=shown.append)
+    assert ctrl.dle(bad, id=1) == DLE(None, True, None)
+    await rec.wait_for(aborted)
+    data, loading, error = ctrl.dle(bad, id=1)
+    assert (data, loading) == (None, False) and isinstance(error, ParamError)
+    assert ctrl.last_error(bad, id=1) is error and ctrl.get_error(bad, id=1) is None  # never stored
+    assert shown == [None], "a UI bound with watch_response is told the read changed"
+    assert ctrl.dle(bad, id=1).error is error
+    assert len(rec.matching(lambda a: a.type == "fetch")) == 1  # no new attempt on every read
+    clock.advance(ERROR_EXPIRY + 1)  # like a stored error: retried once it expired
+    assert ctrl.dle(bad, id=1).loading
+    await rec.wait_for(aborted, count=2)
+    assert api.requests == []
+
+
 async def test_watch_fires_only_on_real_changes(ctrl: Controller, res: Any) -> None:
     seen: list[Any] = []
     unwatch = ctrl.watch(res.Todo.get_list, callback=seen.append)
@@ -133,3 +155,17 @@ async def test_memo_shared_identity(ctrl: Controller, res: Any) -> None:
     assert a is not None
     assert ctrl.get(Todo, "1") is a[0]
     assert ctrl.cache(res.Todo.get_list) is a and ctrl.dle(res.Todo.get_list).data is a
+
+
+def test_dle_outside_an_event_loop_says_no_fetch_could_start(res: Any, api: Any) -> None:
+    ctrl = Controller()
+    try:
+        data, loading, error = ctrl.dle(res.Todo.get, id=1)
+        assert (data, loading) == (None, False)  # not "loaded, empty": the error tells why
+        assert isinstance(error, RestLayerError) and "outside a running event loop" in str(error)
+        ctrl.set_response(res.Todo.get, {"id": 1}, {"id": 1, "title": "stored"})
+        data, loading, error = ctrl.dle(res.Todo.get, id=1)  # fresh data needs no fetch: read as usual
+        assert present(data).title == "stored" and not loading and error is None
+    finally:
+        ctrl.close()
+    assert api.requests == []

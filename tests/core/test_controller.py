@@ -11,7 +11,7 @@ import pytest
 
 from restlayer._pmap import PMap
 from restlayer.core import Controller, ExpiryStatus, NetworkManager, Response
-from restlayer.errors import NetworkError, ParamError, ProcessingError, ResetError, SchemaError
+from restlayer.errors import NetworkError, ParamError, ProcessingError, ResetError, RestLayerError, SchemaError
 from restlayer.rest import RestEndpoint, resource
 from restlayer.schema import All, Collection, Entity, Query, normalize
 from tests._present import present
@@ -225,6 +225,23 @@ async def test_get_set_query_all_and_indexes(ctrl: Controller, res: Any) -> None
     ctrl.set(User, {"id": 9}, {"id": 9, "username": "nine"})
     assert present(ctrl.get(User, {"username": "nine"})).id == 9
     assert ctrl.get_response(res.User.get, {"username": "bret"}).expiry_status == ExpiryStatus.VALID
+
+
+async def test_a_raising_test_key_or_query_process_is_a_restlayer_error_and_changes_nothing(
+    ctrl: Controller, res: Any
+) -> None:
+    await ctrl.fetch(res.Todo.get, id=1)
+    before = ctrl.get_state()
+    wrong: Any = str.startswith  # takes two arguments: raises TypeError on every key
+    for call in (ctrl.invalidate_all, ctrl.expire_all):
+        with pytest.raises(RestLayerError, match="test_key") as raised:
+            call(wrong)
+        assert isinstance(raised.value.__cause__, TypeError)
+    assert ctrl.get_state() is before
+    broken = Query(All(Todo), lambda todos: 1 / 0)
+    with pytest.raises(RestLayerError, match="process") as failed:
+        ctrl.get(broken)
+    assert isinstance(failed.value.__cause__, ZeroDivisionError)
 
 
 async def test_update_option_rewrites_other_endpoints(ctrl: Controller, res: Any, api: Any) -> None:

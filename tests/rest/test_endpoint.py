@@ -277,6 +277,9 @@ class TestOptionChecks:
             ({"update": 5}, "update must be callable or None"),
             ({"url_prefix": 5}, "url_prefix must be a str"),
             ({"name": 5}, "name must be a str, not 5"),
+            ({"invalid_if_stale": "no"}, "invalid_if_stale must be True or False, not 'no'"),
+            ({"invalid_if_stale": None}, "invalid_if_stale must be True or False"),
+            ({"side_effect": "no"}, "side_effect must be True, False or None, not 'no'"),
         ],
     )
     def test_bad_option_values_refused(self, options: dict[str, Any], message: str) -> None:

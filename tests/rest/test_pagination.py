@@ -141,6 +141,27 @@ async def test_max_pages_bounds_the_walk(api: Any) -> None:
                 pass
 
 
+async def test_a_failing_next_page_reader_is_a_restlayer_error_naming_it(api: Any) -> None:
+    endpoint = RestEndpoint(path="/pages/todos", url_prefix=api.url)
+    plain_list = RestEndpoint(path="/todos", url_prefix=api.url)
+
+    def broken(page: Page[object]) -> None:
+        raise KeyError("cursor")
+
+    async with Controller() as ctrl:
+        with pytest.raises(RestLayerError, match=r"next_page .*broken raised KeyError") as raised:
+            async for _ in paginate(ctrl, endpoint, {"limit": 2}, next_page=broken):
+                pass
+        assert isinstance(raised.value.__cause__, KeyError)
+        with pytest.raises(RestLayerError, match="list, which has no field 'next'"):  # never silently one page
+            async for _ in paginate(ctrl, plain_list, {}, next_page=cursor_in_body("next")):
+                pass
+        not_a_reader: Any = "next"
+        with pytest.raises(ParamError, match="next_page must be a function"):
+            async for _ in paginate(ctrl, endpoint, {}, next_page=not_a_reader):
+                pass
+
+
 def test_params_from_url_keeps_path_params_and_refuses_foreign_urls() -> None:
     endpoint = RestEndpoint(path="/users/:id/todos", url_prefix="http://127.0.0.1:9")
     params = {"id": 7, "page": 1}

@@ -4,7 +4,7 @@ schemas its members carry."""
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from typing_extensions import TypedDict
@@ -378,6 +378,15 @@ def test_a_member_named_like_a_resource_method_is_refused(todos: Resource, name:
         todos.extend(lambda base: {name: base.get})
 
 
+def test_extend_refuses_members_that_are_no_endpoints_or_have_no_str_name(todos: Resource) -> None:
+    """Refused when the resource is built, not at the first fetch of the member."""
+    with pytest.raises(ParamError, match="member 'vote' must be an endpoint"):
+        todos.extend(lambda base: {"vote": cast(Any, 5)})  # what a caller's mistake passes, past the checker
+    with pytest.raises(ParamError, match="member names must be str, not 5"):
+        todos.extend(lambda base: {cast(Any, 5): base.get})
+    assert todos.extend(lambda base: {"vote": base.get.extend(method="POST")}).vote.method == "POST"
+
+
 # -- optimistic responses ------------------------------------------------------------------
 
 
@@ -523,3 +532,14 @@ async def test_delete_on_a_union_resource_deletes_the_member_storing_the_pk(api:
         assert [item.pk() for item in present(ctrl.cache(items.get_list, userId=1))] == ["2", "3"]
     finally:
         ctrl.close()
+
+
+def test_a_too_fast_poll_frequency_is_warned_about_once_not_once_per_member(caplog: pytest.LogCaptureFixture) -> None:
+    class Item(Entity):
+        id: int = 0
+
+    with caplog.at_level("WARNING", logger="restlayer"):
+        items = resource(path="/items/:id", schema=Item, poll_frequency=37)  # 37 ms: seconds meant, surely
+        items.get.extend(name="again")
+    warned = [r for r in caplog.records if "poll_frequency=37" in r.getMessage()]
+    assert len(warned) == 1

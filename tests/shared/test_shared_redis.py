@@ -678,6 +678,35 @@ async def test_a_reset_while_a_read_through_reads_missing_entities_stores_none_o
         await shared(reader).wait_closed()
 
 
+async def test_a_second_reset_at_the_same_clock_time_still_drops_a_read_through(
+    make: Make, res: Any, redis_server: RedisServer, namespace: str
+) -> None:
+    """Resets are told apart by count, not by their time: on an injected clock that does not move,
+    a reset during the read of missing entities came at the time of an earlier one."""
+    writer = make()
+    await started(writer)
+    await writer.fetch(res.Todo.get_list, {"userId": 1})
+    created = await writer.fetch(res.Todo.get_list.push, {"userId": 1}, {"title": "pushed", "userId": 1})
+    await shared(writer).flush()
+    store = _HeldRows(redis_server.url, namespace=namespace)
+    frozen = writer.now()
+    reader = Controller(shared=store, clock=lambda: frozen)
+    try:
+        await started(reader)
+        reader.reset_entire_store()  # an earlier reset, at the very same time
+        reading = asyncio.ensure_future(reader.fetch(res.Todo.get_list, {"userId": 1}))
+        await asyncio.wait_for(store.entered.wait(), 10)
+        reader.reset_entire_store()
+        store.release.set()
+        with pytest.raises(ResetError):
+            await asyncio.wait_for(reading, 10)
+        await shared(reader).flush()
+        assert reader.get(Todo, {"id": created.id}) is None
+    finally:
+        reader.close()
+        await shared(reader).wait_closed()
+
+
 async def test_foreign_values_in_the_namespace_neither_take_the_store_offline_nor_block_writes(
     make: Make, res: Any, api: Any, raw: Any, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -13,7 +13,7 @@ import logging
 import time
 import weakref
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from typing import Any, cast, overload
+from typing import Any, NamedTuple, cast, overload
 
 from restlayer._args import merge_keywords
 from restlayer._typing import A, E, P, T
@@ -186,6 +186,7 @@ class Controller:
         self._view: State | None = EMPTY_STATE
         self._overlay: tuple[State, State] | None = None  # the last (state, view) with optimistic guesses
         self._failures: weakref.WeakKeyDictionary[act.SetResponse, BaseException] = weakref.WeakKeyDictionary()
+        self._unsent: dict[str, _Unsent] = {}  # per key: the last request that could not be built
         self._watchers = Watchers(self._read_watched, self._hold, self._unhold, self._meta_of)
         self._dispatch = build_chain(self, self.managers, self._commit)
         for manager in self.managers:
@@ -211,6 +212,7 @@ class Controller:
             self._forget_replaced(action, previous, state)
         if isinstance(action, act.Reset):
             self._resets += 1
+            self._unsent.clear()
             self.memo.clear()
             self._side_memo.clear()
         elif isinstance(action, act.GC):
@@ -241,6 +243,12 @@ class Controller:
                 view, self._overlay = state, None
             self._view = view
         return view
+
+    @property
+    def resets(self) -> int:
+        """How many times the store was reset: a manager that awaits compares it before and after
+        to know whether a reset came meanwhile (comparing reset times misses two in one instant)."""
+        return self._resets
 
     def get_state(self) -> State:
         """A read-only snapshot of the store, pending optimistic updates applied; never changes later."""
@@ -319,8 +327,25 @@ class Controller:
         return response, refs, lambda: same(self._current())
 
     def _meta_of(self, key: str) -> object:
-        """The metadata entry of store key `key` as readers see it (None when absent)."""
-        return self._current().meta.get(key)
+        """The metadata entry of store key `key` as readers see it (None when absent).
+
+        While a request for the key could not be built, that failure instead: `dle`
+        shows it, so a UI watching the key must read again when it comes or goes.
+        """
+        unsent = self._unsent_of(key)
+        return self._current().meta.get(key) if unsent is None else unsent
+
+    def _unsent_of(self, key: str) -> _Unsent | None:
+        """The record of the last request for `key` that could not be built, while it still applies.
+
+        It applies until the store's metadata of the key changes (a reply, an error, an
+        invalidation, `set_response`...): a newer outcome replaces it.
+        """
+        unsent = self._unsent.get(key)
+        if unsent is not None and self._state.meta.get(key) is not unsent.meta:
+            del self._unsent[key]
+            return None
+        return unsent
 
     @overload
     def get_response(self, endpoint: Endpoint[T], skip: None, /) -> Response[T]: ...
@@ -377,7 +402,11 @@ class Controller:
         bound = self._bind(endpoint, args, kwargs)
         if bound is None:
             return None
-        meta = self._current().meta.get(endpoint.key(*bound))
+        key = endpoint.key(*bound)
+        unsent = self._unsent_of(key)
+        if unsent is not None:
+            return unsent.error
+        meta = self._current().meta.get(key)
         return None if meta is None else meta.get("error")
 
     # ----- fetching -----------------------------------------------------------------------------
@@ -498,9 +527,20 @@ class Controller:
         except Exception:
             _log.exception("refetch_overtaken failed after %s", fetch.key)
 
-    def abort(self, fetch: act.Fetch) -> None:
-        """Forget a `"fetch"` action whose request was cancelled: only its optimistic update goes."""
+    def abort(self, fetch: act.Fetch, *, unsent: BaseException | None = None) -> None:
+        """Forget a `"fetch"` action whose request was cancelled: only its optimistic update goes.
+
+        `unsent`: the error (a `ParamError`) the request could not be built with. It is
+        never stored, but readers must not show the key as loading forever: `dle` and
+        `last_error` give it (and `dle` does not retry before `error_expiry_length`)
+        until the key's stored state changes. A fetch nobody awaits (a background read,
+        a poll) also logs it, as nobody else would see it.
+        """
         now = self.now()
+        if unsent is not None:
+            self._unsent[fetch.key] = _Unsent(unsent, now + fetch.error_expiry_length, self._state.meta.get(fetch.key))
+            if fetch.background:
+                _log.warning("the request for %s could not be built: %s", fetch.key, unsent)
         self.dispatch(
             act.SetResponse(
                 fetch.endpoint, fetch.args, fetch.key, None, fetch.fetched_at, now, now, fetch=fetch, aborted=True
@@ -737,18 +777,34 @@ class Controller:
         if bound is None:
             return DLE(None, False, None)
         response = self._read(endpoint, bound)[0]
+        unsent = self._unsent_of(endpoint.key(*bound))
         loading = stranded = False
-        if needs_fetch(response, self.now()):
+        now = self.now()
+        if needs_fetch(response, now) and (unsent is None or now > unsent.retry_after):
             started = self._start(endpoint, bound)
             unusable = response.expiry_status != ExpiryStatus.VALID
             loading = started and unusable
-            stranded = unusable and not started and self.closed  # no fetch will ever bring it
+            stranded = unusable and not started  # no fetch will bring it
         data = cast("T | None", empty_form(endpoint, bound, self._current())) if loading else response.data
         self._touch(endpoint, bound)
         error = read_error(endpoint, bound, self._current())
         if error is None and stranded:
-            error = ClosedError(f"The controller is closed: cannot fetch {endpoint.name}")
+            error = self._unstartable(endpoint)
+        if error is None and unsent is not None and not loading:
+            error = unsent.error
         return DLE(data, loading, error)
+
+    def _unstartable(self, endpoint: Endpoint[object]) -> RestLayerError:
+        """Why `dle` could start no fetch for data it lacks: closed, or called outside an event loop.
+
+        Without it `dle` read as loaded and empty (`DLE(None, False, None)`) though nothing would load.
+        """
+        if self.closed:
+            return ClosedError(f"The controller is closed: cannot fetch {endpoint.name}")
+        return RestLayerError(
+            f"dle({endpoint.name}) was called outside a running event loop, so no fetch could start; "
+            "call it from async code, or use restlayer.sync.Controller from blocking code"
+        )
 
     @overload
     def cache(self, endpoint: Endpoint[T], skip: None, /) -> T | None: ...
@@ -861,6 +917,14 @@ class Controller:
                 await self.unsubscribe(endpoint, *bound)
 
 
+class _Unsent(NamedTuple):
+    """A request that could not be built (a `ParamError`), kept for its key outside the store."""
+
+    error: BaseException
+    retry_after: float  # `dle` starts no new attempt before (like a stored error's expiry)
+    meta: object  # the key's stored metadata then: once it changes, this no longer applies
+
+
 def _bound(endpoint: Endpoint[object], args: tuple[object, ...], kwargs: dict[str, object]) -> tuple[object, ...]:
     """`endpoint.bind(*args, **kwargs)`; ParamError when `endpoint` is not an endpoint at all."""
     bind = getattr(endpoint, "bind", None)
@@ -871,7 +935,23 @@ def _bound(endpoint: Endpoint[object], args: tuple[object, ...], kwargs: dict[st
 
 
 def _key_test(name: str, test_key: Callable[[str], bool]) -> Callable[[str], bool]:
-    """`test_key`, checked callable (it runs inside the store's update)."""
+    """`test_key`, checked callable, its failures made a RestLayerError naming it.
+
+    It runs inside the store's update, which an exception leaves undone: the caller gets
+    a RestLayerError like for every other user hook, with the original as `__cause__`.
+    """
     if not callable(test_key):
         raise ParamError(f"{name}(test_key): test_key must be a function of a store key, not {test_key!r}")
-    return test_key
+
+    def test(key: str) -> bool:
+        try:
+            return test_key(key)
+        except RestLayerError:
+            raise
+        except Exception as exc:
+            label = getattr(test_key, "__qualname__", repr(test_key))
+            raise RestLayerError(
+                f"{name}(test_key): test_key {label} raised {type(exc).__name__}: {exc} (on key {key!r})"
+            ) from exc
+
+    return test

@@ -187,7 +187,7 @@ class NetworkManager(Manager):
         except ParamError as exc:  # a local mistake (bad header, param...): the caller's to fix, never stored
             if not flight.dropped:
                 self._finish(flight)
-                controller.abort(action)
+                controller.abort(action, unsent=exc)
                 flight.settle(error=exc)
             return
         except Exception as exc:

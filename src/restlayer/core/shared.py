@@ -601,7 +601,7 @@ class SharedManager(Manager):
         read the stored response, e.g. one written by another app or version.
         """
         first = actions[0]
-        reset = controller.get_committed_state().last_reset
+        reset = controller.resets
         meta = snapshot.meta
         self._replay(
             act.SetResponse(
@@ -626,7 +626,7 @@ class SharedManager(Manager):
             self._went_offline(exc)
         except Exception:  # a backend's own bug: the snapshot is stored, answer with it
             log.exception("reading the entities of %s from the shared store failed unexpectedly", first.key)
-        dropped = controller.get_committed_state().last_reset != reset
+        dropped = controller.resets != reset
         for action in actions:
             if action.future is not None and not action.future.done():
                 if dropped:  # a reset came while the rows were read: like a request in flight, dropped
@@ -635,12 +635,12 @@ class SharedManager(Manager):
                     action.future.set_result(snapshot.response)
         return True
 
-    async def _add_missing(self, controller: Controller, fetch: act.Fetch, reset: float) -> None:
+    async def _add_missing(self, controller: Controller, fetch: act.Fetch, reset: int) -> None:
         """Read from the backend the entities the stored snapshot names but lacks, and store them.
 
         A snapshot holds the rows its response referenced when it was written; a stored
         list another process grew since (a push) names entities beyond those. `reset` is the
-        store's `last_reset` when the snapshot was stored: rows arriving after a later reset are
+        controller's reset count when the snapshot was stored: rows arriving after a later reset are
         dropped, like the reply of a request in flight, so the emptied store stays empty.
         """
         asked: set[Ref] = set()
@@ -652,7 +652,7 @@ class SharedManager(Manager):
                 return
             asked.update(missing)
             rows = await self.store.rows(missing)
-            if not rows or controller.get_committed_state().last_reset != reset:
+            if not rows or controller.resets != reset:
                 return
             self._replay(act.Merge(Patch(entities=tuple(rows))))
 

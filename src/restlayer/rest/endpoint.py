@@ -852,6 +852,7 @@ def _check_options(ep: RestEndpoint[object, ...], options: Mapping[str, object])
         value = getattr(ep, option)
         if value is not None and not _positive(value):
             raise ParamError(f"{name}: {option} must be a positive number or None, not {value!r}")
+    _check_flags(ep, name)
     _check_request_init(ep.request_init, name)
     if ep.client is not None and not isinstance(ep.client, httpx.AsyncClient):
         raise ParamError(f"{name}: client must be an httpx.AsyncClient or None, not {ep.client!r}")
@@ -863,6 +864,14 @@ def _check_options(ep: RestEndpoint[object, ...], options: Mapping[str, object])
         if value is not None and not callable(value):
             raise ParamError(f"{name}: {option} must be callable or None, not {value!r}")
     _check_sync_hooks(ep)
+
+
+def _check_flags(ep: RestEndpoint[object, ...], name: str) -> None:
+    """Refuse a non-bool for the yes/no options: any truthy value (`"no"`, `1`) would silently mean yes."""
+    if not isinstance(ep.invalid_if_stale, bool):
+        raise ParamError(f"{name}: invalid_if_stale must be True or False, not {ep.invalid_if_stale!r}")
+    if ep.side_effect is not None and not isinstance(ep.side_effect, bool):
+        raise ParamError(f"{name}: side_effect must be True, False or None, not {ep.side_effect!r}")
 
 
 def _check_sync_hooks(ep: RestEndpoint[object, ...]) -> None:

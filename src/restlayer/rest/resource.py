@@ -171,15 +171,26 @@ class Resource(Generic[T_co, Params, Args]):
         return self._members["get"].extend(**options)
 
     def _with(self, members: Mapping[str, RestEndpoint[object, ...]]) -> ExtendedResource[T_co, Params, Args]:
-        for name in members:
+        for name, member in members.items():
             _check_member_name(name)
+            _check_member(name, member)
         return ExtendedResource({**self._members, **members}, self._label)
 
 
+def _check_member(name: str, member: object) -> None:
+    """`ParamError` for a member that is no endpoint (`extend(lambda base: {"x": 5})`): else it is
+    accepted here and fails only when fetched, far from the mistake."""
+    if not (callable(member) and callable(getattr(member, "bind", None)) and callable(getattr(member, "key", None))):
+        raise ParamError(f"extend: member {name!r} must be an endpoint (e.g. base.get.extend(...)), not {member!r}")
+
+
 def _check_member_name(name: object) -> None:
-    """`ParamError` for a member name a Resource attribute already holds (`members`, `extend`...):
-    read as an attribute it would be that attribute, never the member."""
-    if isinstance(name, str) and hasattr(Resource, name):
+    """`ParamError` for a member name that is not a str (no attribute could read it), or one a
+    Resource attribute already holds (`members`, `extend`...): read as an attribute it would be
+    that attribute, never the member."""
+    if not isinstance(name, str):
+        raise ParamError(f"extend: member names must be str, not {name!r}")
+    if hasattr(Resource, name):
         raise ParamError(
             f"extend: {name!r} is an attribute of Resource, so the member could not be read as one; choose another name"
         )

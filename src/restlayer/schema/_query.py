@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Concatenate, TypeVar, overload
 
 from restlayer._pmap import OrderedPMap
 from restlayer._typing import E, T
-from restlayer.errors import DefinitionError, SchemaError
+from restlayer.errors import DefinitionError, RestLayerError, SchemaError
 from restlayer.schema._base import INVALID, InvalidType, Node, Schema, compile_schema, required_node, schema_name
 from restlayer.schema._frozen import FrozenList
 from restlayer.schema._union import Attribute, Union
@@ -67,7 +67,13 @@ class Query(Schema[T]):
         result = self.node.denormalize_value(value, unvisit)
         if result is None or result is INVALID or self.process is None:
             return result
-        return self.process(result, *unvisit.args)
+        try:
+            return self.process(result, *unvisit.args)
+        except RestLayerError:
+            raise
+        except Exception as exc:  # the caller's function: named, with the original as the cause
+            label = getattr(self.process, "__qualname__", repr(self.process))
+            raise RestLayerError(f"{self!r}: process {label} raised {type(exc).__name__}: {exc}") from exc
 
     def query_key(self, args: tuple[object, ...], unvisit: Unvisit) -> object:
         return self.node.query_key(args, unvisit)
