@@ -38,6 +38,8 @@ class Script:
     #: The last event id each connection resumed from ("" when none), in order.
     resumed_from: list[str] = field(default_factory=list)
     dropped: bool = False
+    #: The close code of the WebSocket connection dropped after `drop_after` events.
+    drop_code: int = 1011
 
 
 SCRIPTS: dict[str, Script] = {}
@@ -88,7 +90,7 @@ async def ws(websocket: WebSocket) -> None:
         for count, (event_id, event, data) in enumerate(_pending(script, "" if last is None else str(last))):
             if script.drop_after == count and not script.dropped:
                 script.dropped = True
-                await websocket.close(code=1011)
+                await websocket.close(code=script.drop_code)
                 return
             try:
                 frame = json.dumps({"id": event_id, "type": event, "data": json.loads(data)})

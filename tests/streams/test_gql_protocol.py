@@ -367,6 +367,7 @@ def test_bad_reconnect_options_raise_param_error() -> None:
         (1002, False),
         (1011, False),
         (4401, False),
+        (4404, False),  # 4000 + an HTTP client error: refused, as a WebSocketStream is
         (4500, False),
     ],
 )

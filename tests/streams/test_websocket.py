@@ -126,6 +126,46 @@ async def test_a_handshake_refused_with_a_client_error_ends_the_stream(script_se
     assert info.value.status == 403 and stream.closed and stream.connects == 0
 
 
+@pytest.mark.parametrize(("code", "status"), [(1008, 403), (4401, 401), (4403, 403), (4404, 404)])
+async def test_a_close_refusing_the_client_ends_the_stream(
+    script_server: LocalServer, script: ScriptFactory, code: int, status: int
+) -> None:
+    """Policy violation, or 4000 + an HTTP client error: every reconnect would be refused the same way."""
+    events = [(i, "todos.updated", json.dumps({"id": i, "title": f"t{i}"})) for i in (1, 2)]
+    query, played = script(events, drop_after=1, drop_code=code)
+    delays = Delays()
+    stream = WebSocketStream(
+        ws_url(script_server, f"/_stream/ws{query}"),
+        on={"todos.updated": Todo},
+        on_open=subscribe,
+        backoff=Backoff(jitter=0, sleep=delays),
+    )
+    with pytest.raises(StatusError, match=f"closed with code {code}") as info:
+        await asyncio.wait_for(stream.run(Controller()), timeout=10)
+    assert info.value.status == status
+    assert (stream.connects, stream.applied, delays.delays, played.resumed_from) == (1, 1, [], [""])
+    assert stream.closed and not stream.connected
+
+
+@pytest.mark.parametrize("code", [4408, 4429, 4000])
+async def test_a_close_that_may_pass_or_is_the_servers_own_reconnects(
+    script_server: LocalServer, script: ScriptFactory, code: int
+) -> None:
+    events = [(i, "todos.updated", json.dumps({"id": i, "title": f"t{i}"})) for i in (1, 2)]
+    query, played = script(events, drop_after=1, drop_code=code)
+    stream = WebSocketStream(
+        ws_url(script_server, f"/_stream/ws{query}"),
+        on={"todos.updated": Todo},
+        on_open=subscribe,
+        backoff=Backoff(jitter=0, sleep=Delays()),
+    )
+    ctrl = Controller()
+    async with StreamManager(ctrl, [stream]):
+        await stream.until(lambda s: s.applied == 2)
+    assert played.resumed_from == ["", "1"]
+    assert titles(ctrl) == {1: "t1", 2: "t2"}
+
+
 async def test_a_handshake_failing_with_a_server_error_is_retried(script_server: LocalServer) -> None:
     delays = Delays()
     stream = WebSocketStream(  # an unknown script key: the handler fails before accepting (500)

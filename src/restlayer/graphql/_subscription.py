@@ -66,10 +66,13 @@ def ws_url_of(url: str) -> str:
 
 def reopens(code: int | None) -> bool:
     """Whether a socket closed with `code` is worth reopening (lost, or the server went away);
-    not after a protocol, policy or internal error, nor when the server refused the operation."""
+    not after a protocol, policy or internal error, nor when the server refused the operation
+    (its protocol's codes, or a refusal any `restlayer.streams` WebSocket stream ends on)."""
+    from restlayer.streams._stream import refusing_status
+
     if code is None or code in _LOST_CODES:
         return True
-    return not (1000 <= code <= 1999 or code in _REFUSED_CODES)
+    return not (1000 <= code <= 1999 or code in _REFUSED_CODES or refusing_status(code) is not None)
 
 
 class GQLSubscription(Generic[T_co]):

@@ -25,7 +25,18 @@ if TYPE_CHECKING:
 
     from restlayer.core import Controller, Endpoint
 
-__all__ = ["Backoff", "Covers", "ServerStopped", "Stream", "check_url", "checked_callable", "refused", "seconds"]
+__all__ = [
+    "Backoff",
+    "Covers",
+    "ServerStopped",
+    "Stream",
+    "check_url",
+    "checked_callable",
+    "refused",
+    "refused_close",
+    "refusing_status",
+    "seconds",
+]
 
 log = logging.getLogger("restlayer")
 
@@ -47,6 +58,33 @@ def refused(url: str, status: int) -> StatusError | None:
     if not 400 <= status < 500 or status in _TRANSIENT_CLIENT_ERRORS:
         return None
     return StatusError(f"stream {url} answered {status}: refused, not reconnecting", status=status)
+
+
+#: WebSocket close code 1008 (policy violation): the server refuses this client, as an HTTP 403 would.
+_POLICY_VIOLATION = 1008
+
+
+def refusing_status(code: int | None) -> int | None:
+    """The HTTP client error a WebSocket close `code` stands for when it refuses the client; None otherwise.
+
+    1008 (policy violation) is a 403; 4400-4499 are 4000 + the HTTP status, as graphql-transport-ws
+    and many servers spell unauthorized (4401), forbidden (4403)... Like a refused handshake (see
+    `refused`), a reconnect would be refused again, except for the transient ones (4408, 4425, 4429).
+    """
+    if code == _POLICY_VIOLATION:
+        return 403
+    if code is None or not 4400 <= code < 4500 or code - 4000 in _TRANSIENT_CLIENT_ERRORS:
+        return None
+    return code - 4000
+
+
+def refused_close(url: str, code: int | None, reason: str = "") -> StatusError | None:
+    """The error ending a stream whose socket at `url` the server closed with `code`; None when worth reopening."""
+    status = refusing_status(code)
+    if status is None:
+        return None
+    why = f" ({reason})" if reason else ""
+    return StatusError(f"stream {url} closed with code {code}{why}: refused, not reconnecting", status=status)
 
 
 @dataclass(frozen=True)

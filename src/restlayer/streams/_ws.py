@@ -7,7 +7,7 @@ import json
 from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
 
 from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import InvalidStatus
+from websockets.exceptions import ConnectionClosedError, InvalidStatus
 
 from restlayer.streams._stream import (
     Backoff,
@@ -17,6 +17,7 @@ from restlayer.streams._stream import (
     checked_callable,
     decode_json,
     refused,
+    refused_close,
     seconds,
 )
 from restlayer.streams._writes import Handler, Message, Target
@@ -42,8 +43,9 @@ class WebSocketStream(Stream):
     `on_open(last_event_id)` returns the messages to send once connected (to
     subscribe, or to resume after the last event seen); dicts and lists are sent
     as JSON text. Pings keep the connection checked (the library's keepalive).
-    A handshake refused with a client error (401, 403, 404...) ends the stream with a
-    StatusError; other failures are retried.
+    A handshake refused with a client error (401, 403, 404...), or a socket the server
+    closes with code 1008 (policy violation) or 4400-4499 (4000 + an HTTP client error,
+    e.g. 4401, 4403), ends the stream with a StatusError; other failures are retried.
     """
 
     def __init__(
@@ -77,8 +79,14 @@ class WebSocketStream(Stream):
             await self._opened()
             for hello in self.on_open(self.last_event_id) if self.on_open is not None else ():
                 await socket.send(hello if isinstance(hello, (str, bytes)) else json.dumps(hello))
-            async for frame in socket:
-                yield self._message(frame)
+            try:
+                async for frame in socket:
+                    yield self._message(frame)
+            except ConnectionClosedError as exc:
+                error = None if exc.rcvd is None else refused_close(self.url, exc.rcvd.code, exc.rcvd.reason)
+                if error is None:
+                    raise
+                raise error from exc
         finally:
             await socket.close()
             if keepalive is not None:
