@@ -60,7 +60,8 @@ async def sse(request: Request) -> Response:
     last = request.headers.get("last-event-id", "")
     script.resumed_from.append(last)
     if script.status != 200:
-        return Response(status_code=script.status)
+        moved = {"location": "/_stream/moved"} if 300 <= script.status < 400 else None
+        return Response(status_code=script.status, headers=moved)
     events = _pending(script, last)
 
     async def body() -> AsyncIterator[bytes]:

@@ -13,7 +13,17 @@ import httpx
 import pytest
 
 from examples.todo_api import LocalServer
-from restlayer import All, Controller, Entity, Invalidate, ParamError, StatusError, SubscriptionManager, resource
+from restlayer import (
+    All,
+    Controller,
+    Entity,
+    Invalidate,
+    ParamError,
+    RedirectError,
+    StatusError,
+    SubscriptionManager,
+    resource,
+)
 from restlayer.rest import aclose
 from restlayer.streams import Backoff, Message, SSEStream, StreamManager, Writes
 from tests.streams._script import PACED, Script
@@ -284,6 +294,21 @@ async def test_a_client_error_reply_ends_the_stream_with_a_status_error(
             await managed.until(lambda s: s.closed)
     assert played.resumed_from == ["", ""]
     assert any(f"answered {status}" in r.getMessage() + str(r.exc_info) for r in caplog.records)
+
+
+@pytest.mark.parametrize("status", [301, 302, 307, 308])
+async def test_a_redirect_the_client_does_not_follow_ends_the_stream_with_a_redirect_error(
+    script_server: LocalServer, script: ScriptFactory, status: int
+) -> None:
+    """Every reconnect would be sent the same redirect: one try, then RedirectError naming where it points."""
+    query, played = script([], status=status)
+    delays = Delays()
+    async with httpx.AsyncClient() as client:  # httpx's default: redirects are not followed
+        stream = SSEStream(f"{script_server.url}/_stream/sse{query}", on={}, client=client, backoff=fast(delays))
+        with pytest.raises(RedirectError, match=f"answered {status}.*follow_redirects") as info:
+            await asyncio.wait_for(stream.run(Controller()), timeout=10)
+    assert (info.value.status, info.value.location) == (status, f"{script_server.url}/_stream/moved")
+    assert played.resumed_from == [""] and delays.delays == [] and stream.closed
 
 
 @pytest.mark.parametrize("status", [408, 429, 500, 503])
