@@ -367,7 +367,12 @@ class Stream:
         await self._notify()
 
     def apply(self, controller: Controller, message: Message) -> bool:
-        """Turn one message into store writes, all or none; False (logged, nothing changed) when it does not fit."""
+        """Turn one message into store writes, all or none; False (logged, nothing changed) when it does not fit.
+
+        ParamError for something that is not a `Message` (a caller's mistake, not a message to log and skip).
+        """
+        if not isinstance(message, Message):
+            raise ParamError(f"stream {self.name}: apply takes a Message, not {type(message).__name__}")
         writes = Writes()
         try:
             if not self._handle(message, writes):
