@@ -112,6 +112,8 @@ async def ws(websocket: WebSocket) -> None:
 GQL_SCRIPTS: dict[str, tuple[list[str], list[dict[str, Any]]]] = {}
 #: key -> how many connections its script's server accepted.
 GQL_CONNECTS: dict[str, int] = {}
+#: key -> the headers of each connection's handshake, in order (names in lower case).
+GQL_HANDSHAKES: dict[str, list[dict[str, str]]] = {}
 
 
 def _gql_part(frames: list[str], connection: int) -> list[str]:
@@ -130,6 +132,7 @@ async def gql(websocket: WebSocket) -> None:
     frames, received = GQL_SCRIPTS[key]
     connection = GQL_CONNECTS.get(key, 0)
     GQL_CONNECTS[key] = connection + 1
+    GQL_HANDSHAKES.setdefault(key, []).append(dict(websocket.headers))
     await websocket.accept(subprotocol="graphql-transport-ws")
     try:
         received.append(await websocket.receive_json())  # connection_init

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import json
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from restlayer.core import Controller
     from restlayer.graphql._endpoint import GQLEndpoint
 
-__all__ = ["GQLEvents", "GQLSubscription", "ReconnectBackoff"]
+__all__ = ["ConnectionParams", "GQLEvents", "GQLSubscription", "ReconnectBackoff"]
 
 log = logging.getLogger("restlayer")
 
@@ -44,6 +45,9 @@ _REFUSED_CODES: Final = frozenset({4004, 4005, 4400, 4401, 4403, 4406, 4409, 442
 
 #: One graphql-transport-ws message, decoded.
 Frame = dict[str, object]
+
+#: The `connection_init` payload: a mapping, or a function (plain or async) giving one for each connection.
+ConnectionParams = Mapping[str, object] | Callable[[], Mapping[str, object] | Awaitable[Mapping[str, object]]] | None
 
 
 class ReconnectBackoff(Protocol):
@@ -84,6 +88,11 @@ class GQLSubscription(Generic[T_co]):
     `backoff` paces reconnects after a lost connection (default: a
     `restlayer.streams.Backoff()`); `retries` reconnects in a row that deliver no
     event are tried before `TransportError` is raised (None: never give up).
+
+    `headers` go with each WebSocket handshake (e.g. `Authorization`, `Cookie`);
+    `connection_params` is the `connection_init` payload, where graphql-transport-ws
+    servers look for credentials: a mapping, or a function (plain or async) called for
+    each connection, so a reconnect sends a fresh token.
     """
 
     def __init__(
@@ -94,6 +103,8 @@ class GQLSubscription(Generic[T_co]):
         *,
         backoff: ReconnectBackoff | None = None,
         retries: int | None = 5,
+        headers: Mapping[str, str] | None = None,
+        connection_params: ConnectionParams = None,
     ) -> None:
         if retries is not None and (isinstance(retries, bool) or not isinstance(retries, int) or retries < 0):
             raise ParamError(f"subscription retries must be a count >= 0 or None, not {retries!r}")
@@ -106,6 +117,21 @@ class GQLSubscription(Generic[T_co]):
         self.open_timeout = open_timeout
         self.backoff = backoff
         self.retries = retries
+        self.headers = _checked_headers(headers)
+        if connection_params is not None and not callable(connection_params):
+            _checked_params(connection_params)
+        self.connection_params = connection_params
+
+    async def init_payload(self) -> dict[str, object]:
+        """The `connection_init` payload of a new connection: `connection_params`, called when a function.
+
+        ParamError when it is no mapping JSON can encode (the server could not read it).
+        """
+        given = self.connection_params
+        params: object = given() if callable(given) else given
+        if inspect.isawaitable(params):
+            params = await params
+        return {} if params is None else _checked_params(params)
 
     def __repr__(self) -> str:
         return f"GQLSubscription(name={self.endpoint.name!r}, url={self.ws_url!r})"
@@ -125,6 +151,29 @@ class GQLSubscription(Generic[T_co]):
         args = self.endpoint.bind(*(() if variables is None else (variables,)), **kwargs)
         self.endpoint.key(*args)  # variables json cannot encode: a ParamError now, not on the open socket
         return GQLEvents(self, controller, args)
+
+
+def _checked_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
+    """`headers` as a dict; ParamError unless names and values are text (else every handshake would fail)."""
+    if headers is not None and not isinstance(headers, Mapping):
+        raise ParamError(f"subscription headers must map names to values, not {headers!r}")
+    checked = dict(headers or {})
+    for name, value in checked.items():
+        if not isinstance(name, str) or not isinstance(value, str):
+            raise ParamError(f"subscription headers map names to values, both str, not {name!r}: {value!r}")
+    return checked
+
+
+def _checked_params(params: object) -> dict[str, object]:
+    """`params` as the `connection_init` payload; ParamError unless a mapping with str keys that JSON can encode."""
+    if not isinstance(params, Mapping) or not all(isinstance(name, str) for name in params):
+        raise ParamError(f"subscription connection_params must be a mapping with str keys, not {params!r}")
+    payload = dict(params)
+    try:
+        json.dumps(payload)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise ParamError(f"subscription connection_params cannot be sent as JSON: {exc}") from exc
+    return payload
 
 
 class GQLEvents(Generic[T_co]):
@@ -278,7 +327,12 @@ async def _open(sub: GQLSubscription[object]) -> ClientConnection:
             "GraphQL subscriptions need the 'streams' extra: pip install 'restlayer[streams]'"
         ) from exc
     try:
-        return await connect(sub.ws_url, subprotocols=[PROTOCOL], open_timeout=sub.open_timeout)  # type: ignore[list-item]
+        return await connect(
+            sub.ws_url,
+            subprotocols=[PROTOCOL],  # type: ignore[list-item]
+            additional_headers=sub.headers,
+            open_timeout=sub.open_timeout,
+        )
     except InvalidStatus as exc:
         error = refused(sub.ws_url, exc.response.status_code)  # a client error: every reconnect would get it
         if error is not None:
@@ -334,12 +388,17 @@ class _Session(Generic[T_co]):
             raise TransportError(f"{url}: subscription socket failed: {exc}", status=500) from exc
 
     async def _subscribe(self) -> None:
-        self.subscribed = True
-        await self.socket.send(json.dumps({"type": "connection_init", "payload": {}}))
+        """Init the connection, wait for its acknowledgement, then subscribe the operation.
+
+        Marked subscribed only then: an operation never subscribed is not completed on close either.
+        """
+        payload = await self.sub.init_payload()
+        await self.socket.send(json.dumps({"type": "connection_init", "payload": payload}))
         await _acknowledged(self.socket, self.sub.ws_url, self.sub.open_timeout)
+        self.subscribed = True
         variables = self.args[0] if self.args else {}
-        payload = {"query": self.sub.endpoint.get_query(variables), "variables": variables}
-        await self.socket.send(json.dumps({"id": _OP_ID, "type": "subscribe", "payload": payload}))
+        operation = {"query": self.sub.endpoint.get_query(variables), "variables": variables}
+        await self.socket.send(json.dumps({"id": _OP_ID, "type": "subscribe", "payload": operation}))
 
     async def _frame(self, message: Frame) -> T_co | None:
         """The data of one frame (None: a frame with nothing to yield); the server's end of it raises."""
