@@ -11,7 +11,16 @@ from typing import Any, Protocol
 import pytest
 
 from examples.todo_api import LocalServer
-from restlayer import ClosedError, Controller, Entity, NetworkError, ParamError, RestLayerError, TransportError
+from restlayer import (
+    BodyTooLargeError,
+    ClosedError,
+    Controller,
+    Entity,
+    NetworkError,
+    ParamError,
+    RestLayerError,
+    TransportError,
+)
 from restlayer.graphql import GQLEndpoint, GQLEvents, GQLNetworkError, GQLSubscription
 from restlayer.graphql._subscription import reopens
 from restlayer.streams import Backoff
@@ -394,6 +403,23 @@ async def test_connection_params_a_function_gives_wrong_are_a_param_error_before
     assert received == []
 
 
+async def test_an_event_over_max_size_ends_the_subscription_and_a_larger_max_size_takes_it(scripted: Scripted) -> None:
+    """A new connection would be sent that event again: BodyTooLargeError at once, not reconnects that give up."""
+    big = "x" * (1 << 20)
+    frames = [nxt({"data": {"todoChanged": {"id": 1, "title": big}}}), json.dumps({"id": "1", "type": "complete"})]
+    delays = Delays()
+    sub, _ = scripted(frames, backoff=recorded(delays))
+    with pytest.raises(BodyTooLargeError, match=r"max_size=1048576 bytes") as info:
+        async with sub.events(Controller()) as events:
+            async for _ in events:
+                pass
+    assert isinstance(info.value, RestLayerError)
+    assert (events.connects, delays.delays) == (1, [])
+    roomy, _ = scripted(frames, max_size=None)
+    async with roomy.events(Controller()) as events:
+        assert [data["todoChanged"].title async for data in events] == [big]
+
+
 @pytest.mark.parametrize(
     ("options", "match"),
     [
@@ -402,6 +428,7 @@ async def test_connection_params_a_function_gives_wrong_are_a_param_error_before
         ({"connection_params": "token"}, "connection_params must be a mapping"),
         ({"connection_params": {"when": object()}}, "connection_params cannot be sent as JSON"),
         ({"open_timeout": -1}, "open_timeout must be a number"),
+        ({"max_size": 0}, "max_size must be a number of bytes"),
     ],
 )
 def test_bad_authentication_options_raise_param_error(options: dict[str, Any], match: str) -> None:

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from examples.todo_api import LocalServer
-from restlayer import All, Controller, Entity, ParamError, StatusError
+from restlayer import All, BodyTooLargeError, Controller, Entity, ParamError, RestLayerError, StatusError
 from restlayer.streams import Backoff, Message, StreamManager, WebSocketStream, parse_json_message
 from tests.streams._script import Script
 
@@ -166,6 +166,31 @@ async def test_a_close_that_may_pass_or_is_the_servers_own_reconnects(
     assert titles(ctrl) == {1: "t1", 2: "t2"}
 
 
+async def test_a_message_over_max_size_ends_the_stream_and_a_larger_max_size_takes_it(
+    script_server: LocalServer, script: ScriptFactory
+) -> None:
+    """Each reconnect would resume before that message and be sent it again: an error saying what to raise."""
+    big = "x" * (1 << 20)  # with the frame around it, past the 1 MiB default
+    events = [
+        (1, "todos.updated", json.dumps({"id": 1, "title": "small"})),
+        (2, "todos.updated", json.dumps({"id": 2, "title": big})),
+    ]
+    query, played = script(events)
+    delays = Delays()
+    url = ws_url(script_server, f"/_stream/ws{query}")
+    stream = WebSocketStream(url, on={"todos.updated": Todo}, on_open=subscribe, backoff=Backoff(sleep=delays))
+    ctrl = Controller()
+    with pytest.raises(BodyTooLargeError, match=r"max_size=1048576 bytes.*raise max_size") as info:
+        await asyncio.wait_for(stream.run(ctrl), timeout=10)
+    assert isinstance(info.value, RestLayerError)
+    assert (stream.connects, stream.applied, delays.delays, played.resumed_from) == (1, 1, [], [""])
+    assert titles(ctrl) == {1: "small"}
+    roomy = WebSocketStream(url, on={"todos.updated": Todo}, on_open=subscribe, max_size=4 << 20)
+    async with StreamManager(ctrl, [roomy]):
+        await roomy.until(lambda s: s.applied == 2)
+    assert titles(ctrl) == {1: "small", 2: big}
+
+
 async def test_a_handshake_failing_with_a_server_error_is_retried(script_server: LocalServer) -> None:
     delays = Delays()
     stream = WebSocketStream(  # an unknown script key: the handler fails before accepting (500)
@@ -222,6 +247,8 @@ def test_a_url_no_websocket_can_open_is_a_param_error(url: str) -> None:
         ({"on_open": [{"type": "subscribe"}]}, "on_open="),
         ({"open_timeout": "10"}, "open_timeout="),
         ({"open_timeout": -1}, "open_timeout="),
+        ({"max_size": 0}, "max_size="),
+        ({"max_size": 1.5}, "max_size="),
         ({"headers": {"Authorization": None}}, "headers="),
     ],
 )

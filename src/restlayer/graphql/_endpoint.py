@@ -169,6 +169,7 @@ class GQLEndpoint(RestEndpoint[T_co]):
         open_timeout: float = ...,
         headers: Mapping[str, str] | None = ...,
         connection_params: ConnectionParams = ...,
+        max_size: int | None = ...,
         **options: object,
     ) -> GQLSubscription[E]: ...
     @overload
@@ -183,6 +184,7 @@ class GQLEndpoint(RestEndpoint[T_co]):
         open_timeout: float = ...,
         headers: Mapping[str, str] | None = ...,
         connection_params: ConnectionParams = ...,
+        max_size: int | None = ...,
         **options: object,
     ) -> GQLSubscription[list[E]]: ...
     @overload
@@ -197,6 +199,7 @@ class GQLEndpoint(RestEndpoint[T_co]):
         open_timeout: float = ...,
         headers: Mapping[str, str] | None = ...,
         connection_params: ConnectionParams = ...,
+        max_size: int | None = ...,
         **options: object,
     ) -> GQLSubscription[list[T]]: ...
     @overload
@@ -211,6 +214,7 @@ class GQLEndpoint(RestEndpoint[T_co]):
         open_timeout: float = ...,
         headers: Mapping[str, str] | None = ...,
         connection_params: ConnectionParams = ...,
+        max_size: int | None = ...,
         **options: object,
     ) -> GQLSubscription[list[Any]]: ...
     @overload
@@ -225,6 +229,7 @@ class GQLEndpoint(RestEndpoint[T_co]):
         open_timeout: float = ...,
         headers: Mapping[str, str] | None = ...,
         connection_params: ConnectionParams = ...,
+        max_size: int | None = ...,
         **options: object,
     ) -> GQLSubscription[T]: ...
     @overload
@@ -239,6 +244,7 @@ class GQLEndpoint(RestEndpoint[T_co]):
         open_timeout: float = ...,
         headers: Mapping[str, str] | None = ...,
         connection_params: ConnectionParams = ...,
+        max_size: int | None = ...,
         **options: object,
     ) -> GQLSubscription[dict[str, Any]]: ...
     @overload
@@ -253,6 +259,7 @@ class GQLEndpoint(RestEndpoint[T_co]):
         open_timeout: float = ...,
         headers: Mapping[str, str] | None = ...,
         connection_params: ConnectionParams = ...,
+        max_size: int | None = ...,
         **options: object,
     ) -> GQLSubscription[Any]: ...
     def subscription(
@@ -266,6 +273,7 @@ class GQLEndpoint(RestEndpoint[T_co]):
         open_timeout: float = 10.0,
         headers: Mapping[str, str] | None = None,
         connection_params: ConnectionParams = None,
+        max_size: int | None = 2**20,
         **options: object,
     ) -> GQLSubscription[object]:
         """A subscription over WebSocket (graphql-transport-ws) whose events are stored like `query` results.
@@ -276,6 +284,7 @@ class GQLEndpoint(RestEndpoint[T_co]):
         `open_timeout`: seconds to open the socket, and again to get its acknowledgement.
         `headers` go with each handshake; `connection_params` (a mapping, or a function giving
         one for each connection) is the `connection_init` payload: how a server is told who calls.
+        `max_size`: the largest message accepted, in bytes (None: no limit).
         """
         from restlayer.graphql._subscription import GQLSubscription, ws_url_of
 
@@ -288,6 +297,7 @@ class GQLEndpoint(RestEndpoint[T_co]):
             retries=retries,
             headers=headers,
             connection_params=connection_params,
+            max_size=max_size,
         )
 
     def _operation(

@@ -92,7 +92,9 @@ class GQLSubscription(Generic[T_co]):
     `headers` go with each WebSocket handshake (e.g. `Authorization`, `Cookie`);
     `connection_params` is the `connection_init` payload, where graphql-transport-ws
     servers look for credentials: a mapping, or a function (plain or async) called for
-    each connection, so a reconnect sends a fresh token.
+    each connection, so a reconnect sends a fresh token. `max_size`: the largest
+    message accepted, in bytes (1 MiB; None: no limit); a larger one ends the
+    subscription with BodyTooLargeError (a new connection would be sent it again).
     """
 
     def __init__(
@@ -105,6 +107,7 @@ class GQLSubscription(Generic[T_co]):
         retries: int | None = 5,
         headers: Mapping[str, str] | None = None,
         connection_params: ConnectionParams = None,
+        max_size: int | None = 2**20,
     ) -> None:
         if retries is not None and (isinstance(retries, bool) or not isinstance(retries, int) or retries < 0):
             raise ParamError(f"subscription retries must be a count >= 0 or None, not {retries!r}")
@@ -118,6 +121,9 @@ class GQLSubscription(Generic[T_co]):
         self.backoff = backoff
         self.retries = retries
         self.headers = _checked_headers(headers)
+        if max_size is not None and (isinstance(max_size, bool) or not isinstance(max_size, int) or max_size < 1):
+            raise ParamError(f"subscription max_size must be a number of bytes >= 1 or None, not {max_size!r}")
+        self.max_size = max_size
         if connection_params is not None and not callable(connection_params):
             _checked_params(connection_params)
         self.connection_params = connection_params
@@ -332,6 +338,7 @@ async def _open(sub: GQLSubscription[object]) -> ClientConnection:
             subprotocols=[PROTOCOL],  # type: ignore[list-item]
             additional_headers=sub.headers,
             open_timeout=sub.open_timeout,
+            max_size=sub.max_size,
         )
     except InvalidStatus as exc:
         error = refused(sub.ws_url, exc.response.status_code)  # a client error: every reconnect would get it
@@ -380,6 +387,11 @@ class _Session(Generic[T_co]):
                 if data is not None:
                     return data
         except ConnectionClosed as exc:
+            from restlayer.streams._stream import frame_too_big
+
+            too_big = frame_too_big(url, None if exc.sent is None else exc.sent.code, self.sub.max_size)
+            if too_big is not None:
+                raise too_big from exc
             code = None if exc.rcvd is None else exc.rcvd.code
             if reopens(code):
                 raise _Lost(f"{url}: subscription socket lost: {exc}", status=500) from exc

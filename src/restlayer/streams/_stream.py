@@ -17,7 +17,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Union
 from urllib.parse import urlsplit
 
-from restlayer.errors import ClosedError, ParamError, RestLayerError, StatusError, StreamTimeoutError
+from restlayer.errors import (
+    BodyTooLargeError,
+    ClosedError,
+    ParamError,
+    RestLayerError,
+    StatusError,
+    StreamTimeoutError,
+)
 from restlayer.streams._writes import Handler, Message, Target, Writes, handler_for
 
 if TYPE_CHECKING:
@@ -32,6 +39,8 @@ __all__ = [
     "Stream",
     "check_url",
     "checked_callable",
+    "frame_size",
+    "frame_too_big",
     "refused",
     "refused_close",
     "refusing_status",
@@ -163,6 +172,33 @@ def _checked_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
         if not isinstance(name, str) or not isinstance(value, str):
             raise ParamError(f"headers= maps names to values, both str, not {name!r}: {value!r}")
     return checked
+
+
+#: The largest WebSocket message accepted by default, in bytes (the `websockets` library's default).
+DEFAULT_MAX_SIZE = 2**20
+#: WebSocket close code 1009: a message too big; the library closes with it when one exceeds `max_size`.
+_MESSAGE_TOO_BIG = 1009
+
+
+def frame_size(value: object) -> int | None:
+    """`max_size=` checked: a number of bytes >= 1, or None for no limit; ParamError otherwise."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ParamError(f"max_size= must be a number of bytes >= 1 or None (no limit), not {value!r}")
+    return value
+
+
+def frame_too_big(url: str, sent_code: int | None, max_size: int | None) -> BodyTooLargeError | None:
+    """The error ending a socket at `url` that this client closed with `sent_code`, when for a message over `max_size`.
+
+    Every reconnect would be sent that message again (a resumed stream replays it), to be refused
+    again: only a larger `max_size` mends it. None for any other close.
+    """
+    if sent_code != _MESSAGE_TOO_BIG:
+        return None
+    return BodyTooLargeError(
+        f"{url}: a message exceeds max_size={max_size} bytes; not reconnecting: raise max_size (None: no limit)",
+        status=400,
+    )
 
 
 def seconds(name: str, value: object) -> float | None:

@@ -9,13 +9,17 @@ from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosedError, InvalidStatus
 
+from restlayer.errors import RestLayerError
 from restlayer.streams._stream import (
+    DEFAULT_MAX_SIZE,
     Backoff,
     Covers,
     Stream,
     check_url,
     checked_callable,
     decode_json,
+    frame_size,
+    frame_too_big,
     refused,
     refused_close,
     seconds,
@@ -45,7 +49,8 @@ class WebSocketStream(Stream):
     as JSON text. Pings keep the connection checked (the library's keepalive).
     A handshake refused with a client error (401, 403, 404...), or a socket the server
     closes with code 1008 (policy violation) or 4400-4499 (4000 + an HTTP client error,
-    e.g. 4401, 4403), ends the stream with a StatusError; other failures are retried.
+    e.g. 4401, 4403), ends the stream with a StatusError; a message over `max_size`
+    bytes (1 MiB; None: no limit) with a BodyTooLargeError; other failures are retried.
     """
 
     def __init__(
@@ -60,6 +65,7 @@ class WebSocketStream(Stream):
         parse: Callable[[str | bytes], Message] = parse_json_message,
         on_open: Callable[[str | None], Iterable[object]] | None = None,
         open_timeout: float = 10.0,
+        max_size: int | None = DEFAULT_MAX_SIZE,
     ) -> None:
         super().__init__(url, on=on, name=name, backoff=backoff, headers=headers, covers=covers)
         check_url(url, ("ws", "wss"))
@@ -69,6 +75,7 @@ class WebSocketStream(Stream):
         self.parse = parse
         self.on_open = on_open
         self.open_timeout = seconds("open_timeout=", open_timeout)
+        self.max_size = frame_size(max_size)
 
     async def _messages(self) -> AsyncGenerator[Message | None, None]:
         socket = await self._connect()
@@ -83,7 +90,7 @@ class WebSocketStream(Stream):
                 async for frame in socket:
                     yield self._message(frame)
             except ConnectionClosedError as exc:
-                error = None if exc.rcvd is None else refused_close(self.url, exc.rcvd.code, exc.rcvd.reason)
+                error = self._final(exc)
                 if error is None:
                     raise
                 raise error from exc
@@ -92,10 +99,20 @@ class WebSocketStream(Stream):
             if keepalive is not None:
                 await asyncio.wait({keepalive})
 
+    def _final(self, exc: ConnectionClosedError) -> RestLayerError | None:
+        """The error ending the stream after `exc` closed its socket (see `refused_close`, `frame_too_big`);
+        None when a new connection may do better."""
+        too_big = frame_too_big(self.url, None if exc.sent is None else exc.sent.code, self.max_size)
+        if too_big is not None:
+            return too_big
+        return None if exc.rcvd is None else refused_close(self.url, exc.rcvd.code, exc.rcvd.reason)
+
     async def _connect(self) -> ClientConnection:
         """The open socket; StatusError when the handshake is refused with a client error (see `refused`)."""
         try:
-            return await connect(self.url, additional_headers=self.headers, open_timeout=self.open_timeout)
+            return await connect(
+                self.url, additional_headers=self.headers, open_timeout=self.open_timeout, max_size=self.max_size
+            )
         except InvalidStatus as exc:
             error = refused(self.url, exc.response.status_code)
             if error is None:
