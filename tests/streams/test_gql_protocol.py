@@ -425,6 +425,8 @@ async def test_an_event_over_max_size_ends_the_subscription_and_a_larger_max_siz
     [
         ({"headers": {"X-Token": 1}}, "headers map names to values"),
         ({"headers": ["Authorization"]}, "headers must map names"),
+        ({"headers": {"Authorization": "Bearer é"}}, "header 'Authorization' value is not ASCII"),
+        ({"headers": {"X-A": "a\r\nX-B: b"}}, "header 'X-A' value contains a line break"),
         ({"connection_params": "token"}, "connection_params must be a mapping"),
         ({"connection_params": {"when": object()}}, "connection_params cannot be sent as JSON"),
         ({"open_timeout": -1}, "open_timeout must be a number"),

@@ -398,6 +398,21 @@ async def test_an_event_id_that_is_not_ascii_is_sent_back_as_utf8(
     assert played.resumed_from[1].encode("latin-1").decode("utf-8") == "café✓"  # the server reads latin-1
 
 
+async def test_a_last_event_id_header_given_that_is_not_ascii_is_sent_as_utf8(
+    script_server: LocalServer, script: ScriptFactory
+) -> None:
+    """Unlike other headers, refused when not ASCII: it is an event id, sent as UTF-8 like the ids the server names."""
+    query, played = script([], hold=False)
+    stream = SSEStream(
+        f"{script_server.url}/_stream/sse{query}", on={}, headers={"Last-Event-ID": "café"}, backoff=fast()
+    )
+    async with StreamManager(Controller(), [stream]):
+        await stream.until(lambda s: s.connects >= 1)
+    assert played.resumed_from[0].encode("latin-1").decode("utf-8") == "café"
+    with pytest.raises(ParamError, match="line break"):
+        SSEStream(f"{script_server.url}/_stream/sse{query}", on={}, headers={"Last-Event-ID": "1\r\nX: y"})
+
+
 @pytest.mark.parametrize("name", ["Last-Event-ID", "last-event-id", "LAST-EVENT-ID"])
 async def test_a_last_event_id_header_given_starts_the_stream_and_the_seen_id_replaces_it(
     script_server: LocalServer, script: ScriptFactory, name: str
@@ -445,6 +460,8 @@ async def test_a_url_no_event_stream_can_come_from_is_a_param_error(url: str) ->
         ({"timeout": httpx.Timeout(-1.0)}, "timeout="),
         ({"headers": {"X-Count": 1}}, "headers="),
         ({"headers": {1: "x"}}, "headers="),
+        ({"headers": {"Authorization": "Bearer é"}}, "headers=: header 'Authorization' value is not ASCII"),
+        ({"headers": {"X-A": "a\r\nX-B: b"}}, "headers=: header 'X-A' value contains a line break"),
     ],
 )
 def test_options_every_connect_would_fail_with_are_param_errors(options: dict[str, Any], match: str) -> None:

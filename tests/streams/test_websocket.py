@@ -250,6 +250,8 @@ def test_a_url_no_websocket_can_open_is_a_param_error(url: str) -> None:
         ({"max_size": 0}, "max_size="),
         ({"max_size": 1.5}, "max_size="),
         ({"headers": {"Authorization": None}}, "headers="),
+        ({"headers": {"X-A": "a\r\nX-B: b"}}, "headers=: header 'X-A' value contains a line break"),
+        ({"headers": {"Authorization": "Bearer é"}}, "headers=: header 'Authorization' value is not ASCII"),
     ],
 )
 def test_options_every_connect_would_fail_with_are_param_errors(options: dict[str, Any], match: str) -> None:

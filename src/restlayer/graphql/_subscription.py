@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Final, Generic, Protocol, cast, overload
 from restlayer._typing import T, T_co
 from restlayer.errors import ClosedError, NetworkError, ParamError, RestLayerError, TransportError
 from restlayer.graphql._errors import GQLNetworkError
+from restlayer.rest.endpoint import _check_headers
 
 if TYPE_CHECKING:
     from websockets.asyncio.client import ClientConnection
@@ -167,6 +168,7 @@ def _checked_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
     for name, value in checked.items():
         if not isinstance(name, str) or not isinstance(value, str):
             raise ParamError(f"subscription headers map names to values, both str, not {name!r}: {value!r}")
+    _check_headers(checked, "subscription headers")  # what a handshake cannot carry: CR, LF, NUL, non-ASCII
     return checked
 
 

@@ -25,6 +25,7 @@ from restlayer.errors import (
     StatusError,
     StreamTimeoutError,
 )
+from restlayer.rest.endpoint import _check_headers as check_headers
 from restlayer.streams._writes import Handler, Message, Target, Writes, handler_for
 
 if TYPE_CHECKING:
@@ -166,11 +167,14 @@ def check_url(url: str, schemes: tuple[str, str], *, relative: bool = False) -> 
 
 
 def _checked_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
-    """`headers` as a dict; ParamError unless names and values are text (else every connect would fail)."""
+    """`headers` as a dict; ParamError unless names and values are text that can be sent: ASCII, no CR, LF
+    or NUL, as for requests (else every connect would fail, and be retried forever)."""
     checked = dict(headers or {})
     for name, value in checked.items():
         if not isinstance(name, str) or not isinstance(value, str):
             raise ParamError(f"headers= maps names to values, both str, not {name!r}: {value!r}")
+    # A `Last-Event-ID` is sent as UTF-8 (see `SSEStream`): only CR, LF and NUL are refused in it.
+    check_headers({n: v.encode() if n.lower() == "last-event-id" else v for n, v in checked.items()}, "headers=")
     return checked
 
 
