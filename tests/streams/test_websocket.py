@@ -191,6 +191,25 @@ async def test_a_message_over_max_size_ends_the_stream_and_a_larger_max_size_tak
     assert titles(ctrl) == {1: "small", 2: big}
 
 
+@pytest.mark.parametrize(
+    ("on_open", "match"),
+    [
+        (lambda last: None, "on_open must return the messages to send .* not NoneType"),
+        (lambda last: {"type": "subscribe"}, "on_open must return the messages to send .* not dict"),
+        (lambda last: [{"type": "subscribe", "since": object()}], "on_open gave a message JSON cannot encode"),
+    ],
+)
+async def test_an_on_open_giving_no_messages_to_send_ends_the_stream_with_a_param_error(
+    api: LocalServer, on_open: Callable[[str | None], Any], match: str
+) -> None:
+    """Each connection would fail the same way: not retried forever, nor counted as connected."""
+    delays = Delays()
+    stream = WebSocketStream(ws_url(api, "/ws"), on={}, on_open=on_open, backoff=Backoff(sleep=delays))
+    with pytest.raises(ParamError, match=match):
+        await asyncio.wait_for(stream.run(Controller()), timeout=10)
+    assert (stream.connects, delays.delays) == (0, []) and stream.closed
+
+
 async def test_a_handshake_failing_with_a_server_error_is_retried(script_server: LocalServer) -> None:
     delays = Delays()
     stream = WebSocketStream(  # an unknown script key: the handler fails before accepting (500)

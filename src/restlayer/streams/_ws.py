@@ -9,7 +9,7 @@ from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosedError, InvalidStatus
 
-from restlayer.errors import RestLayerError
+from restlayer.errors import ParamError, RestLayerError
 from restlayer.streams._stream import (
     DEFAULT_MAX_SIZE,
     Backoff,
@@ -46,7 +46,8 @@ class WebSocketStream(Stream):
 
     `on_open(last_event_id)` returns the messages to send once connected (to
     subscribe, or to resume after the last event seen); dicts and lists are sent
-    as JSON text. Pings keep the connection checked (the library's keepalive).
+    as JSON text (no list, or a message JSON cannot encode, ends the stream with a
+    ParamError). Pings keep the connection checked (the library's keepalive).
     A handshake refused with a client error (401, 403, 404...), or a socket the server
     closes with code 1008 (policy violation) or 4400-4499 (4000 + an HTTP client error,
     e.g. 4401, 4403), ends the stream with a StatusError; a message over `max_size`
@@ -83,9 +84,10 @@ class WebSocketStream(Stream):
         # it): keep a reference and wait for it, so a closed stream leaves no task behind.
         keepalive = socket.keepalive_task
         try:
+            hellos = self._hellos()  # before `_opened`: a stream whose `on_open` is broken never counts as connected
             await self._opened()
-            for hello in self.on_open(self.last_event_id) if self.on_open is not None else ():
-                await socket.send(hello if isinstance(hello, (str, bytes)) else json.dumps(hello))
+            for hello in hellos:
+                await socket.send(hello)
             try:
                 async for frame in socket:
                     yield self._message(frame)
@@ -98,6 +100,22 @@ class WebSocketStream(Stream):
             await socket.close()
             if keepalive is not None:
                 await asyncio.wait({keepalive})
+
+    def _hellos(self) -> list[str | bytes]:
+        """The frames `on_open` gives for this connection, dicts and lists as JSON text.
+
+        ParamError (ending the stream) when it returns no iterable (a missing `return`) or something
+        JSON cannot encode: every connection would fail the same way, and be retried forever.
+        """
+        if self.on_open is None:
+            return []
+        given = self.on_open(self.last_event_id)
+        if not isinstance(given, Iterable) or isinstance(given, (str, bytes, Mapping)):
+            raise ParamError(
+                f"stream {self.name}: on_open must return the messages to send (a list), "
+                f"not {type(given).__name__} (missing `return`?)"
+            )
+        return [_frame_of(hello, self.name) for hello in given]
 
     def _final(self, exc: ConnectionClosedError) -> RestLayerError | None:
         """The error ending the stream after `exc` closed its socket (see `refused_close`, `frame_too_big`);
@@ -131,6 +149,16 @@ class WebSocketStream(Stream):
             self.malformed(_event_type(frame), None, reason)
             return None
         return message
+
+
+def _frame_of(hello: object, name: str) -> str | bytes:
+    """One message `on_open` gave, as a frame: text and bytes as they are, anything else as JSON text."""
+    if isinstance(hello, (str, bytes)):
+        return hello
+    try:
+        return json.dumps(hello)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise ParamError(f"stream {name}: on_open gave a message JSON cannot encode: {exc}") from exc
 
 
 def _event_type(frame: str | bytes) -> str:
