@@ -266,6 +266,7 @@ def test_a_url_no_websocket_can_open_is_a_param_error(url: str) -> None:
         ({"on_open": [{"type": "subscribe"}]}, "on_open="),
         ({"open_timeout": "10"}, "open_timeout="),
         ({"open_timeout": -1}, "open_timeout="),
+        ({"open_timeout": 0}, "open_timeout= must be a number of seconds > 0"),
         ({"max_size": 0}, "max_size="),
         ({"max_size": 1.5}, "max_size="),
         ({"headers": {"Authorization": None}}, "headers="),

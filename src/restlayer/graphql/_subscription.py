@@ -114,8 +114,9 @@ class GQLSubscription(Generic[T_co]):
             raise ParamError(f"subscription retries must be a count >= 0 or None, not {retries!r}")
         if backoff is not None and not (callable(getattr(backoff, "delay", None)) and callable(backoff.sleep)):
             raise ParamError(f"subscription backoff must be a restlayer.streams.Backoff, not {backoff!r}")
-        if isinstance(open_timeout, bool) or not isinstance(open_timeout, (int, float)) or open_timeout < 0:
-            raise ParamError(f"subscription open_timeout must be a number of seconds >= 0, not {open_timeout!r}")
+        if isinstance(open_timeout, bool) or not isinstance(open_timeout, (int, float)) or not open_timeout > 0:
+            # 0 (or NaN) would time out every handshake and acknowledgement
+            raise ParamError(f"subscription open_timeout must be a number of seconds > 0, not {open_timeout!r}")
         self.endpoint = endpoint
         self.ws_url = ws_url
         self.open_timeout = open_timeout

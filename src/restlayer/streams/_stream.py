@@ -206,11 +206,12 @@ def frame_too_big(url: str, sent_code: int | None, max_size: int | None) -> Body
 
 
 def seconds(name: str, value: object) -> float | None:
-    """`value` as a number of seconds (None: no limit); ParamError for another kind or a negative one."""
+    """`value` as a number of seconds (None: no limit); ParamError for another kind, or one <= 0:
+    no connection can be opened (nor read) in no time, so every connect would fail, retried forever."""
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-        raise ParamError(f"{name} must be a number of seconds >= 0 or None, not {value!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise ParamError(f"{name} must be a number of seconds > 0 or None (no limit), not {value!r}")
     return float(value)
 
 
