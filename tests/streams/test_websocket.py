@@ -287,3 +287,6 @@ def test_bad_stream_options_raise_param_error() -> None:
         WebSocketStream("ws://127.0.0.1:1/", on=42)  # type: ignore[arg-type]
     with pytest.raises(ParamError, match="jitter"):
         Backoff(jitter=3)
+    for name in ("initial", "factor", "cap", "jitter"):  # a NaN wait would be no wait: a tight reconnect loop
+        with pytest.raises(ParamError, match=f"Backoff: {name} must be a non-negative number"):
+            Backoff(**{name: float("nan")})  # type: ignore[arg-type]

@@ -114,7 +114,8 @@ class Backoff:
     def __post_init__(self) -> None:
         for name in ("initial", "factor", "cap", "jitter"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            # `not value >= 0` refuses NaN too: a NaN wait is no wait (reconnects in a tight loop)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
                 raise ParamError(f"Backoff: {name} must be a non-negative number, not {value!r}")
         if self.jitter > 1:
             raise ParamError(f"Backoff: jitter is a fraction in [0, 1], not {self.jitter!r}")
