@@ -155,7 +155,11 @@ class GQLSubscription(Generic[T_co]):
     def events(
         self, controller: Controller | None = None, variables: Mapping[str, object] | None = None, **kwargs: object
     ) -> GQLEvents[object]:
-        """The subscription's events: each `data` stored in `controller` (when given) and yielded."""
+        """The subscription's events: each `data` stored in `controller` (when given) and yielded.
+
+        ParamError for a `controller` that is no (async) `restlayer.Controller`.
+        """
+        _check_controller(controller)
         args = self.endpoint.bind(*(() if variables is None else (variables,)), **kwargs)
         self.endpoint.key(*args)  # variables json cannot encode: a ParamError now, not on the open socket
         return GQLEvents(self, controller, args)
@@ -183,6 +187,19 @@ def _checked_params(params: object) -> dict[str, object]:
     except (TypeError, ValueError, RecursionError) as exc:
         raise ParamError(f"subscription connection_params cannot be sent as JSON: {exc}") from exc
     return payload
+
+
+def _check_controller(controller: object) -> None:
+    """ParamError unless `controller` is None or an (async) `restlayer.Controller`, whose store the events go to.
+
+    A blocking `restlayer.sync.Controller` keeps its store in its own thread's loop: it cannot take them.
+    """
+    from restlayer.core import Controller
+
+    if controller is not None and not isinstance(controller, Controller):
+        raise ParamError(
+            f"subscription events need a restlayer.Controller (async) or None, not {type(controller).__name__}"
+        )
 
 
 class GQLEvents(Generic[T_co]):

@@ -40,6 +40,7 @@ __all__ = [
     "Stream",
     "check_url",
     "checked_callable",
+    "checked_controller",
     "frame_size",
     "frame_too_big",
     "refused",
@@ -222,6 +223,21 @@ def checked_callable(name: str, value: object) -> None:
         raise ParamError(f"{name} must be a function, not {value!r}")
 
 
+def checked_controller(what: str, value: object) -> Controller:
+    """`value` when it is a (async) `restlayer.Controller`; ParamError otherwise.
+
+    Streams write from tasks of the running loop into the controller's store: a blocking
+    `restlayer.sync.Controller` (whose store lives in its own thread's loop) cannot take them.
+    """
+    from restlayer.core import Controller
+
+    if isinstance(value, Controller):
+        return value
+    blocking = type(value).__module__ == "restlayer.sync"
+    hint = " (a restlayer.sync.Controller runs its own loop: use the async one)" if blocking else ""
+    raise ParamError(f"{what} needs a restlayer.Controller, not {type(value).__name__}{hint}")
+
+
 def decode_json(text: str | bytes) -> object:
     """A message's data as JSON; a `ValueError` when it is not JSON."""
     return json.loads(text)
@@ -354,6 +370,7 @@ class Stream:
         grows with each connection that applied no message (a server sending only comments,
         `retry:` or undecodable frames before dropping is backed off too).
         """
+        checked_controller(f"stream {self.name}: run", controller)
         if controller.closed:
             raise ClosedError(f"The controller is closed: stream {self.name} connects no more")
         if self._running:  # a second connection would share this one's state (counters, last event id)
