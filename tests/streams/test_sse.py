@@ -15,6 +15,7 @@ import pytest
 from examples.todo_api import LocalServer
 from restlayer import (
     All,
+    ClosedError,
     Controller,
     Entity,
     Invalidate,
@@ -482,6 +483,16 @@ async def test_a_timeout_given_as_seconds_bounds_the_connection_too(
     assert stream.timeout == httpx.Timeout(5.0)
     async with StreamManager(Controller(), [stream]):
         await stream.until(lambda s: s.applied == 1)
+
+
+async def test_a_stream_whose_own_client_is_closed_ends_with_closed_error(script_server: LocalServer) -> None:
+    """A closed client sends nothing any more: each reconnect would fail the same way, forever."""
+    delays = Delays()
+    async with httpx.AsyncClient() as client:
+        stream = SSEStream(f"{script_server.url}/_stream/sse?key=none", on={}, client=client, backoff=fast(delays))
+    with pytest.raises(ClosedError, match="its client= is closed"):
+        await asyncio.wait_for(stream.run(Controller()), timeout=10)
+    assert (stream.connects, delays.delays) == (0, []) and stream.closed
 
 
 async def test_a_relative_url_is_read_against_the_clients_base_url(api: LocalServer) -> None:

@@ -11,7 +11,7 @@ from contextlib import AbstractAsyncContextManager
 import httpx
 from httpx_sse import EventSource, ServerSentEvent, SSEError, aconnect_sse
 
-from restlayer.errors import RedirectError
+from restlayer.errors import ClosedError, RedirectError
 from restlayer.rest import get_client
 from restlayer.rest._client import hold, release
 from restlayer.streams._stream import (
@@ -48,9 +48,9 @@ class SSEStream(Stream):
     it with a StatusError, as reconnecting would get the same; so does a redirect
     the client does not follow, with a RedirectError. `client`: the
     `httpx.AsyncClient` to use (default: restlayer's shared one; `url` may be
-    relative to its `base_url`); `timeout`: connect 10 s (also the most to wait
-    for the reply's head), no read timeout. A url that is not `http://` or
-    `https://` raises ParamError.
+    relative to its `base_url`; once it is closed the stream ends with ClosedError);
+    `timeout`: connect 10 s (also the most to wait for the reply's head), no read timeout.
+    A url that is not `http://` or `https://` raises ParamError.
     """
 
     def __init__(
@@ -76,6 +76,8 @@ class SSEStream(Stream):
 
     async def _messages(self) -> AsyncGenerator[Message | None, None]:
         if self.client is not None:
+            if self.client.is_closed:  # it sends nothing any more: every reconnect would fail the same way
+                raise ClosedError(f"stream {self.url}: its client= is closed; give the stream an open one")
             async for message in self._read(self.client):
                 yield message
             return
