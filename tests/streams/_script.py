@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import threading
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,6 +41,10 @@ class Script:
     dropped: bool = False
     #: The close code of the WebSocket connection dropped after `drop_after` events.
     drop_code: int = 1011
+    #: Close each WebSocket connection with this code as soon as it is accepted (before reading anything).
+    refuse_code: int | None = None
+    #: Set once the server has closed a connection with `refuse_code` (set from the server's thread).
+    refused: threading.Event = field(default_factory=threading.Event)
 
 
 SCRIPTS: dict[str, Script] = {}
@@ -84,6 +89,10 @@ async def sse(request: Request) -> Response:
 async def ws(websocket: WebSocket) -> None:
     script = SCRIPTS[websocket.query_params["key"]]
     await websocket.accept()
+    if script.refuse_code is not None:
+        await websocket.close(code=script.refuse_code)
+        script.refused.set()
+        return
     try:
         hello = await websocket.receive_json()
         last = hello.get("lastEventId")

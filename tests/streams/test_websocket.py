@@ -13,7 +13,7 @@ import pytest
 
 from examples.todo_api import LocalServer
 from restlayer import All, BodyTooLargeError, Controller, Entity, ParamError, RestLayerError, StatusError
-from restlayer.streams import Backoff, Message, StreamManager, WebSocketStream, parse_json_message
+from restlayer.streams import Backoff, Message, Stream, StreamManager, WebSocketStream, parse_json_message
 from tests.streams._script import Script
 
 ScriptFactory = Callable[..., tuple[str, Script]]
@@ -145,6 +145,27 @@ async def test_a_close_refusing_the_client_ends_the_stream(
     assert info.value.status == status
     assert (stream.connects, stream.applied, delays.delays, played.resumed_from) == (1, 1, [], [""])
     assert stream.closed and not stream.connected
+
+
+async def test_a_close_refusing_the_client_before_its_first_message_ends_the_stream(
+    script_server: LocalServer, script: ScriptFactory
+) -> None:
+    """A server that accepts, checks the handshake, then closes with 4401 at once: the refusal may come
+    while the client still sends its `on_open` messages (their send fails), not only while it reads."""
+    query, played = script([], refuse_code=4401)
+
+    async def after_the_close(stream: Stream) -> None:  # the first send comes once the close has arrived
+        if stream.connected:
+            await asyncio.to_thread(played.refused.wait, 10)
+
+    delays = Delays()
+    stream = WebSocketStream(
+        ws_url(script_server, f"/_stream/ws{query}"), on={}, on_open=subscribe, backoff=Backoff(sleep=delays)
+    )
+    stream.add_listener(after_the_close)
+    with pytest.raises(StatusError, match="closed with code 4401") as info:
+        await asyncio.wait_for(stream.run(Controller()), timeout=10)
+    assert (info.value.status, stream.connects, delays.delays) == (401, 1, [])
 
 
 @pytest.mark.parametrize("code", [4408, 4429, 4000])

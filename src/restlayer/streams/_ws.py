@@ -86,9 +86,9 @@ class WebSocketStream(Stream):
         try:
             hellos = self._hellos()  # before `_opened`: a stream whose `on_open` is broken never counts as connected
             await self._opened()
-            for hello in hellos:
-                await socket.send(hello)
-            try:
+            try:  # a server may refuse the client (close it) as soon as it accepted it: before or while it sends
+                for hello in hellos:
+                    await socket.send(hello)
                 async for frame in socket:
                     yield self._message(frame)
             except ConnectionClosedError as exc:
