@@ -167,7 +167,7 @@ async def test_a_handshake_refused_with_a_client_error_raises_status_error_with_
     assert info.value.status == 403
 
 
-@pytest.mark.parametrize("open_timeout", ["10", -1, True])
+@pytest.mark.parametrize("open_timeout", ["10", -1, True, 0, float("nan")])
 def test_an_open_timeout_that_is_no_number_of_seconds_is_a_param_error(open_timeout: object) -> None:
     endpoint = GQLEndpoint("http://127.0.0.1:9/graphql").subscription(TODO_CHANGED).endpoint
     with pytest.raises(ParamError, match="open_timeout"):

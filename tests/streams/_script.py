@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import threading
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,6 +39,12 @@ class Script:
     #: The last event id each connection resumed from ("" when none), in order.
     resumed_from: list[str] = field(default_factory=list)
     dropped: bool = False
+    #: The close code of the WebSocket connection dropped after `drop_after` events.
+    drop_code: int = 1011
+    #: Close each WebSocket connection with this code as soon as it is accepted (before reading anything).
+    refuse_code: int | None = None
+    #: Set once the server has closed a connection with `refuse_code` (set from the server's thread).
+    refused: threading.Event = field(default_factory=threading.Event)
 
 
 SCRIPTS: dict[str, Script] = {}
@@ -58,7 +65,8 @@ async def sse(request: Request) -> Response:
     last = request.headers.get("last-event-id", "")
     script.resumed_from.append(last)
     if script.status != 200:
-        return Response(status_code=script.status)
+        moved = {"location": "/_stream/moved"} if 300 <= script.status < 400 else None
+        return Response(status_code=script.status, headers=moved)
     events = _pending(script, last)
 
     async def body() -> AsyncIterator[bytes]:
@@ -81,6 +89,10 @@ async def sse(request: Request) -> Response:
 async def ws(websocket: WebSocket) -> None:
     script = SCRIPTS[websocket.query_params["key"]]
     await websocket.accept()
+    if script.refuse_code is not None:
+        await websocket.close(code=script.refuse_code)
+        script.refused.set()
+        return
     try:
         hello = await websocket.receive_json()
         last = hello.get("lastEventId")
@@ -88,7 +100,7 @@ async def ws(websocket: WebSocket) -> None:
         for count, (event_id, event, data) in enumerate(_pending(script, "" if last is None else str(last))):
             if script.drop_after == count and not script.dropped:
                 script.dropped = True
-                await websocket.close(code=1011)
+                await websocket.close(code=script.drop_code)
                 return
             try:
                 frame = json.dumps({"id": event_id, "type": event, "data": json.loads(data)})
@@ -109,6 +121,8 @@ async def ws(websocket: WebSocket) -> None:
 GQL_SCRIPTS: dict[str, tuple[list[str], list[dict[str, Any]]]] = {}
 #: key -> how many connections its script's server accepted.
 GQL_CONNECTS: dict[str, int] = {}
+#: key -> the headers of each connection's handshake, in order (names in lower case).
+GQL_HANDSHAKES: dict[str, list[dict[str, str]]] = {}
 
 
 def _gql_part(frames: list[str], connection: int) -> list[str]:
@@ -127,6 +141,7 @@ async def gql(websocket: WebSocket) -> None:
     frames, received = GQL_SCRIPTS[key]
     connection = GQL_CONNECTS.get(key, 0)
     GQL_CONNECTS[key] = connection + 1
+    GQL_HANDSHAKES.setdefault(key, []).append(dict(websocket.headers))
     await websocket.accept(subprotocol="graphql-transport-ws")
     try:
         received.append(await websocket.receive_json())  # connection_init

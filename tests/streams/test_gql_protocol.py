@@ -11,11 +11,20 @@ from typing import Any, Protocol
 import pytest
 
 from examples.todo_api import LocalServer
-from restlayer import ClosedError, Controller, Entity, NetworkError, ParamError, RestLayerError, TransportError
+from restlayer import (
+    BodyTooLargeError,
+    ClosedError,
+    Controller,
+    Entity,
+    NetworkError,
+    ParamError,
+    RestLayerError,
+    TransportError,
+)
 from restlayer.graphql import GQLEndpoint, GQLEvents, GQLNetworkError, GQLSubscription
 from restlayer.graphql._subscription import reopens
 from restlayer.streams import Backoff
-from tests.streams._script import GQL_CONNECTS, GQL_SCRIPTS
+from tests.streams._script import GQL_CONNECTS, GQL_HANDSHAKES, GQL_SCRIPTS
 
 QUERY = "subscription { todoChanged { id title } }"
 
@@ -34,7 +43,7 @@ Received = list[dict[str, Any]]
 
 class Scripted(Protocol):
     def __call__(
-        self, frames: list[str], *, backoff: Backoff | None = None, retries: int | None = 5
+        self, frames: list[str], *, backoff: Backoff | None = None, retries: int | None = 5, **options: Any
     ) -> tuple[GQLSubscription, Received]: ...
 
 
@@ -44,7 +53,7 @@ def scripted(script_server: LocalServer) -> Iterator[Scripted]:
     keys: list[str] = []
 
     def make(
-        frames: list[str], *, backoff: Backoff | None = None, retries: int | None = 5
+        frames: list[str], *, backoff: Backoff | None = None, retries: int | None = 5, **options: Any
     ) -> tuple[GQLSubscription, Received]:
         key = uuid.uuid4().hex
         keys.append(key)
@@ -52,13 +61,14 @@ def scripted(script_server: LocalServer) -> Iterator[Scripted]:
         GQL_SCRIPTS[key] = (frames, received)
         gql = GQLEndpoint(f"{script_server.url}/graphql")
         ws = script_server.url.replace("http://", "ws://") + f"/_stream/gql?key={key}"
-        sub = gql.subscription(QUERY, {"todoChanged": Todo}, ws_url=ws, backoff=backoff, retries=retries)
+        sub = gql.subscription(QUERY, {"todoChanged": Todo}, ws_url=ws, backoff=backoff, retries=retries, **options)
         return sub, received
 
     yield make
     for key in keys:
         GQL_SCRIPTS.pop(key, None)
         GQL_CONNECTS.pop(key, None)
+        GQL_HANDSHAKES.pop(key, None)
 
 
 class Delays:
@@ -345,6 +355,90 @@ async def test_reconnects_that_deliver_nothing_give_up_after_the_retries(scripte
     assert delays.delays == [0.1, 0.2]
 
 
+async def test_headers_go_with_each_handshake_and_connection_params_with_each_connection_init(
+    scripted: Scripted,
+) -> None:
+    """How a client says who it is: a header on the handshake, a token in `connection_init` (fresh per connection)."""
+    tokens = iter(["first", "second"])
+
+    async def params() -> dict[str, object]:
+        return {"authToken": next(tokens)}
+
+    delays = Delays()
+    sub, received = scripted(
+        [nxt({"data": {"todoChanged": {"id": 1, "title": "a"}}}), "DROP", json.dumps({"id": "1", "type": "complete"})],
+        backoff=recorded(delays),
+        headers={"Authorization": "Bearer abc"},
+        connection_params=params,
+    )
+    key = sub.ws_url.rpartition("key=")[2]
+    async with sub.events(Controller()) as events:
+        seen = [data["todoChanged"].title async for data in events]
+    assert seen == ["a"] and events.connects == 2
+    assert [hs["authorization"] for hs in GQL_HANDSHAKES[key]] == ["Bearer abc"] * 2
+    inits = [frame for frame in received if frame["type"] == "connection_init"]
+    assert [frame["payload"] for frame in inits] == [{"authToken": "first"}, {"authToken": "second"}]
+
+
+async def test_a_mapping_of_connection_params_and_the_open_timeout_are_subscription_options(
+    scripted: Scripted,
+) -> None:
+    sub, received = scripted(["NOACK"], open_timeout=0.2, retries=0, connection_params={"token": "t"})
+    assert sub.open_timeout == 0.2
+    with pytest.raises(TransportError, match=r"no connection_ack within 0\.2s"):
+        async with sub.events(Controller()) as events:
+            async for _ in events:
+                pass
+    assert received == [{"type": "connection_init", "payload": {"token": "t"}}]
+
+
+async def test_connection_params_a_function_gives_wrong_are_a_param_error_before_anything_is_sent(
+    scripted: Scripted,
+) -> None:
+    sub, received = scripted([], connection_params=lambda: ["not", "a", "mapping"])
+    with pytest.raises(ParamError, match="connection_params must be a mapping"):
+        async with sub.events(Controller()) as events:
+            async for _ in events:
+                pass
+    assert received == []
+
+
+async def test_an_event_over_max_size_ends_the_subscription_and_a_larger_max_size_takes_it(scripted: Scripted) -> None:
+    """A new connection would be sent that event again: BodyTooLargeError at once, not reconnects that give up."""
+    big = "x" * (1 << 20)
+    frames = [nxt({"data": {"todoChanged": {"id": 1, "title": big}}}), json.dumps({"id": "1", "type": "complete"})]
+    delays = Delays()
+    sub, _ = scripted(frames, backoff=recorded(delays))
+    with pytest.raises(BodyTooLargeError, match=r"max_size=1048576 bytes") as info:
+        async with sub.events(Controller()) as events:
+            async for _ in events:
+                pass
+    assert isinstance(info.value, RestLayerError)
+    assert (events.connects, delays.delays) == (1, [])
+    roomy, _ = scripted(frames, max_size=None)
+    async with roomy.events(Controller()) as events:
+        assert [data["todoChanged"].title async for data in events] == [big]
+
+
+@pytest.mark.parametrize(
+    ("options", "match"),
+    [
+        ({"headers": {"X-Token": 1}}, "headers map names to values"),
+        ({"headers": ["Authorization"]}, "headers must map names"),
+        ({"headers": {"Authorization": "Bearer é"}}, "header 'Authorization' value is not ASCII"),
+        ({"headers": {"X-A": "a\r\nX-B: b"}}, "header 'X-A' value contains a line break"),
+        ({"connection_params": "token"}, "connection_params must be a mapping"),
+        ({"connection_params": {"when": object()}}, "connection_params cannot be sent as JSON"),
+        ({"open_timeout": -1}, "open_timeout must be a number"),
+        ({"max_size": 0}, "max_size must be a number of bytes"),
+    ],
+)
+def test_bad_authentication_options_raise_param_error(options: dict[str, Any], match: str) -> None:
+    gql = GQLEndpoint("http://127.0.0.1:9/graphql")
+    with pytest.raises(ParamError, match=match):
+        gql.subscription(QUERY, **options)
+
+
 def test_bad_reconnect_options_raise_param_error() -> None:
     gql = GQLEndpoint("http://127.0.0.1:9/graphql")
     with pytest.raises(ParamError, match="retries must be a count"):
@@ -367,6 +461,7 @@ def test_bad_reconnect_options_raise_param_error() -> None:
         (1002, False),
         (1011, False),
         (4401, False),
+        (4404, False),  # 4000 + an HTTP client error: refused, as a WebSocketStream is
         (4500, False),
     ],
 )

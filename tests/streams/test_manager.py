@@ -21,7 +21,9 @@ from restlayer import (
     StreamTimeoutError,
     SubscriptionManager,
     resource,
+    sync,
 )
+from restlayer.graphql import GQLEndpoint
 from restlayer.streams import Message, SSEStream, StreamManager, WebSocketStream, Writes
 from tests.streams._script import Script
 
@@ -56,6 +58,22 @@ def test_starting_outside_an_event_loop_is_a_restlayer_error() -> None:
     manager = StreamManager(Controller(), [stream])
     with pytest.raises(RestLayerError, match="running event loop"):
         manager.start()
+    assert stream.connects == 0 and not stream.closed
+
+
+async def test_a_blocking_controller_or_another_object_is_a_param_error_not_an_attribute_error() -> None:
+    """Streams write into the store from tasks of the running loop: a `restlayer.sync.Controller` cannot serve."""
+    stream = SSEStream("http://127.0.0.1:9/events", on={})
+    with sync.Controller() as blocking:
+        with pytest.raises(ParamError, match=r"needs a restlayer\.Controller, not Controller \(a restlayer\.sync"):
+            StreamManager(blocking, [stream])  # type: ignore[arg-type]
+        with pytest.raises(ParamError, match=r"run needs a restlayer\.Controller, not Controller \(a restlayer\.sync"):
+            await stream.run(blocking)  # type: ignore[arg-type]
+        sub = GQLEndpoint("http://127.0.0.1:9/graphql").subscription("subscription { x }")
+        with pytest.raises(ParamError, match=r"need a restlayer\.Controller \(async\) or None, not Controller"):
+            sub.events(blocking)  # type: ignore[call-overload]
+    with pytest.raises(ParamError, match=r"needs a restlayer\.Controller, not int"):
+        StreamManager(42, [stream])  # type: ignore[arg-type]
     assert stream.connects == 0 and not stream.closed
 
 

@@ -13,7 +13,18 @@ import httpx
 import pytest
 
 from examples.todo_api import LocalServer
-from restlayer import All, Controller, Entity, Invalidate, ParamError, StatusError, SubscriptionManager, resource
+from restlayer import (
+    All,
+    ClosedError,
+    Controller,
+    Entity,
+    Invalidate,
+    ParamError,
+    RedirectError,
+    StatusError,
+    SubscriptionManager,
+    resource,
+)
 from restlayer.rest import aclose
 from restlayer.streams import Backoff, Message, SSEStream, StreamManager, Writes
 from tests.streams._script import PACED, Script
@@ -286,6 +297,21 @@ async def test_a_client_error_reply_ends_the_stream_with_a_status_error(
     assert any(f"answered {status}" in r.getMessage() + str(r.exc_info) for r in caplog.records)
 
 
+@pytest.mark.parametrize("status", [301, 302, 307, 308])
+async def test_a_redirect_the_client_does_not_follow_ends_the_stream_with_a_redirect_error(
+    script_server: LocalServer, script: ScriptFactory, status: int
+) -> None:
+    """Every reconnect would be sent the same redirect: one try, then RedirectError naming where it points."""
+    query, played = script([], status=status)
+    delays = Delays()
+    async with httpx.AsyncClient() as client:  # httpx's default: redirects are not followed
+        stream = SSEStream(f"{script_server.url}/_stream/sse{query}", on={}, client=client, backoff=fast(delays))
+        with pytest.raises(RedirectError, match=f"answered {status}.*follow_redirects") as info:
+            await asyncio.wait_for(stream.run(Controller()), timeout=10)
+    assert (info.value.status, info.value.location) == (status, f"{script_server.url}/_stream/moved")
+    assert played.resumed_from == [""] and delays.delays == [] and stream.closed
+
+
 @pytest.mark.parametrize("status", [408, 429, 500, 503])
 async def test_a_reply_saying_to_try_again_later_is_retried(
     script_server: LocalServer, script: ScriptFactory, status: int
@@ -373,6 +399,21 @@ async def test_an_event_id_that_is_not_ascii_is_sent_back_as_utf8(
     assert played.resumed_from[1].encode("latin-1").decode("utf-8") == "café✓"  # the server reads latin-1
 
 
+async def test_a_last_event_id_header_given_that_is_not_ascii_is_sent_as_utf8(
+    script_server: LocalServer, script: ScriptFactory
+) -> None:
+    """Unlike other headers, refused when not ASCII: it is an event id, sent as UTF-8 like the ids the server names."""
+    query, played = script([], hold=False)
+    stream = SSEStream(
+        f"{script_server.url}/_stream/sse{query}", on={}, headers={"Last-Event-ID": "café"}, backoff=fast()
+    )
+    async with StreamManager(Controller(), [stream]):
+        await stream.until(lambda s: s.connects >= 1)
+    assert played.resumed_from[0].encode("latin-1").decode("utf-8") == "café"
+    with pytest.raises(ParamError, match="line break"):
+        SSEStream(f"{script_server.url}/_stream/sse{query}", on={}, headers={"Last-Event-ID": "1\r\nX: y"})
+
+
 @pytest.mark.parametrize("name", ["Last-Event-ID", "last-event-id", "LAST-EVENT-ID"])
 async def test_a_last_event_id_header_given_starts_the_stream_and_the_seen_id_replaces_it(
     script_server: LocalServer, script: ScriptFactory, name: str
@@ -418,8 +459,13 @@ async def test_a_url_no_event_stream_can_come_from_is_a_param_error(url: str) ->
         ({"decode": None}, "decode="),
         ({"timeout": "10"}, "timeout="),
         ({"timeout": httpx.Timeout(-1.0)}, "timeout="),
+        ({"timeout": 0}, "timeout= must be a number of seconds > 0"),
+        ({"timeout": httpx.Timeout(10.0, read=0)}, r"timeout= \(read\) must be a number of seconds > 0"),
+        ({"timeout": float("nan")}, "timeout= must be a number of seconds > 0"),
         ({"headers": {"X-Count": 1}}, "headers="),
         ({"headers": {1: "x"}}, "headers="),
+        ({"headers": {"Authorization": "Bearer é"}}, "headers=: header 'Authorization' value is not ASCII"),
+        ({"headers": {"X-A": "a\r\nX-B: b"}}, "headers=: header 'X-A' value contains a line break"),
     ],
 )
 def test_options_every_connect_would_fail_with_are_param_errors(options: dict[str, Any], match: str) -> None:
@@ -437,6 +483,16 @@ async def test_a_timeout_given_as_seconds_bounds_the_connection_too(
     assert stream.timeout == httpx.Timeout(5.0)
     async with StreamManager(Controller(), [stream]):
         await stream.until(lambda s: s.applied == 1)
+
+
+async def test_a_stream_whose_own_client_is_closed_ends_with_closed_error(script_server: LocalServer) -> None:
+    """A closed client sends nothing any more: each reconnect would fail the same way, forever."""
+    delays = Delays()
+    async with httpx.AsyncClient() as client:
+        stream = SSEStream(f"{script_server.url}/_stream/sse?key=none", on={}, client=client, backoff=fast(delays))
+    with pytest.raises(ClosedError, match="its client= is closed"):
+        await asyncio.wait_for(stream.run(Controller()), timeout=10)
+    assert (stream.connects, delays.delays) == (0, []) and stream.closed
 
 
 async def test_a_relative_url_is_read_against_the_clients_base_url(api: LocalServer) -> None:

@@ -12,8 +12,8 @@ import httpx
 import pytest
 
 from examples.todo_api import LocalServer
-from restlayer import All, Controller, Entity, ParamError, StatusError
-from restlayer.streams import Backoff, Message, StreamManager, WebSocketStream, parse_json_message
+from restlayer import All, BodyTooLargeError, Controller, Entity, ParamError, RestLayerError, StatusError
+from restlayer.streams import Backoff, Message, Stream, StreamManager, WebSocketStream, parse_json_message
 from tests.streams._script import Script
 
 ScriptFactory = Callable[..., tuple[str, Script]]
@@ -126,6 +126,111 @@ async def test_a_handshake_refused_with_a_client_error_ends_the_stream(script_se
     assert info.value.status == 403 and stream.closed and stream.connects == 0
 
 
+@pytest.mark.parametrize(("code", "status"), [(1008, 403), (4401, 401), (4403, 403), (4404, 404)])
+async def test_a_close_refusing_the_client_ends_the_stream(
+    script_server: LocalServer, script: ScriptFactory, code: int, status: int
+) -> None:
+    """Policy violation, or 4000 + an HTTP client error: every reconnect would be refused the same way."""
+    events = [(i, "todos.updated", json.dumps({"id": i, "title": f"t{i}"})) for i in (1, 2)]
+    query, played = script(events, drop_after=1, drop_code=code)
+    delays = Delays()
+    stream = WebSocketStream(
+        ws_url(script_server, f"/_stream/ws{query}"),
+        on={"todos.updated": Todo},
+        on_open=subscribe,
+        backoff=Backoff(jitter=0, sleep=delays),
+    )
+    with pytest.raises(StatusError, match=f"closed with code {code}") as info:
+        await asyncio.wait_for(stream.run(Controller()), timeout=10)
+    assert info.value.status == status
+    assert (stream.connects, stream.applied, delays.delays, played.resumed_from) == (1, 1, [], [""])
+    assert stream.closed and not stream.connected
+
+
+async def test_a_close_refusing_the_client_before_its_first_message_ends_the_stream(
+    script_server: LocalServer, script: ScriptFactory
+) -> None:
+    """A server that accepts, checks the handshake, then closes with 4401 at once: the refusal may come
+    while the client still sends its `on_open` messages (their send fails), not only while it reads."""
+    query, played = script([], refuse_code=4401)
+
+    async def after_the_close(stream: Stream) -> None:  # the first send comes once the close has arrived
+        if stream.connected:
+            await asyncio.to_thread(played.refused.wait, 10)
+
+    delays = Delays()
+    stream = WebSocketStream(
+        ws_url(script_server, f"/_stream/ws{query}"), on={}, on_open=subscribe, backoff=Backoff(sleep=delays)
+    )
+    stream.add_listener(after_the_close)
+    with pytest.raises(StatusError, match="closed with code 4401") as info:
+        await asyncio.wait_for(stream.run(Controller()), timeout=10)
+    assert (info.value.status, stream.connects, delays.delays) == (401, 1, [])
+
+
+@pytest.mark.parametrize("code", [4408, 4429, 4000])
+async def test_a_close_that_may_pass_or_is_the_servers_own_reconnects(
+    script_server: LocalServer, script: ScriptFactory, code: int
+) -> None:
+    events = [(i, "todos.updated", json.dumps({"id": i, "title": f"t{i}"})) for i in (1, 2)]
+    query, played = script(events, drop_after=1, drop_code=code)
+    stream = WebSocketStream(
+        ws_url(script_server, f"/_stream/ws{query}"),
+        on={"todos.updated": Todo},
+        on_open=subscribe,
+        backoff=Backoff(jitter=0, sleep=Delays()),
+    )
+    ctrl = Controller()
+    async with StreamManager(ctrl, [stream]):
+        await stream.until(lambda s: s.applied == 2)
+    assert played.resumed_from == ["", "1"]
+    assert titles(ctrl) == {1: "t1", 2: "t2"}
+
+
+async def test_a_message_over_max_size_ends_the_stream_and_a_larger_max_size_takes_it(
+    script_server: LocalServer, script: ScriptFactory
+) -> None:
+    """Each reconnect would resume before that message and be sent it again: an error saying what to raise."""
+    big = "x" * (1 << 20)  # with the frame around it, past the 1 MiB default
+    events = [
+        (1, "todos.updated", json.dumps({"id": 1, "title": "small"})),
+        (2, "todos.updated", json.dumps({"id": 2, "title": big})),
+    ]
+    query, played = script(events)
+    delays = Delays()
+    url = ws_url(script_server, f"/_stream/ws{query}")
+    stream = WebSocketStream(url, on={"todos.updated": Todo}, on_open=subscribe, backoff=Backoff(sleep=delays))
+    ctrl = Controller()
+    with pytest.raises(BodyTooLargeError, match=r"max_size=1048576 bytes.*raise max_size") as info:
+        await asyncio.wait_for(stream.run(ctrl), timeout=10)
+    assert isinstance(info.value, RestLayerError)
+    assert (stream.connects, stream.applied, delays.delays, played.resumed_from) == (1, 1, [], [""])
+    assert titles(ctrl) == {1: "small"}
+    roomy = WebSocketStream(url, on={"todos.updated": Todo}, on_open=subscribe, max_size=4 << 20)
+    async with StreamManager(ctrl, [roomy]):
+        await roomy.until(lambda s: s.applied == 2)
+    assert titles(ctrl) == {1: "small", 2: big}
+
+
+@pytest.mark.parametrize(
+    ("on_open", "match"),
+    [
+        (lambda last: None, "on_open must return the messages to send .* not NoneType"),
+        (lambda last: {"type": "subscribe"}, "on_open must return the messages to send .* not dict"),
+        (lambda last: [{"type": "subscribe", "since": object()}], "on_open gave a message JSON cannot encode"),
+    ],
+)
+async def test_an_on_open_giving_no_messages_to_send_ends_the_stream_with_a_param_error(
+    api: LocalServer, on_open: Callable[[str | None], Any], match: str
+) -> None:
+    """Each connection would fail the same way: not retried forever, nor counted as connected."""
+    delays = Delays()
+    stream = WebSocketStream(ws_url(api, "/ws"), on={}, on_open=on_open, backoff=Backoff(sleep=delays))
+    with pytest.raises(ParamError, match=match):
+        await asyncio.wait_for(stream.run(Controller()), timeout=10)
+    assert (stream.connects, delays.delays) == (0, []) and stream.closed
+
+
 async def test_a_handshake_failing_with_a_server_error_is_retried(script_server: LocalServer) -> None:
     delays = Delays()
     stream = WebSocketStream(  # an unknown script key: the handler fails before accepting (500)
@@ -182,7 +287,12 @@ def test_a_url_no_websocket_can_open_is_a_param_error(url: str) -> None:
         ({"on_open": [{"type": "subscribe"}]}, "on_open="),
         ({"open_timeout": "10"}, "open_timeout="),
         ({"open_timeout": -1}, "open_timeout="),
+        ({"open_timeout": 0}, "open_timeout= must be a number of seconds > 0"),
+        ({"max_size": 0}, "max_size="),
+        ({"max_size": 1.5}, "max_size="),
         ({"headers": {"Authorization": None}}, "headers="),
+        ({"headers": {"X-A": "a\r\nX-B: b"}}, "headers=: header 'X-A' value contains a line break"),
+        ({"headers": {"Authorization": "Bearer é"}}, "headers=: header 'Authorization' value is not ASCII"),
     ],
 )
 def test_options_every_connect_would_fail_with_are_param_errors(options: dict[str, Any], match: str) -> None:
@@ -198,3 +308,6 @@ def test_bad_stream_options_raise_param_error() -> None:
         WebSocketStream("ws://127.0.0.1:1/", on=42)  # type: ignore[arg-type]
     with pytest.raises(ParamError, match="jitter"):
         Backoff(jitter=3)
+    for name in ("initial", "factor", "cap", "jitter"):  # a NaN wait would be no wait: a tight reconnect loop
+        with pytest.raises(ParamError, match=f"Backoff: {name} must be a non-negative number"):
+            Backoff(**{name: float("nan")})  # type: ignore[arg-type]

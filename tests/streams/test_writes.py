@@ -97,6 +97,16 @@ def test_a_mapping_function_that_raises_changes_nothing() -> None:
     assert stream.ignored == 1
 
 
+@pytest.mark.parametrize("message", [{"type": "todos.updated", "data": {"id": 6}}, ("todos.updated", {"id": 6}), None])
+def test_applying_something_that_is_no_message_is_a_param_error(message: Any) -> None:
+    ctrl = Controller()
+    stream = SSEStream(f"{NOWHERE}/events", on={"todos.updated": Todo})
+    with pytest.raises(ParamError, match="apply takes a Message"):
+        stream.apply(ctrl, message)
+    assert (stream.applied, stream.ignored, stream.last_event_id) == (0, 0, None)
+    assert ctrl.get(Todo, {"id": 6}) is None
+
+
 async def _async_on(message: Message, writes: Writes) -> None:
     writes.set(Todo, message.data)  # pragma: no cover - never run: refused
 

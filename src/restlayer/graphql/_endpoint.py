@@ -24,7 +24,7 @@ from restlayer.schema import Schema
 from restlayer.schema._base import NestedListShorthand
 
 if TYPE_CHECKING:
-    from restlayer.graphql._subscription import GQLSubscription, ReconnectBackoff
+    from restlayer.graphql._subscription import ConnectionParams, GQLSubscription, ReconnectBackoff
 
 __all__ = ["GQLEndpoint", "QueryText"]
 
@@ -166,6 +166,10 @@ class GQLEndpoint(RestEndpoint[T_co]):
         ws_url: str | None = ...,
         backoff: ReconnectBackoff | None = ...,
         retries: int | None = ...,
+        open_timeout: float = ...,
+        headers: Mapping[str, str] | None = ...,
+        connection_params: ConnectionParams = ...,
+        max_size: int | None = ...,
         **options: object,
     ) -> GQLSubscription[E]: ...
     @overload
@@ -177,6 +181,10 @@ class GQLEndpoint(RestEndpoint[T_co]):
         ws_url: str | None = ...,
         backoff: ReconnectBackoff | None = ...,
         retries: int | None = ...,
+        open_timeout: float = ...,
+        headers: Mapping[str, str] | None = ...,
+        connection_params: ConnectionParams = ...,
+        max_size: int | None = ...,
         **options: object,
     ) -> GQLSubscription[list[E]]: ...
     @overload
@@ -188,6 +196,10 @@ class GQLEndpoint(RestEndpoint[T_co]):
         ws_url: str | None = ...,
         backoff: ReconnectBackoff | None = ...,
         retries: int | None = ...,
+        open_timeout: float = ...,
+        headers: Mapping[str, str] | None = ...,
+        connection_params: ConnectionParams = ...,
+        max_size: int | None = ...,
         **options: object,
     ) -> GQLSubscription[list[T]]: ...
     @overload
@@ -199,6 +211,10 @@ class GQLEndpoint(RestEndpoint[T_co]):
         ws_url: str | None = ...,
         backoff: ReconnectBackoff | None = ...,
         retries: int | None = ...,
+        open_timeout: float = ...,
+        headers: Mapping[str, str] | None = ...,
+        connection_params: ConnectionParams = ...,
+        max_size: int | None = ...,
         **options: object,
     ) -> GQLSubscription[list[Any]]: ...
     @overload
@@ -210,6 +226,10 @@ class GQLEndpoint(RestEndpoint[T_co]):
         ws_url: str | None = ...,
         backoff: ReconnectBackoff | None = ...,
         retries: int | None = ...,
+        open_timeout: float = ...,
+        headers: Mapping[str, str] | None = ...,
+        connection_params: ConnectionParams = ...,
+        max_size: int | None = ...,
         **options: object,
     ) -> GQLSubscription[T]: ...
     @overload
@@ -221,6 +241,10 @@ class GQLEndpoint(RestEndpoint[T_co]):
         ws_url: str | None = ...,
         backoff: ReconnectBackoff | None = ...,
         retries: int | None = ...,
+        open_timeout: float = ...,
+        headers: Mapping[str, str] | None = ...,
+        connection_params: ConnectionParams = ...,
+        max_size: int | None = ...,
         **options: object,
     ) -> GQLSubscription[dict[str, Any]]: ...
     @overload
@@ -232,6 +256,10 @@ class GQLEndpoint(RestEndpoint[T_co]):
         ws_url: str | None = ...,
         backoff: ReconnectBackoff | None = ...,
         retries: int | None = ...,
+        open_timeout: float = ...,
+        headers: Mapping[str, str] | None = ...,
+        connection_params: ConnectionParams = ...,
+        max_size: int | None = ...,
         **options: object,
     ) -> GQLSubscription[Any]: ...
     def subscription(
@@ -242,6 +270,10 @@ class GQLEndpoint(RestEndpoint[T_co]):
         ws_url: str | None = None,
         backoff: ReconnectBackoff | None = None,
         retries: int | None = 5,
+        open_timeout: float = 10.0,
+        headers: Mapping[str, str] | None = None,
+        connection_params: ConnectionParams = None,
+        max_size: int | None = 2**20,
         **options: object,
     ) -> GQLSubscription[object]:
         """A subscription over WebSocket (graphql-transport-ws) whose events are stored like `query` results.
@@ -249,11 +281,24 @@ class GQLEndpoint(RestEndpoint[T_co]):
         `ws_url` defaults to this endpoint's url with `ws://` (`wss://`) for `http://` (`https://`).
         A lost connection is reopened after `backoff` (a `restlayer.streams.Backoff`);
         `retries` reconnects in a row that deliver no event are tried (None: no limit).
+        `open_timeout`: seconds to open the socket, and again to get its acknowledgement.
+        `headers` go with each handshake; `connection_params` (a mapping, or a function giving
+        one for each connection) is the `connection_init` payload: how a server is told who calls.
+        `max_size`: the largest message accepted, in bytes (None: no limit).
         """
         from restlayer.graphql._subscription import GQLSubscription, ws_url_of
 
         endpoint = self._operation(query, schema, None, options)
-        return GQLSubscription(endpoint, ws_url or ws_url_of(self.url_prefix), backoff=backoff, retries=retries)
+        return GQLSubscription(
+            endpoint,
+            ws_url or ws_url_of(self.url_prefix),
+            open_timeout,
+            backoff=backoff,
+            retries=retries,
+            headers=headers,
+            connection_params=connection_params,
+            max_size=max_size,
+        )
 
     def _operation(
         self, query: QueryText, schema: object, side_effect: bool | None, options: dict[str, object]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import json
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Final, Generic, Protocol, cast, overload
 from restlayer._typing import T, T_co
 from restlayer.errors import ClosedError, NetworkError, ParamError, RestLayerError, TransportError
 from restlayer.graphql._errors import GQLNetworkError
+from restlayer.rest.endpoint import _check_headers
 
 if TYPE_CHECKING:
     from websockets.asyncio.client import ClientConnection
@@ -29,7 +31,7 @@ if TYPE_CHECKING:
     from restlayer.core import Controller
     from restlayer.graphql._endpoint import GQLEndpoint
 
-__all__ = ["GQLEvents", "GQLSubscription", "ReconnectBackoff"]
+__all__ = ["ConnectionParams", "GQLEvents", "GQLSubscription", "ReconnectBackoff"]
 
 log = logging.getLogger("restlayer")
 
@@ -44,6 +46,9 @@ _REFUSED_CODES: Final = frozenset({4004, 4005, 4400, 4401, 4403, 4406, 4409, 442
 
 #: One graphql-transport-ws message, decoded.
 Frame = dict[str, object]
+
+#: The `connection_init` payload: a mapping, or a function (plain or async) giving one for each connection.
+ConnectionParams = Mapping[str, object] | Callable[[], Mapping[str, object] | Awaitable[Mapping[str, object]]] | None
 
 
 class ReconnectBackoff(Protocol):
@@ -66,10 +71,13 @@ def ws_url_of(url: str) -> str:
 
 def reopens(code: int | None) -> bool:
     """Whether a socket closed with `code` is worth reopening (lost, or the server went away);
-    not after a protocol, policy or internal error, nor when the server refused the operation."""
+    not after a protocol, policy or internal error, nor when the server refused the operation
+    (its protocol's codes, or a refusal any `restlayer.streams` WebSocket stream ends on)."""
+    from restlayer.streams._stream import refusing_status
+
     if code is None or code in _LOST_CODES:
         return True
-    return not (1000 <= code <= 1999 or code in _REFUSED_CODES)
+    return not (1000 <= code <= 1999 or code in _REFUSED_CODES or refusing_status(code) is not None)
 
 
 class GQLSubscription(Generic[T_co]):
@@ -81,6 +89,13 @@ class GQLSubscription(Generic[T_co]):
     `backoff` paces reconnects after a lost connection (default: a
     `restlayer.streams.Backoff()`); `retries` reconnects in a row that deliver no
     event are tried before `TransportError` is raised (None: never give up).
+
+    `headers` go with each WebSocket handshake (e.g. `Authorization`, `Cookie`);
+    `connection_params` is the `connection_init` payload, where graphql-transport-ws
+    servers look for credentials: a mapping, or a function (plain or async) called for
+    each connection, so a reconnect sends a fresh token. `max_size`: the largest
+    message accepted, in bytes (1 MiB; None: no limit); a larger one ends the
+    subscription with BodyTooLargeError (a new connection would be sent it again).
     """
 
     def __init__(
@@ -91,18 +106,40 @@ class GQLSubscription(Generic[T_co]):
         *,
         backoff: ReconnectBackoff | None = None,
         retries: int | None = 5,
+        headers: Mapping[str, str] | None = None,
+        connection_params: ConnectionParams = None,
+        max_size: int | None = 2**20,
     ) -> None:
         if retries is not None and (isinstance(retries, bool) or not isinstance(retries, int) or retries < 0):
             raise ParamError(f"subscription retries must be a count >= 0 or None, not {retries!r}")
         if backoff is not None and not (callable(getattr(backoff, "delay", None)) and callable(backoff.sleep)):
             raise ParamError(f"subscription backoff must be a restlayer.streams.Backoff, not {backoff!r}")
-        if isinstance(open_timeout, bool) or not isinstance(open_timeout, (int, float)) or open_timeout < 0:
-            raise ParamError(f"subscription open_timeout must be a number of seconds >= 0, not {open_timeout!r}")
+        if isinstance(open_timeout, bool) or not isinstance(open_timeout, (int, float)) or not open_timeout > 0:
+            # 0 (or NaN) would time out every handshake and acknowledgement
+            raise ParamError(f"subscription open_timeout must be a number of seconds > 0, not {open_timeout!r}")
         self.endpoint = endpoint
         self.ws_url = ws_url
         self.open_timeout = open_timeout
         self.backoff = backoff
         self.retries = retries
+        self.headers = _checked_headers(headers)
+        if max_size is not None and (isinstance(max_size, bool) or not isinstance(max_size, int) or max_size < 1):
+            raise ParamError(f"subscription max_size must be a number of bytes >= 1 or None, not {max_size!r}")
+        self.max_size = max_size
+        if connection_params is not None and not callable(connection_params):
+            _checked_params(connection_params)
+        self.connection_params = connection_params
+
+    async def init_payload(self) -> dict[str, object]:
+        """The `connection_init` payload of a new connection: `connection_params`, called when a function.
+
+        ParamError when it is no mapping JSON can encode (the server could not read it).
+        """
+        given = self.connection_params
+        params: object = given() if callable(given) else given
+        if inspect.isawaitable(params):
+            params = await params
+        return {} if params is None else _checked_params(params)
 
     def __repr__(self) -> str:
         return f"GQLSubscription(name={self.endpoint.name!r}, url={self.ws_url!r})"
@@ -118,10 +155,51 @@ class GQLSubscription(Generic[T_co]):
     def events(
         self, controller: Controller | None = None, variables: Mapping[str, object] | None = None, **kwargs: object
     ) -> GQLEvents[object]:
-        """The subscription's events: each `data` stored in `controller` (when given) and yielded."""
+        """The subscription's events: each `data` stored in `controller` (when given) and yielded.
+
+        ParamError for a `controller` that is no (async) `restlayer.Controller`.
+        """
+        _check_controller(controller)
         args = self.endpoint.bind(*(() if variables is None else (variables,)), **kwargs)
         self.endpoint.key(*args)  # variables json cannot encode: a ParamError now, not on the open socket
         return GQLEvents(self, controller, args)
+
+
+def _checked_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
+    """`headers` as a dict; ParamError unless names and values are text (else every handshake would fail)."""
+    if headers is not None and not isinstance(headers, Mapping):
+        raise ParamError(f"subscription headers must map names to values, not {headers!r}")
+    checked = dict(headers or {})
+    for name, value in checked.items():
+        if not isinstance(name, str) or not isinstance(value, str):
+            raise ParamError(f"subscription headers map names to values, both str, not {name!r}: {value!r}")
+    _check_headers(checked, "subscription headers")  # what a handshake cannot carry: CR, LF, NUL, non-ASCII
+    return checked
+
+
+def _checked_params(params: object) -> dict[str, object]:
+    """`params` as the `connection_init` payload; ParamError unless a mapping with str keys that JSON can encode."""
+    if not isinstance(params, Mapping) or not all(isinstance(name, str) for name in params):
+        raise ParamError(f"subscription connection_params must be a mapping with str keys, not {params!r}")
+    payload = dict(params)
+    try:
+        json.dumps(payload)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise ParamError(f"subscription connection_params cannot be sent as JSON: {exc}") from exc
+    return payload
+
+
+def _check_controller(controller: object) -> None:
+    """ParamError unless `controller` is None or an (async) `restlayer.Controller`, whose store the events go to.
+
+    A blocking `restlayer.sync.Controller` keeps its store in its own thread's loop: it cannot take them.
+    """
+    from restlayer.core import Controller
+
+    if controller is not None and not isinstance(controller, Controller):
+        raise ParamError(
+            f"subscription events need a restlayer.Controller (async) or None, not {type(controller).__name__}"
+        )
 
 
 class GQLEvents(Generic[T_co]):
@@ -275,7 +353,13 @@ async def _open(sub: GQLSubscription[object]) -> ClientConnection:
             "GraphQL subscriptions need the 'streams' extra: pip install 'restlayer[streams]'"
         ) from exc
     try:
-        return await connect(sub.ws_url, subprotocols=[PROTOCOL], open_timeout=sub.open_timeout)  # type: ignore[list-item]
+        return await connect(
+            sub.ws_url,
+            subprotocols=[PROTOCOL],  # type: ignore[list-item]
+            additional_headers=sub.headers,
+            open_timeout=sub.open_timeout,
+            max_size=sub.max_size,
+        )
     except InvalidStatus as exc:
         error = refused(sub.ws_url, exc.response.status_code)  # a client error: every reconnect would get it
         if error is not None:
@@ -323,6 +407,11 @@ class _Session(Generic[T_co]):
                 if data is not None:
                     return data
         except ConnectionClosed as exc:
+            from restlayer.streams._stream import frame_too_big
+
+            too_big = frame_too_big(url, None if exc.sent is None else exc.sent.code, self.sub.max_size)
+            if too_big is not None:
+                raise too_big from exc
             code = None if exc.rcvd is None else exc.rcvd.code
             if reopens(code):
                 raise _Lost(f"{url}: subscription socket lost: {exc}", status=500) from exc
@@ -331,12 +420,17 @@ class _Session(Generic[T_co]):
             raise TransportError(f"{url}: subscription socket failed: {exc}", status=500) from exc
 
     async def _subscribe(self) -> None:
-        self.subscribed = True
-        await self.socket.send(json.dumps({"type": "connection_init", "payload": {}}))
+        """Init the connection, wait for its acknowledgement, then subscribe the operation.
+
+        Marked subscribed only then: an operation never subscribed is not completed on close either.
+        """
+        payload = await self.sub.init_payload()
+        await self.socket.send(json.dumps({"type": "connection_init", "payload": payload}))
         await _acknowledged(self.socket, self.sub.ws_url, self.sub.open_timeout)
+        self.subscribed = True
         variables = self.args[0] if self.args else {}
-        payload = {"query": self.sub.endpoint.get_query(variables), "variables": variables}
-        await self.socket.send(json.dumps({"id": _OP_ID, "type": "subscribe", "payload": payload}))
+        operation = {"query": self.sub.endpoint.get_query(variables), "variables": variables}
+        await self.socket.send(json.dumps({"id": _OP_ID, "type": "subscribe", "payload": operation}))
 
     async def _frame(self, message: Frame) -> T_co | None:
         """The data of one frame (None: a frame with nothing to yield); the server's end of it raises."""

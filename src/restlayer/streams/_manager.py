@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Protocol, TypeGuard
 
 from restlayer.core.manager import Manager, Next
 from restlayer.errors import ClosedError, RestLayerError
-from restlayer.streams._stream import Stream
+from restlayer.streams._stream import Stream, checked_controller
 
 if TYPE_CHECKING:
     from restlayer.core import Controller, Endpoint
@@ -66,7 +66,7 @@ class StreamManager(Manager):
     """
 
     def __init__(self, controller: Controller | None = None, streams: Iterable[Stream] = ()) -> None:
-        self.controller = controller
+        self.controller = None if controller is None else checked_controller("StreamManager", controller)
         self.streams: list[Stream] = []
         self._tasks: dict[Stream, asyncio.Task[None]] = {}
         #: Removes this manager's status listener from each stream (when it stops managing it).

@@ -11,6 +11,7 @@ from contextlib import AbstractAsyncContextManager
 import httpx
 from httpx_sse import EventSource, ServerSentEvent, SSEError, aconnect_sse
 
+from restlayer.errors import ClosedError, RedirectError
 from restlayer.rest import get_client
 from restlayer.rest._client import hold, release
 from restlayer.streams._stream import (
@@ -44,11 +45,12 @@ class SSEStream(Stream):
     `last_event_id`); an `id:` with no value forgets it. A `retry:` field sets
     the reconnection time (at least 100 ms). A reply with status 204 stops the
     stream; one with a client error (401, 403, 404...; not 408, 425 or 429) ends
-    it with a StatusError, as reconnecting would get the same. `client`: the
+    it with a StatusError, as reconnecting would get the same; so does a redirect
+    the client does not follow, with a RedirectError. `client`: the
     `httpx.AsyncClient` to use (default: restlayer's shared one; `url` may be
-    relative to its `base_url`); `timeout`: connect 10 s (also the most to wait
-    for the reply's head), no read timeout. A url that is not `http://` or
-    `https://` raises ParamError.
+    relative to its `base_url`; once it is closed the stream ends with ClosedError);
+    `timeout`: connect 10 s (also the most to wait for the reply's head), no read timeout.
+    A url that is not `http://` or `https://` raises ParamError.
     """
 
     def __init__(
@@ -74,6 +76,8 @@ class SSEStream(Stream):
 
     async def _messages(self) -> AsyncGenerator[Message | None, None]:
         if self.client is not None:
+            if self.client.is_closed:  # it sends nothing any more: every reconnect would fail the same way
+                raise ClosedError(f"stream {self.url}: its client= is closed; give the stream an open one")
             async for message in self._read(self.client):
                 yield message
             return
@@ -100,6 +104,8 @@ class SSEStream(Stream):
             response = source.response
             if response.status_code == 204:
                 raise ServerStopped(f"{self.url} answered 204 No Content")
+            if response.is_redirect or 300 <= response.status_code < 400:
+                raise _not_followed(self.url, response)
             if not response.is_success:
                 error = refused(self.url, response.status_code)
                 if error is not None:
@@ -159,6 +165,23 @@ class SSEStream(Stream):
             self.malformed(event, event_id, f"{type(exc).__name__}: {exc}")
             return None
         return Message(event, data, event_id)
+
+
+def _not_followed(url: str, response: httpx.Response) -> RedirectError:
+    """The error ending a stream whose reply is a redirect its client did not follow.
+
+    Every reconnect would be sent the same redirect, so retrying would loop forever;
+    restlayer's shared client follows redirects, a client of one's own must be asked to.
+    """
+    target = response.headers.get("location")
+    location = str(response.url.join(target)) if target else ""
+    return RedirectError(
+        f"stream {url} answered {response.status_code} (to {location or 'no location'}), a redirect its client "
+        "does not follow: use the final url, or a client with follow_redirects=True",
+        status=response.status_code,
+        location=location,
+        response=response,
+    )
 
 
 def _take_last_event_id(headers: dict[str, str]) -> str | None:

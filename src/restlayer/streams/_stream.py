@@ -17,7 +17,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Union
 from urllib.parse import urlsplit
 
-from restlayer.errors import ClosedError, ParamError, RestLayerError, StatusError, StreamTimeoutError
+from restlayer.errors import (
+    BodyTooLargeError,
+    ClosedError,
+    ParamError,
+    RestLayerError,
+    StatusError,
+    StreamTimeoutError,
+)
+from restlayer.rest.endpoint import _check_headers as check_headers
 from restlayer.streams._writes import Handler, Message, Target, Writes, handler_for
 
 if TYPE_CHECKING:
@@ -25,7 +33,21 @@ if TYPE_CHECKING:
 
     from restlayer.core import Controller, Endpoint
 
-__all__ = ["Backoff", "Covers", "ServerStopped", "Stream", "check_url", "checked_callable", "refused", "seconds"]
+__all__ = [
+    "Backoff",
+    "Covers",
+    "ServerStopped",
+    "Stream",
+    "check_url",
+    "checked_callable",
+    "checked_controller",
+    "frame_size",
+    "frame_too_big",
+    "refused",
+    "refused_close",
+    "refusing_status",
+    "seconds",
+]
 
 log = logging.getLogger("restlayer")
 
@@ -49,6 +71,33 @@ def refused(url: str, status: int) -> StatusError | None:
     return StatusError(f"stream {url} answered {status}: refused, not reconnecting", status=status)
 
 
+#: WebSocket close code 1008 (policy violation): the server refuses this client, as an HTTP 403 would.
+_POLICY_VIOLATION = 1008
+
+
+def refusing_status(code: int | None) -> int | None:
+    """The HTTP client error a WebSocket close `code` stands for when it refuses the client; None otherwise.
+
+    1008 (policy violation) is a 403; 4400-4499 are 4000 + the HTTP status, as graphql-transport-ws
+    and many servers spell unauthorized (4401), forbidden (4403)... Like a refused handshake (see
+    `refused`), a reconnect would be refused again, except for the transient ones (4408, 4425, 4429).
+    """
+    if code == _POLICY_VIOLATION:
+        return 403
+    if code is None or not 4400 <= code < 4500 or code - 4000 in _TRANSIENT_CLIENT_ERRORS:
+        return None
+    return code - 4000
+
+
+def refused_close(url: str, code: int | None, reason: str = "") -> StatusError | None:
+    """The error ending a stream whose socket at `url` the server closed with `code`; None when worth reopening."""
+    status = refusing_status(code)
+    if status is None:
+        return None
+    why = f" ({reason})" if reason else ""
+    return StatusError(f"stream {url} closed with code {code}{why}: refused, not reconnecting", status=status)
+
+
 @dataclass(frozen=True)
 class Backoff:
     """Waits between reconnects: `initial * factor ** (n - 1)` seconds, at most `cap`,
@@ -66,7 +115,8 @@ class Backoff:
     def __post_init__(self) -> None:
         for name in ("initial", "factor", "cap", "jitter"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            # `not value >= 0` refuses NaN too: a NaN wait is no wait (reconnects in a tight loop)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
                 raise ParamError(f"Backoff: {name} must be a non-negative number, not {value!r}")
         if self.jitter > 1:
             raise ParamError(f"Backoff: jitter is a fraction in [0, 1], not {self.jitter!r}")
@@ -119,20 +169,51 @@ def check_url(url: str, schemes: tuple[str, str], *, relative: bool = False) -> 
 
 
 def _checked_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
-    """`headers` as a dict; ParamError unless names and values are text (else every connect would fail)."""
+    """`headers` as a dict; ParamError unless names and values are text that can be sent: ASCII, no CR, LF
+    or NUL, as for requests (else every connect would fail, and be retried forever)."""
     checked = dict(headers or {})
     for name, value in checked.items():
         if not isinstance(name, str) or not isinstance(value, str):
             raise ParamError(f"headers= maps names to values, both str, not {name!r}: {value!r}")
+    # A `Last-Event-ID` is sent as UTF-8 (see `SSEStream`): only CR, LF and NUL are refused in it.
+    check_headers({n: v.encode() if n.lower() == "last-event-id" else v for n, v in checked.items()}, "headers=")
     return checked
 
 
+#: The largest WebSocket message accepted by default, in bytes (the `websockets` library's default).
+DEFAULT_MAX_SIZE = 2**20
+#: WebSocket close code 1009: a message too big; the library closes with it when one exceeds `max_size`.
+_MESSAGE_TOO_BIG = 1009
+
+
+def frame_size(value: object) -> int | None:
+    """`max_size=` checked: a number of bytes >= 1, or None for no limit; ParamError otherwise."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ParamError(f"max_size= must be a number of bytes >= 1 or None (no limit), not {value!r}")
+    return value
+
+
+def frame_too_big(url: str, sent_code: int | None, max_size: int | None) -> BodyTooLargeError | None:
+    """The error ending a socket at `url` that this client closed with `sent_code`, when for a message over `max_size`.
+
+    Every reconnect would be sent that message again (a resumed stream replays it), to be refused
+    again: only a larger `max_size` mends it. None for any other close.
+    """
+    if sent_code != _MESSAGE_TOO_BIG:
+        return None
+    return BodyTooLargeError(
+        f"{url}: a message exceeds max_size={max_size} bytes; not reconnecting: raise max_size (None: no limit)",
+        status=400,
+    )
+
+
 def seconds(name: str, value: object) -> float | None:
-    """`value` as a number of seconds (None: no limit); ParamError for another kind or a negative one."""
+    """`value` as a number of seconds (None: no limit); ParamError for another kind, or one <= 0:
+    no connection can be opened (nor read) in no time, so every connect would fail, retried forever."""
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-        raise ParamError(f"{name} must be a number of seconds >= 0 or None, not {value!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise ParamError(f"{name} must be a number of seconds > 0 or None (no limit), not {value!r}")
     return float(value)
 
 
@@ -140,6 +221,21 @@ def checked_callable(name: str, value: object) -> None:
     """ParamError unless `value` can be called (it is called for each connection or frame)."""
     if not callable(value):
         raise ParamError(f"{name} must be a function, not {value!r}")
+
+
+def checked_controller(what: str, value: object) -> Controller:
+    """`value` when it is a (async) `restlayer.Controller`; ParamError otherwise.
+
+    Streams write from tasks of the running loop into the controller's store: a blocking
+    `restlayer.sync.Controller` (whose store lives in its own thread's loop) cannot take them.
+    """
+    from restlayer.core import Controller
+
+    if isinstance(value, Controller):
+        return value
+    blocking = type(value).__module__ == "restlayer.sync"
+    hint = " (a restlayer.sync.Controller runs its own loop: use the async one)" if blocking else ""
+    raise ParamError(f"{what} needs a restlayer.Controller, not {type(value).__name__}{hint}")
 
 
 def decode_json(text: str | bytes) -> object:
@@ -274,6 +370,7 @@ class Stream:
         grows with each connection that applied no message (a server sending only comments,
         `retry:` or undecodable frames before dropping is backed off too).
         """
+        checked_controller(f"stream {self.name}: run", controller)
         if controller.closed:
             raise ClosedError(f"The controller is closed: stream {self.name} connects no more")
         if self._running:  # a second connection would share this one's state (counters, last event id)
@@ -329,7 +426,12 @@ class Stream:
         await self._notify()
 
     def apply(self, controller: Controller, message: Message) -> bool:
-        """Turn one message into store writes, all or none; False (logged, nothing changed) when it does not fit."""
+        """Turn one message into store writes, all or none; False (logged, nothing changed) when it does not fit.
+
+        ParamError for something that is not a `Message` (a caller's mistake, not a message to log and skip).
+        """
+        if not isinstance(message, Message):
+            raise ParamError(f"stream {self.name}: apply takes a Message, not {type(message).__name__}")
         writes = Writes()
         try:
             if not self._handle(message, writes):

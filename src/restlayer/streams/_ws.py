@@ -7,16 +7,21 @@ import json
 from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
 
 from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import InvalidStatus
+from websockets.exceptions import ConnectionClosedError, InvalidStatus
 
+from restlayer.errors import ParamError, RestLayerError
 from restlayer.streams._stream import (
+    DEFAULT_MAX_SIZE,
     Backoff,
     Covers,
     Stream,
     check_url,
     checked_callable,
     decode_json,
+    frame_size,
+    frame_too_big,
     refused,
+    refused_close,
     seconds,
 )
 from restlayer.streams._writes import Handler, Message, Target
@@ -41,9 +46,12 @@ class WebSocketStream(Stream):
 
     `on_open(last_event_id)` returns the messages to send once connected (to
     subscribe, or to resume after the last event seen); dicts and lists are sent
-    as JSON text. Pings keep the connection checked (the library's keepalive).
-    A handshake refused with a client error (401, 403, 404...) ends the stream with a
-    StatusError; other failures are retried.
+    as JSON text (no list, or a message JSON cannot encode, ends the stream with a
+    ParamError). Pings keep the connection checked (the library's keepalive).
+    A handshake refused with a client error (401, 403, 404...), or a socket the server
+    closes with code 1008 (policy violation) or 4400-4499 (4000 + an HTTP client error,
+    e.g. 4401, 4403), ends the stream with a StatusError; a message over `max_size`
+    bytes (1 MiB; None: no limit) with a BodyTooLargeError; other failures are retried.
     """
 
     def __init__(
@@ -58,6 +66,7 @@ class WebSocketStream(Stream):
         parse: Callable[[str | bytes], Message] = parse_json_message,
         on_open: Callable[[str | None], Iterable[object]] | None = None,
         open_timeout: float = 10.0,
+        max_size: int | None = DEFAULT_MAX_SIZE,
     ) -> None:
         super().__init__(url, on=on, name=name, backoff=backoff, headers=headers, covers=covers)
         check_url(url, ("ws", "wss"))
@@ -67,6 +76,7 @@ class WebSocketStream(Stream):
         self.parse = parse
         self.on_open = on_open
         self.open_timeout = seconds("open_timeout=", open_timeout)
+        self.max_size = frame_size(max_size)
 
     async def _messages(self) -> AsyncGenerator[Message | None, None]:
         socket = await self._connect()
@@ -74,20 +84,53 @@ class WebSocketStream(Stream):
         # it): keep a reference and wait for it, so a closed stream leaves no task behind.
         keepalive = socket.keepalive_task
         try:
+            hellos = self._hellos()  # before `_opened`: a stream whose `on_open` is broken never counts as connected
             await self._opened()
-            for hello in self.on_open(self.last_event_id) if self.on_open is not None else ():
-                await socket.send(hello if isinstance(hello, (str, bytes)) else json.dumps(hello))
-            async for frame in socket:
-                yield self._message(frame)
+            try:  # a server may refuse the client (close it) as soon as it accepted it: before or while it sends
+                for hello in hellos:
+                    await socket.send(hello)
+                async for frame in socket:
+                    yield self._message(frame)
+            except ConnectionClosedError as exc:
+                error = self._final(exc)
+                if error is None:
+                    raise
+                raise error from exc
         finally:
             await socket.close()
             if keepalive is not None:
                 await asyncio.wait({keepalive})
 
+    def _hellos(self) -> list[str | bytes]:
+        """The frames `on_open` gives for this connection, dicts and lists as JSON text.
+
+        ParamError (ending the stream) when it returns no iterable (a missing `return`) or something
+        JSON cannot encode: every connection would fail the same way, and be retried forever.
+        """
+        if self.on_open is None:
+            return []
+        given = self.on_open(self.last_event_id)
+        if not isinstance(given, Iterable) or isinstance(given, (str, bytes, Mapping)):
+            raise ParamError(
+                f"stream {self.name}: on_open must return the messages to send (a list), "
+                f"not {type(given).__name__} (missing `return`?)"
+            )
+        return [_frame_of(hello, self.name) for hello in given]
+
+    def _final(self, exc: ConnectionClosedError) -> RestLayerError | None:
+        """The error ending the stream after `exc` closed its socket (see `refused_close`, `frame_too_big`);
+        None when a new connection may do better."""
+        too_big = frame_too_big(self.url, None if exc.sent is None else exc.sent.code, self.max_size)
+        if too_big is not None:
+            return too_big
+        return None if exc.rcvd is None else refused_close(self.url, exc.rcvd.code, exc.rcvd.reason)
+
     async def _connect(self) -> ClientConnection:
         """The open socket; StatusError when the handshake is refused with a client error (see `refused`)."""
         try:
-            return await connect(self.url, additional_headers=self.headers, open_timeout=self.open_timeout)
+            return await connect(
+                self.url, additional_headers=self.headers, open_timeout=self.open_timeout, max_size=self.max_size
+            )
         except InvalidStatus as exc:
             error = refused(self.url, exc.response.status_code)
             if error is None:
@@ -106,6 +149,16 @@ class WebSocketStream(Stream):
             self.malformed(_event_type(frame), None, reason)
             return None
         return message
+
+
+def _frame_of(hello: object, name: str) -> str | bytes:
+    """One message `on_open` gave, as a frame: text and bytes as they are, anything else as JSON text."""
+    if isinstance(hello, (str, bytes)):
+        return hello
+    try:
+        return json.dumps(hello)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise ParamError(f"stream {name}: on_open gave a message JSON cannot encode: {exc}") from exc
 
 
 def _event_type(frame: str | bytes) -> str:
