@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from restlayer.core import Controller
-from restlayer.errors import SchemaError
+from restlayer.errors import ReadOnlyError, SchemaError
 from restlayer.rest import RestEndpoint
 from restlayer.schema import Entity, MemoCache, denormalize, normalize
 from tests._present import present, record
@@ -207,3 +207,23 @@ async def test_a_fetched_list_refuses_changes_and_every_later_read_is_unchanged(
         assert sorted(todos, key=lambda t: -t.id)[0].id == max(t.id for t in todos)  # sorted() copies
     finally:
         ctrl.close()
+
+
+class _Defaulted(Entity):
+    id: int = 0
+    tags: list[str] = []
+    extra: dict[str, list[int]] = {"k": [1]}
+
+
+def test_a_mutable_default_in_a_read_is_read_only_and_not_shared_with_later_reads(each_engine: str) -> None:
+    r = normalize([_Defaulted], [{"id": 1}])  # no tags or extra stored: the read fills in the defaults
+    memo = MemoCache()
+    read: Any = memo.denormalize([_Defaulted], r.result, r.entities)
+    with pytest.raises(ReadOnlyError):
+        read[0].tags.append("oops")
+    with pytest.raises(ReadOnlyError):
+        read[0].extra["k"].append(2)
+    again: Any = memo.denormalize([_Defaulted], r.result, r.entities)
+    assert again[0].tags == [] and again[0].extra == {"k": [1]}
+    assert _Defaulted.tags == [] and _Defaulted.extra == {"k": [1]}
+    assert present(denormalize(_Defaulted, "1", r.entities)).tags == []

@@ -20,7 +20,7 @@ from restlayer.errors import DefinitionError, ParamError, RestLayerError, Schema
 from restlayer.schema._annotated import annotated_schemas
 from restlayer.schema._base import INVALID, MAX_DEPTH, InvalidType, Node, compile_schema, normalize_members
 from restlayer.schema._frozen import CONTAINERS as _CONTAINERS
-from restlayer.schema._frozen import freeze_members
+from restlayer.schema._frozen import freeze, freeze_members
 
 if TYPE_CHECKING:
     from restlayer.schema._denormalize import Unvisit
@@ -288,8 +288,8 @@ class Entity:
         values = dict(cls._defaults)  # `field_values`, inlined: this runs once per entity read
         values.update(record)
         for name in cls._mutable_defaults:
-            if name not in record:
-                values[name] = copy.deepcopy(values[name])
+            if name not in record:  # a copy of its own, read-only: the instance is shared by every reader
+                values[name] = freeze(copy.deepcopy(values[name]))
         for field, node in cls.nested().items():
             child = record.get(field)
             if child is None or node is None:

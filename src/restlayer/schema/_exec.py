@@ -23,7 +23,7 @@ from restlayer._pmap import PMap
 from restlayer.errors import SchemaError
 from restlayer.schema._base import INVALID, MAX_DEPTH
 from restlayer.schema._denormalize import DepRun
-from restlayer.schema._frozen import FrozenDict, FrozenList, freeze_members
+from restlayer.schema._frozen import FrozenDict, FrozenList, freeze, freeze_members
 
 if TYPE_CHECKING:
     from restlayer.schema._denormalize import Dep, DepItem, InstanceCache, Slots, Unvisit
@@ -46,6 +46,7 @@ _INVALID: Final = INVALID
 _DEPTH: Final = MAX_DEPTH
 _new: Final = object.__new__
 _deepcopy: Final = copy.deepcopy
+_freeze: Final = freeze
 _FROZEN_DICT: Final = FrozenDict
 _FrozenList: Final = FrozenList
 _MISSING: Final = object()
@@ -560,8 +561,8 @@ class DEntity(DPlan):
             values = self.defaults.copy()
             values.update(record)
             for name in self.mutable:
-                if name not in record:
-                    values[name] = _deepcopy(values[name])
+                if name not in record:  # a copy of its own, read-only: the instance is shared by every reader
+                    values[name] = _freeze(_deepcopy(values[name]))
         for name, plan, truthy in self.fields:
             child = record.get(name)
             if child is not None:

@@ -37,7 +37,7 @@ from restlayer.schema._base import INVALID, MAX_DEPTH, Node
 from restlayer.schema._containers import Array, Object
 from restlayer.schema._denormalize import DepItem, DepRun, deps_valid
 from restlayer.schema._entity import Entity
-from restlayer.schema._frozen import CONTAINERS, FrozenDict, FrozenList, freeze_members
+from restlayer.schema._frozen import CONTAINERS, FrozenDict, FrozenList, freeze, freeze_members
 
 if TYPE_CHECKING:
     from restlayer.schema._denormalize import Unvisit
@@ -366,6 +366,7 @@ class _Gen:
             "FrozenList": FrozenList,
             "FrozenDict": FrozenDict,
             "freeze_members": freeze_members,
+            "freeze": freeze,
             "no_containers": CONTAINERS.isdisjoint,  # given map(type, values): no plain list/dict/tuple
         }
         # Normalize: how many inline entities with a nested schema enclose the code being
@@ -906,7 +907,8 @@ class _Gen:
         body = [f"    values = {{**{defaults}, **record}}"]
         for field in cls._mutable_defaults:
             fname = self.const(field)
-            body += [f"    if {fname} not in record:", f"        values[{fname}] = deepcopy(values[{fname}])"]
+            # a copy of its own, read-only: the instance is shared by every reader
+            body += [f"    if {fname} not in record:", f"        values[{fname}] = freeze(deepcopy(values[{fname}]))"]
         body.append(f"    obj = new({cls_ref})")
         deep = cached and bool(cls.schema)
         if deep:
