@@ -655,27 +655,38 @@ async def test_a_reset_while_a_read_through_reads_missing_entities_stores_none_o
 ) -> None:
     """A list grown by another process's push names an entity its stored snapshot lacks; a reset while
     that entity is read from Redis drops the read like a request in flight: its rows are not stored."""
-    writer = make()
-    await started(writer)
-    await writer.fetch(res.Todo.get_list, {"userId": 1})
-    created = await writer.fetch(res.Todo.get_list.push, {"userId": 1}, {"title": "pushed", "userId": 1})
-    await shared(writer).flush()
+    created = await _push_from_another_process(make(), res)
     store = _HeldRows(redis_server.url, namespace=namespace)
     reader = Controller(shared=store)
     try:
         await started(reader)
-        reading = asyncio.ensure_future(reader.fetch(res.Todo.get_list, {"userId": 1}))
-        await asyncio.wait_for(store.entered.wait(), 10)
-        reader.reset_entire_store()
-        store.release.set()
-        with pytest.raises(ResetError):
-            await asyncio.wait_for(reading, 10)
-        await shared(reader).flush()
+        await _reset_while_reading_missing_rows(reader, store, res)
         assert reader.get(Todo, {"id": created.id}) is None
         assert reader.get_state()["entities"] == {}
     finally:
         reader.close()
         await shared(reader).wait_closed()
+
+
+async def _push_from_another_process(writer: Controller, res: Any) -> Any:
+    """`writer` fetches user 1's list and pushes to it, shared at once; returns the created item."""
+    await started(writer)
+    await writer.fetch(res.Todo.get_list, {"userId": 1})
+    created = await writer.fetch(res.Todo.get_list.push, {"userId": 1}, {"title": "pushed", "userId": 1})
+    await shared(writer).flush()
+    return created
+
+
+async def _reset_while_reading_missing_rows(reader: Controller, store: _HeldRows, res: Any) -> None:
+    """Fetch user 1's list on `reader`, reset while `store` holds the read of its missing rows; the fetch
+    must end in ResetError."""
+    reading = asyncio.ensure_future(reader.fetch(res.Todo.get_list, {"userId": 1}))
+    await asyncio.wait_for(store.entered.wait(), 10)
+    reader.reset_entire_store()
+    store.release.set()
+    with pytest.raises(ResetError):
+        await asyncio.wait_for(reading, 10)
+    await shared(reader).flush()
 
 
 async def test_a_second_reset_at_the_same_clock_time_still_drops_a_read_through(
@@ -684,23 +695,14 @@ async def test_a_second_reset_at_the_same_clock_time_still_drops_a_read_through(
     """Resets are told apart by count, not by their time: on an injected clock that does not move,
     a reset during the read of missing entities came at the time of an earlier one."""
     writer = make()
-    await started(writer)
-    await writer.fetch(res.Todo.get_list, {"userId": 1})
-    created = await writer.fetch(res.Todo.get_list.push, {"userId": 1}, {"title": "pushed", "userId": 1})
-    await shared(writer).flush()
+    created = await _push_from_another_process(writer, res)
     store = _HeldRows(redis_server.url, namespace=namespace)
     frozen = writer.now()
     reader = Controller(shared=store, clock=lambda: frozen)
     try:
         await started(reader)
         reader.reset_entire_store()  # an earlier reset, at the very same time
-        reading = asyncio.ensure_future(reader.fetch(res.Todo.get_list, {"userId": 1}))
-        await asyncio.wait_for(store.entered.wait(), 10)
-        reader.reset_entire_store()
-        store.release.set()
-        with pytest.raises(ResetError):
-            await asyncio.wait_for(reading, 10)
-        await shared(reader).flush()
+        await _reset_while_reading_missing_rows(reader, store, res)
         assert reader.get(Todo, {"id": created.id}) is None
     finally:
         reader.close()

@@ -259,18 +259,20 @@ async def test_closing_the_controller_stops_the_wait_to_reconnect(scripted: Scri
     await events.aclose()
 
 
+async def _titles_into(seen: list[str], first: asyncio.Event, events: GQLEvents[Any]) -> None:
+    """Iterate `events`, appending each changed todo's title to `seen`; `first` is set on the first one."""
+    async for data in events:
+        seen.append(data["todoChanged"].title)
+        first.set()
+
+
 async def test_leaving_the_block_while_another_task_iterates_ends_that_iteration(scripted: Scripted) -> None:
     sub, received = scripted([nxt({"data": {"todoChanged": {"id": 8, "title": "first"}}})])
     seen: list[str] = []
     first = asyncio.Event()
 
-    async def consume(events: GQLEvents[Any]) -> None:
-        async for data in events:
-            seen.append(data["todoChanged"].title)
-            first.set()
-
     async with sub.events(Controller()) as events:
-        consuming = asyncio.ensure_future(consume(events))
+        consuming = asyncio.ensure_future(_titles_into(seen, first, events))
         await asyncio.wait_for(first.wait(), 10)
         await asyncio.sleep(0)  # the consumer waits for the next event again
     # the block's end stopped the subscription for the task iterating: its loop ended normally
@@ -282,16 +284,11 @@ async def test_leaving_the_block_while_another_task_iterates_ends_that_iteration
 
 async def test_a_second_task_iterating_the_same_events_gets_a_restlayer_error(scripted: Scripted) -> None:
     sub, _ = scripted([nxt({"data": {"todoChanged": {"id": 8, "title": "first"}}})])
-    first = asyncio.Event()
     seen: list[str] = []
-
-    async def consume(events: GQLEvents[Any]) -> None:
-        async for data in events:
-            seen.append(data["todoChanged"].title)
-            first.set()
+    first = asyncio.Event()
 
     async with sub.events(Controller()) as events:
-        consuming = asyncio.ensure_future(consume(events))
+        consuming = asyncio.ensure_future(_titles_into(seen, first, events))
         await asyncio.wait_for(first.wait(), 10)
         await asyncio.sleep(0)  # the consumer waits for the next event again
         with pytest.raises(RestLayerError, match="another task"):
