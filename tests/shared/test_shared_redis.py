@@ -216,6 +216,27 @@ async def test_a_dead_lock_holder_expires_and_the_waiter_fetches(
     assert todo.id == 2 and len(gets(api, "/todos/2")) == 1
 
 
+@pytest.mark.parametrize("foreign", ["a string without a lifetime", "a hash"])
+async def test_another_programs_value_on_a_lock_key_does_not_hold_the_key(
+    make: Make, res: Any, api: Any, raw: Any, foreign: str
+) -> None:
+    """A value no restlayer process set (every fleet lock has a lifetime) never expires: a reader waited
+    8 rounds of `lock_ms` (4 minutes by default) on it before fetching. It is replaced like a dead lock."""
+    ctrl = make(lock_ms=60_000)
+    await started(ctrl)
+    store = shared(ctrl).store
+    assert isinstance(store, RedisStore)
+    lock = store.lock_key(res.Todo.get.key({"id": 2}))
+    if foreign == "a hash":
+        await raw.hset(lock, mapping={"owner": "another program"})
+    else:
+        await raw.set(lock, "another program's value")
+    todo = await asyncio.wait_for(ctrl.suspense(res.Todo.get, id=2), 10)
+    assert todo.id == 2 and len(gets(api, "/todos/2")) == 1
+    await shared(ctrl).flush()
+    assert not await raw.exists(lock)  # taken over, then released with the response
+
+
 async def test_a_failed_holder_releases_the_key_for_the_waiters(make: Make, res: Any, api: Any) -> None:
     a, b = make(), make()
     await started(a, b)

@@ -79,6 +79,21 @@ end
 return 0
 """
 
+# `SET NX PX`, except that a value no restlayer process set is replaced (returns 2 then): every fleet
+# lock is a string with a lifetime, so another type, or a string without one, would never go away and
+# every reader of the key would wait out all its rounds of `lock_ms` before fetching without the lock.
+_LOCK = """
+local t = redis.call('TYPE', KEYS[1]).ok
+local foreign = 0
+if t ~= 'none' then
+  if t == 'string' and redis.call('PTTL', KEYS[1]) >= 0 then return 0 end
+  redis.call('DEL', KEYS[1])
+  foreign = 1
+end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 1 + foreign
+"""
+
 _FAILURES = (RedisError, OSError, asyncio.TimeoutError)
 
 
@@ -143,6 +158,7 @@ class RedisStore:
         self._pubsub: PubSub | None = None
         self._script: AsyncScript | None = None
         self._extend: AsyncScript | None = None
+        self._lock: AsyncScript | None = None
         self._on_patch: Callable[[Patch], None] | None = None
 
     def __repr__(self) -> str:
@@ -185,6 +201,7 @@ class RedisStore:
             await client.ping()
             self._script = client.register_script(_WRITE)
             self._extend = client.register_script(_EXTEND)
+            self._lock = client.register_script(_LOCK)
             self._pubsub = self._listener.pubsub(ignore_subscribe_messages=True)
             await self._pubsub.subscribe(self.channel)
 
@@ -357,10 +374,16 @@ class RedisStore:
         return [key for key in map(_key_text, names) if key is not None]
 
     async def lock(self, key: str, ttl_ms: int) -> str | None:
-        """`SET NX PX`: a token when this process now holds the key's fetch, else None."""
+        """A token when this process now holds the key's fetch, else None (another process holds it).
+
+        Like `SET NX PX`, but another program's value on the lock key (one without a lifetime, or not
+        a string) is replaced and logged: it would otherwise hold the key for every process, forever.
+        """
         token = secrets.token_hex(8)
-        async with self._calls() as client:
-            taken = await client.set(self.lock_key(key), token, nx=True, px=int(ttl_ms))
+        async with self._calls():
+            taken = await self._opened(self._lock)(keys=[self.lock_key(key)], args=[token, int(ttl_ms)])
+        if taken == 2:
+            log.warning("replaced a foreign value on the fetch lock of %s", key)
         return token if taken else None
 
     async def extend(self, key: str, token: str, ttl_ms: int) -> bool:
