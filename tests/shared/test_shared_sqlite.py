@@ -16,6 +16,7 @@ import pytest
 
 from restlayer.core import Controller, SharedManager, Write
 from restlayer.errors import ParamError
+from restlayer.rest import RestEndpoint
 from restlayer.stores import SQLiteStore
 from tests.core._models import Todo, gets
 
@@ -435,3 +436,42 @@ async def test_a_row_nested_deeper_than_json_parses_is_ignored_and_logged(
         todo = await run(path, lambda ctrl: ctrl.suspense(res.Todo.get, id=1))
     assert todo == Todo(id=1, userId=1, title="delectus aut autem", completed=False)
     assert len(gets(api, "/todos/1")) == 1 and caplog.text.count("malformed") >= 2
+
+
+class _FailingStore(SQLiteStore):
+    """A store of one's own with a bug: its `write` raises ValueError whatever the values."""
+
+    async def write(self, write: Write) -> None:
+        raise ValueError("a bug of the store itself")
+
+
+def _deep_list(depth: int) -> list[Any]:
+    value: list[Any] = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+async def test_a_stores_own_failure_is_not_reported_as_a_value_that_is_not_json(
+    tmp_path: Path, res: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Any TypeError/ValueError of `store.write` was logged as "not shared (not JSON)": a backend's bug looked
+    like the caller's data. And a value nested deeper than JSON encodes (RecursionError) was, the other way
+    round, a write that "failed unexpectedly". Each is now reported for what it is."""
+    ctrl = Controller(shared=_FailingStore(tmp_path / "cache.sqlite3"))
+    manager = next(m for m in ctrl.managers if isinstance(m, SharedManager))
+    with caplog.at_level(logging.WARNING, logger="restlayer.shared"):
+        try:
+            assert await asyncio.wait_for(manager.wait_started(), 10)
+            assert (await ctrl.fetch(res.Todo.get, id=1)).id == 1
+            await asyncio.wait_for(manager.flush(), 10)
+        finally:
+            ctrl.close()
+            await manager.wait_closed()
+    assert "not JSON" not in caplog.text and "a bug of the store itself" in caplog.text
+    caplog.clear()
+
+    deep = RestEndpoint(path="/todos/:id", url_prefix=res.Todo.get.url_prefix, process=lambda *_: _deep_list(5000))
+    with caplog.at_level(logging.WARNING, logger="restlayer.shared"):
+        await run(tmp_path / "deep.sqlite3", lambda ctrl: ctrl.fetch(deep, id=1))
+    assert "not shared (not JSON)" in caplog.text and "unexpectedly" not in caplog.text

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import math
 import weakref
@@ -466,13 +467,23 @@ class SharedManager(Manager):
         except SharedStoreError as exc:
             _raise_if_cancelling(exc)
             self._went_offline(exc)
-        except (TypeError, ValueError) as exc:  # a value JSON cannot hold: kept local only
-            log.warning("not shared (not JSON): %s", exc)
-            if isinstance(item, Write) and item.unlock:
-                with contextlib.suppress(SharedStoreError):
-                    await self.store.write(
-                        Write(Patch(released=tuple(k for k, _ in item.unlock)), unlock=item.unlock, now=item.now)
-                    )
+        except (TypeError, ValueError, RecursionError) as exc:
+            if _encodes(write):  # the values are JSON: the store itself failed
+                log.exception("the shared store %r failed to write; skipped", self.store)
+            else:  # a value JSON cannot hold: kept local only
+                log.warning("not shared (not JSON): %s", exc)
+            await self._release_unwritten(write)
+
+    async def _release_unwritten(self, write: Write) -> None:
+        """Release the locks a write that was not stored would have released (others need not wait them out)."""
+        if not write.unlock:
+            return
+        release = Write(Patch(released=tuple(k for k, _ in write.unlock)), unlock=write.unlock, now=write.now)
+        try:
+            await self.store.write(release)
+        except Exception as exc:  # the failure was just logged; a release failing too changes nothing more
+            _raise_if_cancelling(exc)
+            log.debug("releasing the locks of an unwritten write failed", exc_info=True)
 
     async def _built(self, build: Callable[[], Awaitable[Write]]) -> Write | None:
         """The write `build` makes, or None when it fails.
@@ -675,6 +686,19 @@ def _fail(actions: Sequence[act.Fetch], error: type[ResetError | ClosedError]) -
     for action in actions:
         if action.future is not None and not action.future.done():
             action.future.set_exception(error())
+
+
+def _encodes(write: Write) -> bool:
+    """Whether every value `write` carries is JSON, what a store keeps (as the stores encode: NaN allowed).
+
+    Tells a value that cannot be shared (the caller's data) from a store failing on a
+    write that holds nothing but JSON (a bug of the store, to be reported as such).
+    """
+    try:
+        json.dumps([write.patch.to_json(), [response for response, _ in write.responses.values()]])
+    except (TypeError, ValueError, RecursionError):
+        return False
+    return True
 
 
 def _raise_if_cancelling(error: BaseException | None = None) -> None:
