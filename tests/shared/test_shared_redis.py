@@ -784,3 +784,29 @@ async def test_a_foreign_announcement_nested_too_deep_is_ignored_without_going_o
         await until(reader, lambda: title(reader.get(Todo, {"id": 5})) == "after the noise")
     assert shared(reader).online and "unreachable" not in caplog.text
     assert "malformed announcement" in caplog.text
+
+
+async def test_an_announced_row_of_the_wrong_kind_is_ignored_and_reads_keep_their_data(
+    make: Make, res: Any, raw: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A row whose record is a list under an entity's key (or an object under a list's key), announced by
+    another program or version, reached the local store: reading the entity raised TypeError in watchers
+    and then served an empty `Todo()` to every reader. Such a row is malformed: logged, never stored."""
+    writer, reader = make(), make()
+    await started(writer, reader)
+    store = shared(reader).store
+    assert isinstance(store, RedisStore)
+    await reader.fetch(res.Todo.get, id=1)
+    await reader.fetch(res.Todo.get_list)
+    meta = {"fetched_at": 9e12, "date": 9e12, "expires_at": 9.9e12}
+    list_key = next(key for key in reader.get_state()["entities"] if key.startswith("["))
+    (list_pk,) = reader.get_state()["entities"][list_key]
+    with caplog.at_level(logging.WARNING, logger="restlayer.shared"):
+        rows = [["Todo", "1", ["1", "2"], meta], [list_key, list_pk, {"not": "a list"}, meta]]
+        await raw.publish(store.channel, json.dumps({"e": rows}))
+        writer.set(Todo, {"id": 5}, {"id": 5, "title": "after the foreign rows"})
+        await until(reader, lambda: title(reader.get(Todo, {"id": 5})) == "after the foreign rows")
+        for _ in range(2):  # a failed read must not leave a half-built entity behind for the next one
+            assert title(reader.cache(res.Todo.get, id=1)) == "delectus aut autem"
+            assert [t.id for t in reader.cache(res.Todo.get_list) or ()][:2] == [1, 2]
+    assert "malformed" in caplog.text and "failed" not in caplog.text

@@ -104,9 +104,21 @@ def entity_row(row: object) -> EntityRow:
     if not isinstance(row, (list, tuple)) or len(row) != 4:
         raise ValueError("an entity row is [key, pk, record, meta]")
     key, pk, record, meta = row
-    if record is not None and not isinstance(record, (Mapping, list)):
-        raise ValueError("an entity record must be an object, a list (a collection) or null")
-    return _text(key, "entity key"), _text(pk, "pk"), record, meta_of(meta)
+    key = _text(key, "entity key")
+    if record is not None and not isinstance(record, list if _holds_lists(key) else Mapping):
+        kind = "a list" if _holds_lists(key) else "an object"
+        raise ValueError(f"a record of {key!r} must be {kind} or null, got {type(record).__name__}")
+    return key, _text(pk, "pk"), record, meta_of(meta)
+
+
+def _holds_lists(key: str) -> bool:
+    """Whether records under entity key `key` are lists: those of a list `Collection` (`[Todo]`).
+
+    Every other key holds objects (an entity's fields, a `Values` collection's `{Todo}` map).
+    Read with the wrong kind, a row from another program or version would break every read
+    of it, so such a row is refused where it enters (an announcement, a backend's stored row).
+    """
+    return key.startswith("[") and key.endswith("]")
 
 
 def endpoint_row(row: object) -> EndpointRow:
