@@ -33,6 +33,8 @@ def row(title: str, fetched_at: float, pk: str = "1") -> Any:
         {"e": [["Todo", "1", "a string", meta(1)]]},
         {"e": [["Todo", "1", {"id": 1}, {"fetched_at": "soon", "date": 1, "expires_at": 2}]]},
         {"e": [["Todo", "1", {"id": 1}, {"fetched_at": True, "date": 1, "expires_at": 2}]]},
+        {"e": [["Todo", "1", {"id": 1}, {"fetched_at": float("inf"), "date": 1, "expires_at": 2}]]},
+        {"r": [["key", "1", {"fetched_at": 1, "date": float("-inf"), "expires_at": 2}]]},
         {"r": [["key", "1"]]},
         {"i": [["Todo", "slug", "a", 3]]},
         {"x": [1]},

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import secrets
 import subprocess
 import sys
@@ -810,3 +811,25 @@ async def test_an_announced_row_of_the_wrong_kind_is_ignored_and_reads_keep_thei
             assert title(reader.cache(res.Todo.get, id=1)) == "delectus aut autem"
             assert [t.id for t in reader.cache(res.Todo.get_list) or ()][:2] == [1, 2]
     assert "malformed" in caplog.text and "failed" not in caplog.text
+
+
+async def test_an_announced_row_started_at_an_infinite_time_is_ignored(
+    make: Make, res: Any, raw: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A row with `fetched_at` Infinity (JSON that Python reads; no clock gives it) won every later merge:
+    the entity was pinned in the process, its own PATCH's reply lost to it, and its next write carried
+    the pinned row into Redis for the whole fleet. Such a time is malformed: the row is ignored."""
+    writer, reader = make(), make()
+    await started(writer, reader)
+    store = shared(reader).store
+    assert isinstance(store, RedisStore)
+    await reader.fetch(res.Todo.get, id=1)
+    forever = {"fetched_at": math.inf, "date": math.inf, "expires_at": math.inf}
+    with caplog.at_level(logging.WARNING, logger="restlayer.shared"):
+        await raw.publish(store.channel, json.dumps({"e": [["Todo", "1", {"id": 1, "title": "pinned"}, forever]]}))
+        writer.set(Todo, {"id": 5}, {"id": 5, "title": "after the foreign row"})
+        await until(reader, lambda: title(reader.get(Todo, {"id": 5})) == "after the foreign row")
+    assert title(reader.cache(res.Todo.get, id=1)) == "delectus aut autem"
+    assert "malformed" in caplog.text
+    edited = await reader.fetch(res.Todo.partial_update, {"id": 1}, {"title": "edited"})
+    assert edited.title == "edited" and title(reader.get(Todo, {"id": 1})) == "edited"

@@ -31,6 +31,7 @@ IndexRow = tuple[str, str, str, "str | None"]
 """(entity key, field, value, pk or None when the value no longer maps to a pk)."""
 
 _META_FIELDS = ("fetched_at", "date", "expires_at")
+_CLOCK_FIELDS = ("fetched_at", "date")  # when a request started and its reply's time; `expires_at` may be infinite
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,11 @@ def _text(value: object, what: str) -> str:
 
 
 def meta_of(value: object) -> Meta:
-    """A validated meta dict: numeric `fetched_at`, `date`, `expires_at` (ValueError otherwise)."""
+    """A validated meta dict: numeric `fetched_at`, `date`, `expires_at` (ValueError otherwise).
+
+    `fetched_at` and `date` are clock readings, so finite: a row dated Infinity (JSON that
+    Python reads) would win every later merge, pinning its entity in every process for good.
+    """
     if not isinstance(value, Mapping):
         raise ValueError("meta must be an object")
     meta: Meta = {}
@@ -95,6 +100,8 @@ def meta_of(value: object) -> Meta:
         number = value.get(name)
         if isinstance(number, bool) or not isinstance(number, (int, float)) or math.isnan(number):
             raise ValueError(f"meta {name!r} must be a number")
+        if name in _CLOCK_FIELDS and math.isinf(number):
+            raise ValueError(f"meta {name!r} must be a finite time, not {number}")
         meta[name] = number
     return meta
 
