@@ -212,6 +212,21 @@ async def test_a_message_over_max_size_ends_the_stream_and_a_larger_max_size_tak
     assert titles(ctrl) == {1: "small", 2: big}
 
 
+async def test_a_server_requiring_a_subprotocol_accepts_a_stream_offering_it(
+    script_server: LocalServer, script: ScriptFactory
+) -> None:
+    """Such a server refuses a handshake naming none of its subprotocols: `subprotocols=` offers them."""
+    query, played = script([(1, "todos.updated", json.dumps({"id": 1, "title": "t1"}))], subprotocol="feed.v2")
+    url = ws_url(script_server, f"/_stream/ws{query}")
+    with pytest.raises(StatusError, match="403"):
+        await asyncio.wait_for(WebSocketStream(url, on={}, on_open=subscribe).run(Controller()), timeout=10)
+    stream = WebSocketStream(url, on={"todos.updated": Todo}, on_open=subscribe, subprotocols=["feed.v1", "feed.v2"])
+    ctrl = Controller()
+    async with StreamManager(ctrl, [stream]):
+        await stream.until(lambda s: s.applied == 1)
+    assert titles(ctrl) == {1: "t1"} and played.resumed_from == [""]
+
+
 @pytest.mark.parametrize(
     ("on_open", "match"),
     [
@@ -290,6 +305,9 @@ def test_a_url_no_websocket_can_open_is_a_param_error(url: str) -> None:
         ({"open_timeout": 0}, "open_timeout= must be a number of seconds > 0"),
         ({"max_size": 0}, "max_size="),
         ({"max_size": 1.5}, "max_size="),
+        ({"subprotocols": "feed.v1"}, "subprotocols= must be a list of names"),
+        ({"subprotocols": ["feed v1"]}, "subprotocols= names must be HTTP tokens"),
+        ({"subprotocols": [""]}, "subprotocols= names must be HTTP tokens"),
         ({"headers": {"Authorization": None}}, "headers="),
         ({"headers": {"X-A": "a\r\nX-B: b"}}, "headers=: header 'X-A' value contains a line break"),
         ({"headers": {"Authorization": "Bearer é"}}, "headers=: header 'Authorization' value is not ASCII"),

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
+import re
+from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
 
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosedError, InvalidStatus
+from websockets.typing import Subprotocol
 
 from restlayer.errors import ParamError, RestLayerError
 from restlayer.streams._stream import (
@@ -52,6 +54,8 @@ class WebSocketStream(Stream):
     closes with code 1008 (policy violation) or 4400-4499 (4000 + an HTTP client error,
     e.g. 4401, 4403), ends the stream with a StatusError; a message over `max_size`
     bytes (1 MiB; None: no limit) with a BodyTooLargeError; other failures are retried.
+    `subprotocols` are offered in the handshake (`Sec-WebSocket-Protocol`), for servers
+    that refuse a client naming none of theirs.
     """
 
     def __init__(
@@ -67,6 +71,7 @@ class WebSocketStream(Stream):
         on_open: Callable[[str | None], Iterable[object]] | None = None,
         open_timeout: float = 10.0,
         max_size: int | None = DEFAULT_MAX_SIZE,
+        subprotocols: Sequence[str] | None = None,
     ) -> None:
         super().__init__(url, on=on, name=name, backoff=backoff, headers=headers, covers=covers)
         check_url(url, ("ws", "wss"))
@@ -77,6 +82,7 @@ class WebSocketStream(Stream):
         self.on_open = on_open
         self.open_timeout = seconds("open_timeout=", open_timeout)
         self.max_size = frame_size(max_size)
+        self.subprotocols = _checked_subprotocols(subprotocols)
 
     async def _messages(self) -> AsyncGenerator[Message | None, None]:
         socket = await self._connect()
@@ -129,7 +135,11 @@ class WebSocketStream(Stream):
         """The open socket; StatusError when the handshake is refused with a client error (see `refused`)."""
         try:
             return await connect(
-                self.url, additional_headers=self.headers, open_timeout=self.open_timeout, max_size=self.max_size
+                self.url,
+                additional_headers=self.headers,
+                open_timeout=self.open_timeout,
+                max_size=self.max_size,
+                subprotocols=[Subprotocol(name) for name in self.subprotocols] or None,
             )
         except InvalidStatus as exc:
             error = refused(self.url, exc.response.status_code)
@@ -149,6 +159,25 @@ class WebSocketStream(Stream):
             self.malformed(_event_type(frame), None, reason)
             return None
         return message
+
+
+#: An HTTP token (RFC 9110), what a `Sec-WebSocket-Protocol` name must be.
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+
+
+def _checked_subprotocols(subprotocols: Sequence[str] | None) -> list[str]:
+    """`subprotocols=` as a list of names; ParamError unless a sequence (not one str) of tokens.
+
+    A name a handshake cannot carry (empty, spaces, commas...) would fail every connect, retried forever.
+    """
+    if subprotocols is None:
+        return []
+    if isinstance(subprotocols, (str, bytes)) or not isinstance(subprotocols, Sequence):
+        raise ParamError(f"subprotocols= must be a list of names (str), not {subprotocols!r}")
+    for name in subprotocols:
+        if not isinstance(name, str) or not _TOKEN.fullmatch(name):
+            raise ParamError(f"subprotocols= names must be HTTP tokens (no space, comma...), not {name!r}")
+    return list(subprotocols)
 
 
 def _frame_of(hello: object, name: str) -> str | bytes:
