@@ -246,6 +246,28 @@ async def test_an_on_open_giving_no_messages_to_send_ends_the_stream_with_a_para
     assert (stream.connects, delays.delays) == (0, []) and stream.closed
 
 
+async def test_an_on_open_that_raises_ends_the_stream_with_its_error_as_the_cause(
+    api: LocalServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """It would raise again at every reconnect: the stream ends (the manager logs it) instead of retrying forever."""
+
+    def broken(last_event_id: str | None) -> list[object]:
+        raise KeyError("token")
+
+    delays = Delays()
+    stream = WebSocketStream(ws_url(api, "/ws"), on={}, on_open=broken, backoff=Backoff(sleep=delays))
+    with pytest.raises(RestLayerError, match="on_open raised KeyError: 'token'; not reconnecting") as info:
+        await asyncio.wait_for(stream.run(Controller()), timeout=10)
+    assert isinstance(info.value.__cause__, KeyError)
+    assert (stream.connects, delays.delays) == (0, []) and stream.closed
+    managed = WebSocketStream(ws_url(api, "/ws"), on={}, on_open=broken, backoff=Backoff(sleep=delays))
+    with caplog.at_level(logging.ERROR, logger="restlayer"):
+        async with StreamManager(Controller(), [managed]):
+            await managed.until(lambda s: s.closed)
+    assert delays.delays == []
+    assert any("on_open raised KeyError" in str(r.exc_info and r.exc_info[1]) for r in caplog.records)
+
+
 async def test_a_handshake_failing_with_a_server_error_is_retried(script_server: LocalServer) -> None:
     delays = Delays()
     stream = WebSocketStream(  # an unknown script key: the handler fails before accepting (500)

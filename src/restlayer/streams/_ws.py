@@ -49,7 +49,8 @@ class WebSocketStream(Stream):
     `on_open(last_event_id)` returns the messages to send once connected (to
     subscribe, or to resume after the last event seen); dicts and lists are sent
     as JSON text (no list, or a message JSON cannot encode, ends the stream with a
-    ParamError). Pings keep the connection checked (the library's keepalive).
+    ParamError; an `on_open` that raises ends it with a RestLayerError, its error the
+    cause). Pings keep the connection checked (the library's keepalive).
     A handshake refused with a client error (401, 403, 404...), or a socket the server
     closes with code 1008 (policy violation) or 4400-4499 (4000 + an HTTP client error,
     e.g. 4401, 4403), ends the stream with a StatusError; a message over `max_size`
@@ -111,11 +112,17 @@ class WebSocketStream(Stream):
         """The frames `on_open` gives for this connection, dicts and lists as JSON text.
 
         ParamError (ending the stream) when it returns no iterable (a missing `return`) or something
-        JSON cannot encode: every connection would fail the same way, and be retried forever.
+        JSON cannot encode, RestLayerError (its error as the cause) when it raises: every connection
+        would fail the same way, and be retried forever.
         """
         if self.on_open is None:
             return []
-        given = self.on_open(self.last_event_id)
+        try:
+            given = self.on_open(self.last_event_id)
+        except Exception as exc:
+            raise RestLayerError(
+                f"stream {self.name}: on_open raised {type(exc).__name__}: {exc}; not reconnecting"
+            ) from exc
         if not isinstance(given, Iterable) or isinstance(given, (str, bytes, Mapping)):
             raise ParamError(
                 f"stream {self.name}: on_open must return the messages to send (a list), "
