@@ -194,6 +194,7 @@ class StreamManager(Manager):
         task.add_done_callback(_report)
         task.add_done_callback(lambda ended: _ran(stream, ended))
         self._tasks[stream] = _RUNS[stream] = task
+        stream._launched()
 
     async def remove(self, stream: Stream) -> None:
         """Stop and forget one stream (it no longer tells this manager its status)."""
@@ -267,9 +268,14 @@ def _check_free(stream: Stream) -> None:
 
 
 def _ran(stream: Stream, task: asyncio.Task[None]) -> None:
-    """`task` has ended: `stream` runs nowhere (the ended task keeps nothing alive)."""
+    """`task` has ended: `stream` runs nowhere (the ended task keeps nothing alive).
+
+    Also when cancelled before `run` began (a manager closed at once): the stream is over all the same.
+    """
     if _RUNS.get(stream) is task:
         del _RUNS[stream]
+        if not stream._running:
+            stream._over()
 
 
 async def _cleanup_on_close(manager: StreamManager, controller: Controller) -> None:
