@@ -419,6 +419,27 @@ async def test_connection_params_a_function_gives_wrong_are_a_param_error_before
     assert received == []
 
 
+@pytest.mark.parametrize("asynchronous", [False, True])
+async def test_connection_params_a_function_that_raises_ends_the_subscription_with_a_restlayer_error(
+    scripted: Scripted, asynchronous: bool
+) -> None:
+    """A token the function cannot get: its error is the cause of a RestLayerError, not raised as it is."""
+
+    def token() -> dict[str, object]:
+        raise KeyError("token")
+
+    async def token_later() -> dict[str, object]:
+        return token()
+
+    sub, received = scripted([], connection_params=token_later if asynchronous else token)
+    with pytest.raises(RestLayerError, match="connection_params raised KeyError: 'token'") as info:
+        async with sub.events(Controller()) as events:
+            async for _ in events:
+                pass
+    assert isinstance(info.value.__cause__, KeyError)
+    assert received == [] and events.connects == 1
+
+
 async def test_an_event_over_max_size_ends_the_subscription_and_a_larger_max_size_takes_it(scripted: Scripted) -> None:
     """A new connection would be sent that event again: BodyTooLargeError at once, not reconnects that give up."""
     big = "x" * (1 << 20)

@@ -136,12 +136,11 @@ class GQLSubscription(Generic[T_co]):
     async def init_payload(self) -> dict[str, object]:
         """The `connection_init` payload of a new connection: `connection_params`, called when a function.
 
-        ParamError when it is no mapping JSON can encode (the server could not read it).
+        ParamError when it is no mapping JSON can encode (the server could not read it); RestLayerError,
+        with its error as the cause, when the function raises (a token it cannot get ends the subscription).
         """
         given = self.connection_params
-        params: object = given() if callable(given) else given
-        if inspect.isawaitable(params):
-            params = await params
+        params: object = await _called(given) if callable(given) else given
         return {} if params is None else _checked_params(params)
 
     def __repr__(self) -> str:
@@ -166,6 +165,20 @@ class GQLSubscription(Generic[T_co]):
         args = self.endpoint.bind(*(() if variables is None else (variables,)), **kwargs)
         self.endpoint.key(*args)  # variables json cannot encode: a ParamError now, not on the open socket
         return GQLEvents(self, controller, args)
+
+
+async def _called(params: Callable[[], object]) -> object:
+    """What the `connection_params` function gives (awaited when a coroutine); RestLayerError when it raises.
+
+    Its own error would otherwise leave the subscription as is, not a RestLayerError like its other failures.
+    """
+    try:
+        given = params()
+        return await given if inspect.isawaitable(given) else given
+    except Exception as exc:
+        raise RestLayerError(
+            f"subscription connection_params raised {type(exc).__name__}: {exc}; the subscription ended"
+        ) from exc
 
 
 def _checked_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
