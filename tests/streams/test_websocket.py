@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import httpx
@@ -246,13 +246,20 @@ async def test_an_on_open_giving_no_messages_to_send_ends_the_stream_with_a_para
     assert (stream.connects, delays.delays) == (0, []) and stream.closed
 
 
+def on_open_raising(last_event_id: str | None) -> list[object]:
+    raise KeyError("token")
+
+
+def on_open_giving_messages_that_raise(last_event_id: str | None) -> Iterator[object]:
+    yield {"type": "subscribe"}
+    raise KeyError("token")
+
+
+@pytest.mark.parametrize("broken", [on_open_raising, on_open_giving_messages_that_raise])
 async def test_an_on_open_that_raises_ends_the_stream_with_its_error_as_the_cause(
-    api: LocalServer, caplog: pytest.LogCaptureFixture
+    api: LocalServer, caplog: pytest.LogCaptureFixture, broken: Callable[[str | None], Iterable[object]]
 ) -> None:
     """It would raise again at every reconnect: the stream ends (the manager logs it) instead of retrying forever."""
-
-    def broken(last_event_id: str | None) -> list[object]:
-        raise KeyError("token")
 
     delays = Delays()
     stream = WebSocketStream(ws_url(api, "/ws"), on={}, on_open=broken, backoff=Backoff(sleep=delays))

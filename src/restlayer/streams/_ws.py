@@ -112,23 +112,29 @@ class WebSocketStream(Stream):
         """The frames `on_open` gives for this connection, dicts and lists as JSON text.
 
         ParamError (ending the stream) when it returns no iterable (a missing `return`) or something
-        JSON cannot encode, RestLayerError (its error as the cause) when it raises: every connection
-        would fail the same way, and be retried forever.
+        JSON cannot encode, RestLayerError (its error as the cause) when it raises, or the iterable
+        it returns (a generator) does: every connection would fail the same way, and be retried forever.
         """
         if self.on_open is None:
             return []
         try:
             given = self.on_open(self.last_event_id)
         except Exception as exc:
-            raise RestLayerError(
-                f"stream {self.name}: on_open raised {type(exc).__name__}: {exc}; not reconnecting"
-            ) from exc
+            raise self._on_open_failed(exc) from exc
         if not isinstance(given, Iterable) or isinstance(given, (str, bytes, Mapping)):
             raise ParamError(
                 f"stream {self.name}: on_open must return the messages to send (a list), "
                 f"not {type(given).__name__} (missing `return`?)"
             )
-        return [_frame_of(hello, self.name) for hello in given]
+        try:
+            hellos = list(given)
+        except Exception as exc:
+            raise self._on_open_failed(exc) from exc
+        return [_frame_of(hello, self.name) for hello in hellos]
+
+    def _on_open_failed(self, exc: Exception) -> RestLayerError:
+        """The error ending the stream whose `on_open` (or the messages it gave) raised `exc`."""
+        return RestLayerError(f"stream {self.name}: on_open raised {type(exc).__name__}: {exc}; not reconnecting")
 
     def _final(self, exc: ConnectionClosedError) -> RestLayerError | None:
         """The error ending the stream after `exc` closed its socket (see `refused_close`, `frame_too_big`);
