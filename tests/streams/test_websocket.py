@@ -324,11 +324,21 @@ def test_a_url_no_websocket_can_open_is_a_param_error(url: str) -> None:
         WebSocketStream(url, on={})
 
 
+async def parse_later(frame: str | bytes) -> Message:
+    return parse_json_message(frame)
+
+
+async def subscribe_later(last_event_id: str | None) -> list[dict[str, Any]]:
+    return subscribe(last_event_id)
+
+
 @pytest.mark.parametrize(
     ("options", "match"),
     [
         ({"parse": None}, "parse="),
         ({"on_open": [{"type": "subscribe"}]}, "on_open="),
+        ({"parse": parse_later}, "parse= must be a plain function, not an async one"),
+        ({"on_open": subscribe_later}, "on_open= must be a plain function, not an async one"),
         ({"open_timeout": "10"}, "open_timeout="),
         ({"open_timeout": -1}, "open_timeout="),
         ({"open_timeout": 0}, "open_timeout= must be a number of seconds > 0"),

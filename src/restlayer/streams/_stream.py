@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import json
 import logging
 import random
@@ -218,9 +219,15 @@ def seconds(name: str, value: object) -> float | None:
 
 
 def checked_callable(name: str, value: object) -> None:
-    """ParamError unless `value` can be called (it is called for each connection or frame)."""
+    """ParamError unless `value` is a plain function (it is called for each connection or frame).
+
+    An `async def` is refused too: its result is used as soon as it is called, so each frame
+    would get a coroutine, never run, instead (every message ignored, or every connect failing).
+    """
     if not callable(value):
         raise ParamError(f"{name} must be a function, not {value!r}")
+    if inspect.iscoroutinefunction(value):
+        raise ParamError(f"{name} must be a plain function, not an async one: {value!r}")
 
 
 def checked_controller(what: str, value: object) -> Controller:
