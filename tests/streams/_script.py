@@ -47,6 +47,8 @@ class Script:
     refused: threading.Event = field(default_factory=threading.Event)
     #: Accept only WebSocket handshakes offering this subprotocol (and pick it); refuse others (403).
     subprotocol: str | None = None
+    #: Accept every WebSocket handshake choosing this subprotocol, offered or not.
+    forced_subprotocol: str | None = None
 
 
 SCRIPTS: dict[str, Script] = {}
@@ -93,7 +95,7 @@ async def ws(websocket: WebSocket) -> None:
     if script.subprotocol is not None and script.subprotocol not in websocket.scope["subprotocols"]:
         await websocket.close()  # before accepting: the handshake is answered 403
         return
-    await websocket.accept(subprotocol=script.subprotocol)
+    await websocket.accept(subprotocol=script.forced_subprotocol or script.subprotocol)
     if script.refuse_code is not None:
         await websocket.close(code=script.refuse_code)
         script.refused.set()

@@ -246,6 +246,21 @@ async def test_an_on_open_giving_no_messages_to_send_ends_the_stream_with_a_para
     assert (stream.connects, delays.delays) == (0, []) and stream.closed
 
 
+@pytest.mark.parametrize("offered", [None, ["feed.v1"]])
+async def test_a_server_choosing_a_subprotocol_not_offered_ends_the_stream(
+    script_server: LocalServer, script: ScriptFactory, offered: list[str] | None
+) -> None:
+    """The server answers every handshake the same: a RestLayerError naming the fix, not reconnects forever."""
+    query, _ = script([], forced_subprotocol="feed.v2")
+    delays = Delays()
+    stream = WebSocketStream(
+        ws_url(script_server, f"/_stream/ws{query}"), on={}, subprotocols=offered, backoff=Backoff(sleep=delays)
+    )
+    with pytest.raises(RestLayerError, match=r"cannot be agreed to .* offer the one it speaks with subprotocols="):
+        await asyncio.wait_for(stream.run(Controller()), timeout=10)
+    assert (stream.connects, delays.delays) == (0, []) and stream.closed
+
+
 def on_open_raising(last_event_id: str | None) -> list[object]:
     raise KeyError("token")
 

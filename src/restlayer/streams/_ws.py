@@ -8,7 +8,7 @@ import re
 from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
 
 from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import ConnectionClosedError, InvalidStatus
+from websockets.exceptions import ConnectionClosedError, InvalidStatus, NegotiationError
 from websockets.typing import Subprotocol
 
 from restlayer.errors import ParamError, RestLayerError
@@ -56,7 +56,8 @@ class WebSocketStream(Stream):
     e.g. 4401, 4403), ends the stream with a StatusError; a message over `max_size`
     bytes (1 MiB; None: no limit) with a BodyTooLargeError; other failures are retried.
     `subprotocols` are offered in the handshake (`Sec-WebSocket-Protocol`), for servers
-    that refuse a client naming none of theirs.
+    that refuse a client naming none of theirs; a server choosing one not offered ends
+    the stream with a RestLayerError.
     """
 
     def __init__(
@@ -145,7 +146,9 @@ class WebSocketStream(Stream):
         return None if exc.rcvd is None else refused_close(self.url, exc.rcvd.code, exc.rcvd.reason)
 
     async def _connect(self) -> ClientConnection:
-        """The open socket; StatusError when the handshake is refused with a client error (see `refused`)."""
+        """The open socket; StatusError when the handshake is refused with a client error (see `refused`),
+        RestLayerError when the server's answer cannot be agreed to (a subprotocol this stream did not
+        offer): the server answers every handshake the same, so reconnecting cannot mend either."""
         try:
             return await connect(
                 self.url,
@@ -159,6 +162,12 @@ class WebSocketStream(Stream):
             if error is None:
                 raise
             raise error from exc
+        except NegotiationError as exc:
+            offered = ", ".join(self.subprotocols) or "none"
+            raise RestLayerError(
+                f"stream {self.url}: the server's handshake cannot be agreed to ({exc}; subprotocols offered: "
+                f"{offered}): offer the one it speaks with subprotocols=; not reconnecting"
+            ) from exc
 
     def _message(self, frame: str | bytes) -> Message | None:
         """The Message of one frame; None (logged) when it cannot be parsed, or `parse` gives no Message."""
