@@ -215,7 +215,8 @@ class ClosedError(RestLayerError):
 
 
 class StreamTimeoutError(RestLayerError, TimeoutError):
-    """`Stream.until(predicate, timeout)` waited `timeout` seconds and the predicate still did not hold."""
+    """`Stream.until(predicate, timeout)` waited `timeout` seconds and the predicate still did not hold,
+    or the stream ended (refused, stopped, its controller closed) without it holding."""
 
 
 class AbortOptimistic(RestLayerError):

@@ -45,6 +45,10 @@ class Script:
     refuse_code: int | None = None
     #: Set once the server has closed a connection with `refuse_code` (set from the server's thread).
     refused: threading.Event = field(default_factory=threading.Event)
+    #: Accept only WebSocket handshakes offering this subprotocol (and pick it); refuse others (403).
+    subprotocol: str | None = None
+    #: Accept every WebSocket handshake choosing this subprotocol, offered or not.
+    forced_subprotocol: str | None = None
 
 
 SCRIPTS: dict[str, Script] = {}
@@ -88,7 +92,10 @@ async def sse(request: Request) -> Response:
 
 async def ws(websocket: WebSocket) -> None:
     script = SCRIPTS[websocket.query_params["key"]]
-    await websocket.accept()
+    if script.subprotocol is not None and script.subprotocol not in websocket.scope["subprotocols"]:
+        await websocket.close()  # before accepting: the handshake is answered 403
+        return
+    await websocket.accept(subprotocol=script.forced_subprotocol or script.subprotocol)
     if script.refuse_code is not None:
         await websocket.close(code=script.refuse_code)
         script.refused.set()

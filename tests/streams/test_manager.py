@@ -297,3 +297,48 @@ async def test_until_a_state_that_holds_returns_even_with_no_time_to_wait(timeou
     await stream.until(lambda s: not s.connected, timeout=timeout)  # holds now: no timeout to report
     with pytest.raises(StreamTimeoutError):
         await stream.until(lambda s: s.connected, timeout=timeout)
+
+
+async def test_until_on_a_stream_that_has_ended_raises_at_once_not_after_its_timeout(
+    script_server: LocalServer, script: ScriptFactory
+) -> None:
+    """An ended stream changes no more: waiting out the timeout would only delay the failure."""
+    query, _ = script([], refuse_code=4403)
+    stream = WebSocketStream(
+        f"{script_server.url.replace('http://', 'ws://')}/_stream/ws{query}", on={"todos.updated": Todo}
+    )
+    ctrl = Controller()
+    running = asyncio.ensure_future(stream.run(ctrl))
+    with pytest.raises(StreamTimeoutError, match=r"ended, not in the awaited state \(connected=False, applied=0"):
+        await asyncio.wait_for(stream.until(lambda s: s.applied == 1, timeout=3600), timeout=10)  # ends meanwhile
+    with pytest.raises(RestLayerError, match="closed with code 4403"):
+        await running
+    with pytest.raises(StreamTimeoutError, match="ended"):
+        await asyncio.wait_for(stream.until(lambda s: s.applied == 1, timeout=3600), timeout=10)  # ended before
+    await stream.until(lambda s: s.closed and s.connects == 1, timeout=0)  # a state that holds still returns
+    async with StreamManager(ctrl, [stream]):  # launched again: not ended, so waited for
+        await stream.until(lambda s: s.connects == 2)
+    ctrl.close()
+
+
+async def test_start_again_restarts_a_stream_that_was_refused_and_leaves_no_task(
+    script_server: LocalServer, script: ScriptFactory
+) -> None:
+    """Refused (say, an expired token): once mended, `start()` connects it again, as it connects every stream."""
+    query, played = script([event(1)], refuse_code=4401)
+    stream = WebSocketStream(
+        f"{script_server.url.replace('http://', 'ws://')}/_stream/ws{query}",
+        on={"todos.updated": Todo},
+        on_open=lambda last: [{"lastEventId": last}],
+    )
+    ctrl = Controller()
+    async with StreamManager(ctrl, [stream]) as manager:
+        await stream.until(lambda s: s.closed and s.connects == 1)
+        played.refuse_code = None  # mended on the server's side
+        manager.start()
+        await stream.until(lambda s: s.applied == 1)
+        manager.start()  # running: nothing more to start
+        assert stream.connects == 2 and manager.streams == [stream]
+    assert ctrl.get(Todo, {"id": 1}) == Todo(id=1, title="t1")
+    assert [t for t in asyncio.all_tasks() if t is not asyncio.current_task()] == []
+    ctrl.close()

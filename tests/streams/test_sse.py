@@ -453,10 +453,16 @@ async def test_a_url_no_event_stream_can_come_from_is_a_param_error(url: str) ->
         SSEStream(url, on={})
 
 
+async def decode_later(text: str) -> object:
+    """Its data would come later than the message is handled: each one would be ignored."""
+    return json.loads(text)
+
+
 @pytest.mark.parametrize(
     ("options", "match"),
     [
         ({"decode": None}, "decode="),
+        ({"decode": decode_later}, "decode= must be a plain function, not an async one"),
         ({"timeout": "10"}, "timeout="),
         ({"timeout": httpx.Timeout(-1.0)}, "timeout="),
         ({"timeout": 0}, "timeout= must be a number of seconds > 0"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import httpx
@@ -212,6 +212,21 @@ async def test_a_message_over_max_size_ends_the_stream_and_a_larger_max_size_tak
     assert titles(ctrl) == {1: "small", 2: big}
 
 
+async def test_a_server_requiring_a_subprotocol_accepts_a_stream_offering_it(
+    script_server: LocalServer, script: ScriptFactory
+) -> None:
+    """Such a server refuses a handshake naming none of its subprotocols: `subprotocols=` offers them."""
+    query, played = script([(1, "todos.updated", json.dumps({"id": 1, "title": "t1"}))], subprotocol="feed.v2")
+    url = ws_url(script_server, f"/_stream/ws{query}")
+    with pytest.raises(StatusError, match="403"):
+        await asyncio.wait_for(WebSocketStream(url, on={}, on_open=subscribe).run(Controller()), timeout=10)
+    stream = WebSocketStream(url, on={"todos.updated": Todo}, on_open=subscribe, subprotocols=["feed.v1", "feed.v2"])
+    ctrl = Controller()
+    async with StreamManager(ctrl, [stream]):
+        await stream.until(lambda s: s.applied == 1)
+    assert titles(ctrl) == {1: "t1"} and played.resumed_from == [""]
+
+
 @pytest.mark.parametrize(
     ("on_open", "match"),
     [
@@ -229,6 +244,50 @@ async def test_an_on_open_giving_no_messages_to_send_ends_the_stream_with_a_para
     with pytest.raises(ParamError, match=match):
         await asyncio.wait_for(stream.run(Controller()), timeout=10)
     assert (stream.connects, delays.delays) == (0, []) and stream.closed
+
+
+@pytest.mark.parametrize("offered", [None, ["feed.v1"]])
+async def test_a_server_choosing_a_subprotocol_not_offered_ends_the_stream(
+    script_server: LocalServer, script: ScriptFactory, offered: list[str] | None
+) -> None:
+    """The server answers every handshake the same: a RestLayerError naming the fix, not reconnects forever."""
+    query, _ = script([], forced_subprotocol="feed.v2")
+    delays = Delays()
+    stream = WebSocketStream(
+        ws_url(script_server, f"/_stream/ws{query}"), on={}, subprotocols=offered, backoff=Backoff(sleep=delays)
+    )
+    with pytest.raises(RestLayerError, match=r"cannot be agreed to .* offer the one it speaks with subprotocols="):
+        await asyncio.wait_for(stream.run(Controller()), timeout=10)
+    assert (stream.connects, delays.delays) == (0, []) and stream.closed
+
+
+def on_open_raising(last_event_id: str | None) -> list[object]:
+    raise KeyError("token")
+
+
+def on_open_giving_messages_that_raise(last_event_id: str | None) -> Iterator[object]:
+    yield {"type": "subscribe"}
+    raise KeyError("token")
+
+
+@pytest.mark.parametrize("broken", [on_open_raising, on_open_giving_messages_that_raise])
+async def test_an_on_open_that_raises_ends_the_stream_with_its_error_as_the_cause(
+    api: LocalServer, caplog: pytest.LogCaptureFixture, broken: Callable[[str | None], Iterable[object]]
+) -> None:
+    """It would raise again at every reconnect: the stream ends (the manager logs it) instead of retrying forever."""
+
+    delays = Delays()
+    stream = WebSocketStream(ws_url(api, "/ws"), on={}, on_open=broken, backoff=Backoff(sleep=delays))
+    with pytest.raises(RestLayerError, match="on_open raised KeyError: 'token'; not reconnecting") as info:
+        await asyncio.wait_for(stream.run(Controller()), timeout=10)
+    assert isinstance(info.value.__cause__, KeyError)
+    assert (stream.connects, delays.delays) == (0, []) and stream.closed
+    managed = WebSocketStream(ws_url(api, "/ws"), on={}, on_open=broken, backoff=Backoff(sleep=delays))
+    with caplog.at_level(logging.ERROR, logger="restlayer"):
+        async with StreamManager(Controller(), [managed]):
+            await managed.until(lambda s: s.closed)
+    assert delays.delays == []
+    assert any("on_open raised KeyError" in str(r.exc_info and r.exc_info[1]) for r in caplog.records)
 
 
 async def test_a_handshake_failing_with_a_server_error_is_retried(script_server: LocalServer) -> None:
@@ -280,16 +339,29 @@ def test_a_url_no_websocket_can_open_is_a_param_error(url: str) -> None:
         WebSocketStream(url, on={})
 
 
+async def parse_later(frame: str | bytes) -> Message:
+    return parse_json_message(frame)
+
+
+async def subscribe_later(last_event_id: str | None) -> list[dict[str, Any]]:
+    return subscribe(last_event_id)
+
+
 @pytest.mark.parametrize(
     ("options", "match"),
     [
         ({"parse": None}, "parse="),
         ({"on_open": [{"type": "subscribe"}]}, "on_open="),
+        ({"parse": parse_later}, "parse= must be a plain function, not an async one"),
+        ({"on_open": subscribe_later}, "on_open= must be a plain function, not an async one"),
         ({"open_timeout": "10"}, "open_timeout="),
         ({"open_timeout": -1}, "open_timeout="),
         ({"open_timeout": 0}, "open_timeout= must be a number of seconds > 0"),
         ({"max_size": 0}, "max_size="),
         ({"max_size": 1.5}, "max_size="),
+        ({"subprotocols": "feed.v1"}, "subprotocols= must be a list of names"),
+        ({"subprotocols": ["feed v1"]}, "subprotocols= names must be HTTP tokens"),
+        ({"subprotocols": [""]}, "subprotocols= names must be HTTP tokens"),
         ({"headers": {"Authorization": None}}, "headers="),
         ({"headers": {"X-A": "a\r\nX-B: b"}}, "headers=: header 'X-A' value contains a line break"),
         ({"headers": {"Authorization": "Bearer é"}}, "headers=: header 'Authorization' value is not ASCII"),

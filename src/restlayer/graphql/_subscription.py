@@ -37,9 +37,12 @@ log = logging.getLogger("restlayer")
 
 PROTOCOL: Final = "graphql-transport-ws"
 _OP_ID: Final = "1"
-#: Close codes of a connection that was lost or that the server closed to go away or restart
-#: (normal, going away, no status, abnormal, service restart, try again later, bad gateway).
-_LOST_CODES: Final = frozenset({1000, 1001, 1005, 1006, 1012, 1013, 1014})
+#: Close codes of a connection that was lost, that the server closed to go away or restart, or on
+#: an error of its own (normal, going away, no status, abnormal, internal error, service restart,
+#: try again later, bad gateway). An internal error is a server fault, as an HTTP 500 is: a new
+#: connection may be served (a `restlayer.streams.WebSocketStream` reopens after it too), and
+#: `retries` bounds the tries when it is not.
+_LOST_CODES: Final = frozenset({1000, 1001, 1005, 1006, 1011, 1012, 1013, 1014})
 #: graphql-transport-ws codes refusing this client or operation (bad request, unauthorized,
 #: forbidden, subprotocol not acceptable, subscriber already exists, too many inits, ...).
 _REFUSED_CODES: Final = frozenset({4004, 4005, 4400, 4401, 4403, 4406, 4409, 4429, 4500})
@@ -70,8 +73,8 @@ def ws_url_of(url: str) -> str:
 
 
 def reopens(code: int | None) -> bool:
-    """Whether a socket closed with `code` is worth reopening (lost, or the server went away);
-    not after a protocol, policy or internal error, nor when the server refused the operation
+    """Whether a socket closed with `code` is worth reopening (lost, the server went away or failed);
+    not after a protocol or policy error, nor when the server refused the operation
     (its protocol's codes, or a refusal any `restlayer.streams` WebSocket stream ends on)."""
     from restlayer.streams._stream import refusing_status
 
@@ -133,12 +136,11 @@ class GQLSubscription(Generic[T_co]):
     async def init_payload(self) -> dict[str, object]:
         """The `connection_init` payload of a new connection: `connection_params`, called when a function.
 
-        ParamError when it is no mapping JSON can encode (the server could not read it).
+        ParamError when it is no mapping JSON can encode (the server could not read it); RestLayerError,
+        with its error as the cause, when the function raises (a token it cannot get ends the subscription).
         """
         given = self.connection_params
-        params: object = given() if callable(given) else given
-        if inspect.isawaitable(params):
-            params = await params
+        params: object = await _called(given) if callable(given) else given
         return {} if params is None else _checked_params(params)
 
     def __repr__(self) -> str:
@@ -163,6 +165,20 @@ class GQLSubscription(Generic[T_co]):
         args = self.endpoint.bind(*(() if variables is None else (variables,)), **kwargs)
         self.endpoint.key(*args)  # variables json cannot encode: a ParamError now, not on the open socket
         return GQLEvents(self, controller, args)
+
+
+async def _called(params: Callable[[], object]) -> object:
+    """What the `connection_params` function gives (awaited when a coroutine); RestLayerError when it raises.
+
+    Its own error would otherwise leave the subscription as is, not a RestLayerError like its other failures.
+    """
+    try:
+        given = params()
+        return await given if inspect.isawaitable(given) else given
+    except Exception as exc:
+        raise RestLayerError(
+            f"subscription connection_params raised {type(exc).__name__}: {exc}; the subscription ended"
+        ) from exc
 
 
 def _checked_headers(headers: Mapping[str, str] | None) -> dict[str, str]:

@@ -167,6 +167,7 @@ class StreamManager(Manager):
         """Connect every stream (needs a running event loop); ClosedError when the controller is closed.
 
         The controller closing stops them, whether or not the manager is among its managers.
+        Called again, it starts anew the streams that ended (refused, e.g. once new credentials are set).
         """
         loop = _running_loop()
         controller = self.controller
@@ -175,15 +176,20 @@ class StreamManager(Manager):
         if controller.closed:
             raise ClosedError("The controller is closed: StreamManager.start connects no stream")
         for stream in self.streams:
-            if stream not in self._tasks:
+            if not self._runs(stream):
                 _check_free(stream)
         self._running = True
         if self not in controller.managers and self._close_watch is None:  # else its close calls `cleanup`
             self._close_watch = loop.create_task(_cleanup_on_close(self, controller), name="restlayer-stream-close")
             self._close_watch.add_done_callback(_report)
         for stream in self.streams:
-            if stream not in self._tasks:
+            if not self._runs(stream):
                 self._launch(stream)
+
+    def _runs(self, stream: Stream) -> bool:
+        """Whether a task of this manager runs `stream` now (one that ended, refused or failed, does not)."""
+        task = self._tasks.get(stream)
+        return task is not None and not task.done()
 
     def _launch(self, stream: Stream) -> None:
         assert self.controller is not None
@@ -194,6 +200,7 @@ class StreamManager(Manager):
         task.add_done_callback(_report)
         task.add_done_callback(lambda ended: _ran(stream, ended))
         self._tasks[stream] = _RUNS[stream] = task
+        stream._launched()
 
     async def remove(self, stream: Stream) -> None:
         """Stop and forget one stream (it no longer tells this manager its status)."""
@@ -267,9 +274,14 @@ def _check_free(stream: Stream) -> None:
 
 
 def _ran(stream: Stream, task: asyncio.Task[None]) -> None:
-    """`task` has ended: `stream` runs nowhere (the ended task keeps nothing alive)."""
+    """`task` has ended: `stream` runs nowhere (the ended task keeps nothing alive).
+
+    Also when cancelled before `run` began (a manager closed at once): the stream is over all the same.
+    """
     if _RUNS.get(stream) is task:
         del _RUNS[stream]
+        if not stream._running:
+            stream._over()
 
 
 async def _cleanup_on_close(manager: StreamManager, controller: Controller) -> None:

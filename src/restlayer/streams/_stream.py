@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import json
 import logging
 import random
@@ -218,9 +219,15 @@ def seconds(name: str, value: object) -> float | None:
 
 
 def checked_callable(name: str, value: object) -> None:
-    """ParamError unless `value` can be called (it is called for each connection or frame)."""
+    """ParamError unless `value` is a plain function (it is called for each connection or frame).
+
+    An `async def` is refused too: its result is used as soon as it is called, so each frame
+    would get a coroutine, never run, instead (every message ignored, or every connect failing).
+    """
     if not callable(value):
         raise ParamError(f"{name} must be a function, not {value!r}")
+    if inspect.iscoroutinefunction(value):
+        raise ParamError(f"{name} must be a plain function, not an async one: {value!r}")
 
 
 def checked_controller(what: str, value: object) -> Controller:
@@ -298,7 +305,9 @@ class Stream:
     async def until(self, predicate: Callable[[Stream], bool], timeout: float = 10.0) -> None:
         """Wait until `predicate(stream)` holds (checked now, then at each status change); else StreamTimeoutError.
 
-        A state that holds already returns at once, whatever the timeout (even 0).
+        A state that holds already returns at once, whatever the timeout (even 0). A stream that
+        has ended (`closed`: its run returned or failed, and no new one started) changes no more:
+        StreamTimeoutError at once, or as soon as it ends while waited for, not after `timeout`.
         """
         if predicate(self):
             return
@@ -307,18 +316,30 @@ class Stream:
             self._changed = (loop, asyncio.Event())  # an Event of an earlier loop cannot be awaited in this one
         changed = self._changed[1]
 
-        async def wait() -> None:
+        async def wait() -> bool:
+            """Whether the predicate came to hold (False: the stream ended without it)."""
             while not predicate(self):
+                if self._ended():
+                    return False
                 changed.clear()
                 await changed.wait()
+            return True
 
         try:
-            await asyncio.wait_for(wait(), timeout)
+            reached = await asyncio.wait_for(wait(), timeout)
         except asyncio.TimeoutError:
             raise StreamTimeoutError(
-                f"stream {self.name}: not in the awaited state after {timeout}s "
-                f"(connected={self.connected}, applied={self.applied}, ignored={self.ignored})"
+                f"stream {self.name}: not in the awaited state after {timeout}s {self._state()}"
             ) from None
+        if not reached:
+            raise StreamTimeoutError(f"stream {self.name}: ended, not in the awaited state {self._state()}")
+
+    def _ended(self) -> bool:
+        """Whether the stream's run is over and no other is under way or launched: its state is final."""
+        return self.closed and not self._running
+
+    def _state(self) -> str:
+        return f"(connected={self.connected}, applied={self.applied}, ignored={self.ignored})"
 
     def covers(self, key: str) -> bool:
         """Whether this stream pushes the changes of the store key `key` (then polling it can pause)."""
@@ -376,6 +397,7 @@ class Stream:
         if self._running:  # a second connection would share this one's state (counters, last event id)
             raise RestLayerError(f"stream {self.name} is already running: one stream object is one connection")
         self._running = True
+        self.closed = False
         closing = asyncio.Event()
         forget = controller.on_close(closing)
         try:
@@ -383,6 +405,16 @@ class Stream:
         finally:
             forget()
             self._running = False
+            self._over()
+
+    def _launched(self) -> None:
+        """A task that will `run` the stream was created: not ended any more (for `until`), though not yet running."""
+        self.closed = False
+
+    def _over(self) -> None:
+        """The stream's run ended (also one cancelled before it began): closed, and whoever waits in `until` told."""
+        self.closed = True
+        self._tick()
 
     async def _run(self, controller: Controller) -> None:
         """The loop of `run`: connect, apply, reconnect after a backoff."""

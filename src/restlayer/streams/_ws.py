@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
+import re
+from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
 
 from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import ConnectionClosedError, InvalidStatus
+from websockets.exceptions import ConnectionClosedError, InvalidStatus, NegotiationError
+from websockets.typing import Subprotocol
 
 from restlayer.errors import ParamError, RestLayerError
 from restlayer.streams._stream import (
@@ -47,11 +49,15 @@ class WebSocketStream(Stream):
     `on_open(last_event_id)` returns the messages to send once connected (to
     subscribe, or to resume after the last event seen); dicts and lists are sent
     as JSON text (no list, or a message JSON cannot encode, ends the stream with a
-    ParamError). Pings keep the connection checked (the library's keepalive).
+    ParamError; an `on_open` that raises ends it with a RestLayerError, its error the
+    cause). Pings keep the connection checked (the library's keepalive).
     A handshake refused with a client error (401, 403, 404...), or a socket the server
     closes with code 1008 (policy violation) or 4400-4499 (4000 + an HTTP client error,
     e.g. 4401, 4403), ends the stream with a StatusError; a message over `max_size`
     bytes (1 MiB; None: no limit) with a BodyTooLargeError; other failures are retried.
+    `subprotocols` are offered in the handshake (`Sec-WebSocket-Protocol`), for servers
+    that refuse a client naming none of theirs; a server choosing one not offered ends
+    the stream with a RestLayerError.
     """
 
     def __init__(
@@ -67,6 +73,7 @@ class WebSocketStream(Stream):
         on_open: Callable[[str | None], Iterable[object]] | None = None,
         open_timeout: float = 10.0,
         max_size: int | None = DEFAULT_MAX_SIZE,
+        subprotocols: Sequence[str] | None = None,
     ) -> None:
         super().__init__(url, on=on, name=name, backoff=backoff, headers=headers, covers=covers)
         check_url(url, ("ws", "wss"))
@@ -77,6 +84,7 @@ class WebSocketStream(Stream):
         self.on_open = on_open
         self.open_timeout = seconds("open_timeout=", open_timeout)
         self.max_size = frame_size(max_size)
+        self.subprotocols = _checked_subprotocols(subprotocols)
 
     async def _messages(self) -> AsyncGenerator[Message | None, None]:
         socket = await self._connect()
@@ -105,17 +113,29 @@ class WebSocketStream(Stream):
         """The frames `on_open` gives for this connection, dicts and lists as JSON text.
 
         ParamError (ending the stream) when it returns no iterable (a missing `return`) or something
-        JSON cannot encode: every connection would fail the same way, and be retried forever.
+        JSON cannot encode, RestLayerError (its error as the cause) when it raises, or the iterable
+        it returns (a generator) does: every connection would fail the same way, and be retried forever.
         """
         if self.on_open is None:
             return []
-        given = self.on_open(self.last_event_id)
+        try:
+            given = self.on_open(self.last_event_id)
+        except Exception as exc:
+            raise self._on_open_failed(exc) from exc
         if not isinstance(given, Iterable) or isinstance(given, (str, bytes, Mapping)):
             raise ParamError(
                 f"stream {self.name}: on_open must return the messages to send (a list), "
                 f"not {type(given).__name__} (missing `return`?)"
             )
-        return [_frame_of(hello, self.name) for hello in given]
+        try:
+            hellos = list(given)
+        except Exception as exc:
+            raise self._on_open_failed(exc) from exc
+        return [_frame_of(hello, self.name) for hello in hellos]
+
+    def _on_open_failed(self, exc: Exception) -> RestLayerError:
+        """The error ending the stream whose `on_open` (or the messages it gave) raised `exc`."""
+        return RestLayerError(f"stream {self.name}: on_open raised {type(exc).__name__}: {exc}; not reconnecting")
 
     def _final(self, exc: ConnectionClosedError) -> RestLayerError | None:
         """The error ending the stream after `exc` closed its socket (see `refused_close`, `frame_too_big`);
@@ -126,16 +146,28 @@ class WebSocketStream(Stream):
         return None if exc.rcvd is None else refused_close(self.url, exc.rcvd.code, exc.rcvd.reason)
 
     async def _connect(self) -> ClientConnection:
-        """The open socket; StatusError when the handshake is refused with a client error (see `refused`)."""
+        """The open socket; StatusError when the handshake is refused with a client error (see `refused`),
+        RestLayerError when the server's answer cannot be agreed to (a subprotocol this stream did not
+        offer): the server answers every handshake the same, so reconnecting cannot mend either."""
         try:
             return await connect(
-                self.url, additional_headers=self.headers, open_timeout=self.open_timeout, max_size=self.max_size
+                self.url,
+                additional_headers=self.headers,
+                open_timeout=self.open_timeout,
+                max_size=self.max_size,
+                subprotocols=[Subprotocol(name) for name in self.subprotocols] or None,
             )
         except InvalidStatus as exc:
             error = refused(self.url, exc.response.status_code)
             if error is None:
                 raise
             raise error from exc
+        except NegotiationError as exc:
+            offered = ", ".join(self.subprotocols) or "none"
+            raise RestLayerError(
+                f"stream {self.url}: the server's handshake cannot be agreed to ({exc}; subprotocols offered: "
+                f"{offered}): offer the one it speaks with subprotocols=; not reconnecting"
+            ) from exc
 
     def _message(self, frame: str | bytes) -> Message | None:
         """The Message of one frame; None (logged) when it cannot be parsed, or `parse` gives no Message."""
@@ -149,6 +181,25 @@ class WebSocketStream(Stream):
             self.malformed(_event_type(frame), None, reason)
             return None
         return message
+
+
+#: An HTTP token (RFC 9110), what a `Sec-WebSocket-Protocol` name must be.
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+
+
+def _checked_subprotocols(subprotocols: Sequence[str] | None) -> list[str]:
+    """`subprotocols=` as a list of names; ParamError unless a sequence (not one str) of tokens.
+
+    A name a handshake cannot carry (empty, spaces, commas...) would fail every connect, retried forever.
+    """
+    if subprotocols is None:
+        return []
+    if isinstance(subprotocols, (str, bytes)) or not isinstance(subprotocols, Sequence):
+        raise ParamError(f"subprotocols= must be a list of names (str), not {subprotocols!r}")
+    for name in subprotocols:
+        if not isinstance(name, str) or not _TOKEN.fullmatch(name):
+            raise ParamError(f"subprotocols= names must be HTTP tokens (no space, comma...), not {name!r}")
+    return list(subprotocols)
 
 
 def _frame_of(hello: object, name: str) -> str | bytes:
