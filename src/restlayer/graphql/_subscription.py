@@ -37,12 +37,9 @@ log = logging.getLogger("restlayer")
 
 PROTOCOL: Final = "graphql-transport-ws"
 _OP_ID: Final = "1"
-#: Close codes of a connection that was lost, that the server closed to go away or restart, or on
-#: an error of its own (normal, going away, no status, abnormal, internal error, service restart,
-#: try again later, bad gateway). An internal error is a server fault, as an HTTP 500 is: a new
-#: connection may be served (a `restlayer.streams.WebSocketStream` reopens after it too), and
-#: `retries` bounds the tries when it is not.
-_LOST_CODES: Final = frozenset({1000, 1001, 1005, 1006, 1011, 1012, 1013, 1014})
+#: Close codes of a connection that was lost or that the server closed to go away or restart
+#: (normal, going away, no status, abnormal, service restart, try again later, bad gateway).
+_LOST_CODES: Final = frozenset({1000, 1001, 1005, 1006, 1012, 1013, 1014})
 #: graphql-transport-ws codes refusing this client or operation (bad request, unauthorized,
 #: forbidden, subprotocol not acceptable, subscriber already exists, too many inits, ...).
 _REFUSED_CODES: Final = frozenset({4004, 4005, 4400, 4401, 4403, 4406, 4409, 4429, 4500})
@@ -73,8 +70,8 @@ def ws_url_of(url: str) -> str:
 
 
 def reopens(code: int | None) -> bool:
-    """Whether a socket closed with `code` is worth reopening (lost, the server went away or failed);
-    not after a protocol or policy error, nor when the server refused the operation
+    """Whether a socket closed with `code` is worth reopening (lost, or the server went away);
+    not after a protocol, policy or internal error, nor when the server refused the operation
     (its protocol's codes, or a refusal any `restlayer.streams` WebSocket stream ends on)."""
     from restlayer.streams._stream import refusing_status
 
