@@ -9,7 +9,7 @@ import pytest
 
 from restlayer.core import Controller
 from restlayer.errors import NetworkError, ParamError
-from restlayer.rest import RestEndpoint
+from restlayer.rest import RestEndpoint, resource
 from tests._present import present, record
 from tests.core._gate import Gates
 from tests.core._models import Clock, Recorder, Todo, User, gets, stored
@@ -223,3 +223,32 @@ async def test_snapshot_reads_skip_a_none_argument_like_the_controller(ctrl: Con
     assert ctrl.get_error(vote, {"id": 1}, {"title": "opt"}) is None
     assert seen[:2] == [ctrl.get_response(res.Todo.get, None), None]
     await asyncio.wait_for(task, 10)
+
+
+async def test_cancelling_a_mutations_caller_still_stores_the_reply(ctrl: Controller, res: Any, api: Any) -> None:
+    await ctrl.fetch(res.Todo.get, id=1)
+    arrived, gate = asyncio.Event(), asyncio.Event()
+
+    class HeldPatch(RestEndpoint):
+        async def parse_response(self, response: Any) -> Any:
+            value = await super().parse_response(response)
+            arrived.set()
+            await gate.wait()
+            return value
+
+    held = resource(
+        path="/todos/:id", schema=Todo, url_prefix=api.url, optimistic=True, endpoint_class=HeldPatch
+    ).partial_update
+    task = asyncio.ensure_future(ctrl.fetch(held, {"id": 1}, {"title": "sent"}))
+    await asyncio.wait_for(arrived.wait(), 10)  # the server applied the PATCH; its reply is held
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert present(ctrl.get(Todo, "1")).title == "sent"  # the guess stays while the request runs on
+    settled = asyncio.Event()
+    unwatch = ctrl.watch_response(held, {"id": 1}, {"title": "sent"}, callback=lambda data: settled.set())
+    gate.set()
+    await asyncio.wait_for(settled.wait(), 10)
+    unwatch()
+    assert ctrl.get_state()["optimistic"] == ()
+    assert present(ctrl.get(Todo, "1")).title == "sent" == present(api.db.get("todos", 1))["title"]

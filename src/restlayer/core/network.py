@@ -3,7 +3,10 @@
 Each caller awaits its own future, so cancelling one caller ends only its
 wait; the shared request is cancelled when the last awaiting caller is gone
 (unless a background reader started it), and a caller arriving after that
-starts a new request instead of inheriting the cancellation. A reset drops
+starts a new request instead of inheriting the cancellation. A mutation
+(`side_effect`) is never cancelled with its caller: the server may have applied
+it already, so its reply is stored (or its error rolls back its optimistic
+update) as if the caller still waited; only `close()` cancels it. A reset drops
 every in-flight request: its callers get `ResetError` and its late reply is
 never stored. Closing the controller gives every waiting caller `ClosedError`.
 
@@ -131,8 +134,8 @@ class NetworkManager(Manager):
             flight.task = asyncio.get_running_loop().create_task(self._run(controller, action, flight))
         else:
             _log.debug("fetch %s joined the request in flight", action.key)
-        if action.background:
-            flight.pinned = True
+        if action.background or action.endpoint.side_effect:
+            flight.pinned = True  # runs to its end without callers: see the module docstring
         future = action.future
         if future is not None:
             flight.futures.append(future)
