@@ -52,6 +52,8 @@ class Query(Schema[T]):
     def __init__(self, schema: Schema[S], process: Callable[Concatenate[S, ...], T]) -> None: ...
 
     def __init__(self, schema: type[Entity] | Schema[object], process: Callable[..., T] | None = None) -> None:
+        if process is not None and not callable(process):  # else every read would fail, far from here
+            raise DefinitionError(f"Query: process must be callable (value, *args) or None, not {process!r}")
         self.schema = schema
         self.node = required_node(schema, "Query")
         self.process = process
