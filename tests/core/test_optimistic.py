@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from restlayer.core import Controller
-from restlayer.errors import NetworkError, ParamError
+from restlayer.errors import NetworkError, ParamError, SchemaError
 from restlayer.rest import RestEndpoint, resource
 from tests._present import present, record
 from tests.core._gate import Gates
@@ -203,6 +203,24 @@ async def test_failing_optimistic_guess_is_reported_by_get_error_until_settled(
     assert isinstance(ctrl.get_error(ep, {"id": 1}, {"title": "sent"}), ValueError)
     logged = [r for r in caplog.records if "get_optimistic_response" in r.getMessage()]
     assert len(logged) == 1 and logged[0].exc_info is not None
+    assert (await task).title == "sent"
+    assert ctrl.get_error(ep, {"id": 1}, {"title": "sent"}) is None
+
+
+async def test_optimistic_guess_the_schema_cannot_read_is_reported_once_like_a_failing_guess(
+    ctrl: Controller, res: Any, caplog: Any
+) -> None:
+    """A guess of the wrong shape was logged again on every change of the store, and `get_error` missed it."""
+    ep = res.Todo.partial_update.extend(get_optimistic_response=lambda snapshot, params, body: [params])
+    await ctrl.fetch(res.Todo.get, id=1)
+    task = asyncio.ensure_future(ctrl.fetch(ep, {"id": 1}, {"title": "sent"}))
+    await asyncio.sleep(0)  # started: pending, its guess cannot be stored
+    for pk in range(5, 10):  # other changes recompute the overlay
+        ctrl.set(User, {"id": pk, "username": "other"})
+        assert present(ctrl.get(Todo, {"id": 1})).title == "delectus aut autem"  # the guess is a no-op
+    error = ctrl.get_error(ep, {"id": 1}, {"title": "sent"})
+    assert isinstance(error, SchemaError) and "found a list" in str(error)
+    assert len([r for r in caplog.records if "optimistic" in r.getMessage()]) == 1
     assert (await task).title == "sent"
     assert ctrl.get_error(ep, {"id": 1}, {"title": "sent"}) is None
 
