@@ -538,6 +538,34 @@ async def test_reply_to_request_started_after_delete_brings_entity_back(
     assert cctrl.get(Todo, {"id": 3}) is todo
 
 
+# ----- a reply to a read does not replace a result written after the read started -------------------
+
+
+async def test_reply_to_a_list_read_started_before_set_response_keeps_the_set_list(
+    cctrl: Controller, api: Any, clock: Clock
+) -> None:
+    arrived, gate = asyncio.Event(), asyncio.Event()
+
+    class HeldList(RestEndpoint):
+        async def parse_response(self, response: Any) -> Any:
+            value = await super().parse_response(response)
+            arrived.set()
+            await gate.wait()
+            return value
+
+    todos = HeldList(path="/todos", url_prefix=api.url, schema=[Todo])
+    read = asyncio.ensure_future(cctrl.fetch(todos, userId=2))
+    await asyncio.wait_for(arrived.wait(), 10)  # the server answered; its reply is held
+    clock.advance(10)
+    cctrl.set_response(todos, {"userId": 2}, [{"id": 99, "title": "written later"}])
+    gate.set()
+    listed = await asyncio.wait_for(read, 10)
+    assert [t.id for t in listed] == [99]  # the later write wins, and the read returns it
+    assert listed is cctrl.cache(todos, userId=2)
+    assert cctrl.get_state()["meta"][todos.key({"userId": 2})]["fetched_at"] == clock.now
+    assert cctrl.get(Todo, {"id": 4}) is not None  # the reply's entities are still stored
+
+
 # ----- one stored list, one object, however it is read (issue 9.8) -----------------------------------
 
 

@@ -10,6 +10,7 @@ import pytest
 from restlayer.core import Controller, NetworkManager
 from restlayer.core.network import DEFAULT_MAX_CONCURRENT_REQUESTS
 from restlayer.errors import ClosedError, NetworkError, ParamError, RestLayerError
+from restlayer.rest import RestEndpoint, resource
 from tests._present import present
 from tests.core._gate import Gates
 from tests.core._models import Recorder, Todo, aborted, gets
@@ -208,3 +209,47 @@ async def test_an_exception_of_the_endpoints_own_code_reaches_callers_as_a_restl
         assert type(info.value.__cause__) is cause
         assert ep.name in str(info.value)
         assert ctrl.get_error(ep, id=1) is info.value
+
+
+def test_a_request_left_pending_in_a_closed_event_loop_is_never_joined(api: Any) -> None:
+    """A loop closed with fetches still pending (run_until_complete, then close): a caller in the next
+    loop joined that dead request and waited forever, its optimistic guess showed for good, and
+    `close()` raised RuntimeError."""
+    held: list[bool] = [True]
+    arrivals: list[str] = []
+
+    class Stuck(RestEndpoint):
+        async def fetch_response(self, url: str, init: Any) -> Any:
+            if held[0]:
+                arrivals.append(self.method)
+                await asyncio.Event().wait()  # its loop closes first: never resumes
+            return await super().fetch_response(url, init)
+
+    todos = resource(path="/todos/:id", schema=Todo, url_prefix=api.url, optimistic=True, endpoint_class=Stuck)
+    plain = RestEndpoint(path="/todos/:id", url_prefix=api.url, schema=Todo)
+    ctrl = Controller()
+    left: list[asyncio.Future[Any]] = []  # the callers left pending when their loop closes
+
+    async def leave_pending() -> None:
+        await ctrl.fetch(plain, id=1)  # stored: the partial update shows a guess
+        left.extend(asyncio.ensure_future(ctrl.fetch(todos.get, id=1)) for _ in range(2))  # two callers, one request
+        left.append(asyncio.ensure_future(ctrl.fetch(todos.partial_update, {"id": 1}, {"title": "guess"})))
+        for _ in range(100):  # bounded: both requests reach fetch_response within a few steps
+            if len(arrivals) == 2:
+                break
+            await asyncio.sleep(0)
+        assert sorted(arrivals) == ["GET", "PATCH"]
+
+    loop = asyncio.new_event_loop()
+    loop.set_exception_handler(lambda loop, context: None)  # its tasks are destroyed pending, on purpose
+    loop.run_until_complete(leave_pending())
+    loop.close()
+    held[0] = False
+
+    async def again() -> Any:
+        todo = await asyncio.wait_for(ctrl.fetch(todos.get, id=1), 10)
+        return todo, ctrl.get_state()["optimistic"]
+
+    todo, pending = asyncio.run(again())
+    assert present(todo).title == "delectus aut autem" and pending == ()
+    ctrl.close()  # nothing left to cancel in a closed loop: no RuntimeError

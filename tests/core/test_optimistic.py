@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from restlayer.core import Controller
-from restlayer.errors import NetworkError, ParamError
-from restlayer.rest import RestEndpoint
+from restlayer.errors import NetworkError, ParamError, SchemaError
+from restlayer.rest import RestEndpoint, resource
 from tests._present import present, record
 from tests.core._gate import Gates
 from tests.core._models import Clock, Recorder, Todo, User, gets, stored
@@ -207,6 +207,24 @@ async def test_failing_optimistic_guess_is_reported_by_get_error_until_settled(
     assert ctrl.get_error(ep, {"id": 1}, {"title": "sent"}) is None
 
 
+async def test_optimistic_guess_the_schema_cannot_read_is_reported_once_like_a_failing_guess(
+    ctrl: Controller, res: Any, caplog: Any
+) -> None:
+    """A guess of the wrong shape was logged again on every change of the store, and `get_error` missed it."""
+    ep = res.Todo.partial_update.extend(get_optimistic_response=lambda snapshot, params, body: [params])
+    await ctrl.fetch(res.Todo.get, id=1)
+    task = asyncio.ensure_future(ctrl.fetch(ep, {"id": 1}, {"title": "sent"}))
+    await asyncio.sleep(0)  # started: pending, its guess cannot be stored
+    for pk in range(5, 10):  # other changes recompute the overlay
+        ctrl.set(User, {"id": pk, "username": "other"})
+        assert present(ctrl.get(Todo, {"id": 1})).title == "delectus aut autem"  # the guess is a no-op
+    error = ctrl.get_error(ep, {"id": 1}, {"title": "sent"})
+    assert isinstance(error, SchemaError) and "found a list" in str(error)
+    assert len([r for r in caplog.records if "optimistic" in r.getMessage()]) == 1
+    assert (await task).title == "sent"
+    assert ctrl.get_error(ep, {"id": 1}, {"title": "sent"}) is None
+
+
 async def test_snapshot_reads_skip_a_none_argument_like_the_controller(ctrl: Controller, res: Any) -> None:
     """`snapshot.get_response(ep, None)` is the skipped read `ctrl.get_response(ep, None)` gives, not an error."""
     seen: list[object] = []
@@ -223,3 +241,32 @@ async def test_snapshot_reads_skip_a_none_argument_like_the_controller(ctrl: Con
     assert ctrl.get_error(vote, {"id": 1}, {"title": "opt"}) is None
     assert seen[:2] == [ctrl.get_response(res.Todo.get, None), None]
     await asyncio.wait_for(task, 10)
+
+
+async def test_cancelling_a_mutations_caller_still_stores_the_reply(ctrl: Controller, res: Any, api: Any) -> None:
+    await ctrl.fetch(res.Todo.get, id=1)
+    arrived, gate = asyncio.Event(), asyncio.Event()
+
+    class HeldPatch(RestEndpoint):
+        async def parse_response(self, response: Any) -> Any:
+            value = await super().parse_response(response)
+            arrived.set()
+            await gate.wait()
+            return value
+
+    held = resource(
+        path="/todos/:id", schema=Todo, url_prefix=api.url, optimistic=True, endpoint_class=HeldPatch
+    ).partial_update
+    task = asyncio.ensure_future(ctrl.fetch(held, {"id": 1}, {"title": "sent"}))
+    await asyncio.wait_for(arrived.wait(), 10)  # the server applied the PATCH; its reply is held
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert present(ctrl.get(Todo, "1")).title == "sent"  # the guess stays while the request runs on
+    settled = asyncio.Event()
+    unwatch = ctrl.watch_response(held, {"id": 1}, {"title": "sent"}, callback=lambda data: settled.set())
+    gate.set()
+    await asyncio.wait_for(settled.wait(), 10)
+    unwatch()
+    assert ctrl.get_state()["optimistic"] == ()
+    assert present(ctrl.get(Todo, "1")).title == "sent" == present(api.db.get("todos", 1))["title"]

@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from restlayer.errors import NetworkError, ParamError, RestLayerError
+from restlayer.errors import DefinitionError, NetworkError, ParamError, RestLayerError
 from restlayer.rest import RestEndpoint
 from restlayer.schema import Entity
 
@@ -599,6 +599,13 @@ class TestParseResponse:
     def test_string_schema_counts_as_no_schema(self) -> None:
         ep = RestEndpoint(path="/a", schema="Todo")
         assert parse(ep, response(content=b"abc", content_type="text/plain")) == "abc"
+
+    @pytest.mark.parametrize("value", [5, 1.5, True, object()])
+    def test_a_plain_value_as_schema_is_refused_where_defined(self, value: object) -> None:
+        with pytest.raises(DefinitionError, match="schema"):
+            RestEndpoint(path="/a", schema=value)  # type: ignore[call-overload]
+        with pytest.raises(DefinitionError, match="schema"):
+            RestEndpoint(path="/a").extend(schema=value)
 
 
 class _RaisingHooks(RestEndpoint):

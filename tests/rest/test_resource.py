@@ -9,7 +9,7 @@ from typing import Any, cast
 import pytest
 from typing_extensions import TypedDict
 
-from restlayer.errors import AbortOptimistic, ParamError, RestLayerError
+from restlayer.errors import AbortOptimistic, DefinitionError, ParamError, RestLayerError
 from restlayer.rest import Resource, RestEndpoint, resource
 from restlayer.schema import (
     INVALID,
@@ -543,3 +543,9 @@ def test_a_too_fast_poll_frequency_is_warned_about_once_not_once_per_member(capl
         items.get.extend(name="again")
     warned = [r for r in caplog.records if "poll_frequency=37" in r.getMessage()]
     assert len(warned) == 1
+
+
+@pytest.mark.parametrize("value", [None, "Todo", 5])
+def test_a_resource_without_a_real_schema_is_refused_where_defined(value: object) -> None:
+    with pytest.raises(DefinitionError, match="resource needs a schema"):
+        resource(path="/todos/:id", schema=value)  # type: ignore[call-overload]

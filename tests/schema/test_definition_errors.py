@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from restlayer import DefinitionError, Entity, ParamError, ReadOnlyError, RestLayerError, Union, normalize
-from restlayer.schema import Array, Invalidate
+from restlayer.schema import Array, Invalidate, Query
 from restlayer.schema._frozen import freeze
 
 
@@ -23,6 +23,11 @@ def test_a_union_member_that_is_no_entity_is_a_definition_error() -> None:
 def test_invalidate_of_a_list_is_a_definition_error() -> None:
     with pytest.raises(DefinitionError, match="Invalidate holds"):
         Invalidate([Todo])  # type: ignore[call-overload]
+
+
+def test_a_query_process_that_cannot_be_called_is_a_definition_error() -> None:
+    with pytest.raises(DefinitionError, match="process must be callable"):
+        Query(Todo, 5)  # type: ignore[call-overload]
 
 
 def test_an_entity_without_a_key_is_a_definition_error() -> None:

@@ -38,6 +38,24 @@ def test_query_all_with_process() -> None:
     assert MemoCache().query(q, [], users_store()) == ["a", "b"]
 
 
+def test_query_process_results_are_read_only_like_every_read() -> None:
+    """A list or dict that `process` builds is shared by every memoized reader: it must not be changeable."""
+    memo, state = MemoCache(), users_store()
+    names = Query(All(User), lambda users: sorted(u.name for u in users))
+    counted = Query(All(User), lambda users: {"n": len(users), "ids": [u.id for u in users]})
+    named = Query(All(User), lambda users: users[0].name)
+    result: Any = memo.query(names, [], state)
+    with pytest.raises(TypeError, match="read-only"):
+        result.append("x")
+    counts: Any = memo.query(counted, [], state)
+    with pytest.raises(TypeError, match="read-only"):
+        counts["n"] = 99
+    with pytest.raises(TypeError, match="read-only"):
+        counts["ids"].append(3)
+    assert memo.query(names, [], state) == ["a", "b"] and memo.query(counted, [], state) == {"n": 2, "ids": [1, 2]}
+    assert memo.query(named, [], state) == "b"  # any other value as returned
+
+
 def test_all_without_table_is_invalid() -> None:
     """Check: All(Todo) with no Todo table -> None (invalid)."""
     memo = MemoCache()

@@ -70,29 +70,37 @@ class Snapshot:
 def apply_optimistic(memo: MemoCache, state: State, previous: tuple[State, State] | None = None) -> State:
     """`state` with every pending optimistic response applied in start order.
 
-    An entry whose `get_optimistic_response` fails is skipped and its error is
-    shown as the key's error (`get_error`) until the fetch settles. `previous`:
+    An entry whose `get_optimistic_response` fails, or whose guess the schema
+    cannot store, is skipped and its error is shown as the key's error
+    (`get_error`) until the fetch settles (logged once). `previous`:
     the last (state, result) pair, whose shown records are kept where nothing
     under them changed (see `_keep_unchanged`).
     """
     view = state
     for entry in state.optimistic:
         try:
-            value = _expected(memo, view, entry)
+            view = _guessed(memo, view, entry)
         except Exception as exc:
+            _log_once(entry)
             view = _with_error(view, entry, exc)
-            continue
-        if value is _SKIP:
-            continue
-        expires = entry.fetched_at + entry.data_expiry_length
-        action = act.SetResponse(
-            entry.endpoint, entry.args, entry.key, value, entry.fetched_at, entry.fetched_at, expires
-        )
-        try:
-            view = normalize_response(view, action, guess=_seed_of(entry))
-        except Exception:
-            log.exception("optimistic response of %s could not be normalized", entry.key)
     return view if previous is None else _keep_unchanged(previous, state, view)
+
+
+def _guessed(memo: MemoCache, view: State, entry: act.Fetch) -> State:
+    """`view` with the entry's expected response stored; raises what the guess or its storing raised."""
+    value = _expected(memo, view, entry)
+    if value is _SKIP:
+        return view
+    expires = entry.fetched_at + entry.data_expiry_length
+    action = act.SetResponse(entry.endpoint, entry.args, entry.key, value, entry.fetched_at, entry.fetched_at, expires)
+    return normalize_response(view, action, guess=_seed_of(entry))
+
+
+def _log_once(entry: act.Fetch) -> None:
+    """Log the failure being handled: once per entry, as the overlay is recomputed on every change."""
+    if entry not in _logged:
+        _logged.add(entry)
+        log.exception("the optimistic update of %s failed (get_optimistic_response or its value)", entry.key)
 
 
 def _keep_unchanged(previous: tuple[State, State], state: State, view: State) -> State:
@@ -147,7 +155,7 @@ def _seed_of(entry: act.Fetch) -> str:
 
 
 def _expected(memo: MemoCache, view: State, entry: act.Fetch) -> object:
-    """The endpoint's expected response, or `_SKIP` when it aborts; other failures raise (logged once)."""
+    """The endpoint's expected response, or `_SKIP` when it aborts; other failures raise."""
     snapshot = Snapshot(memo, view, entry.fetched_at)
     expect = entry.endpoint.get_optimistic_response
     if expect is None:  # only optimistic fetches are pending entries
@@ -156,11 +164,6 @@ def _expected(memo: MemoCache, view: State, entry: act.Fetch) -> object:
         return expect(snapshot, *entry.args)
     except AbortOptimistic:
         return _SKIP
-    except Exception:
-        if entry not in _logged:  # the overlay is recomputed on every change: log a failure once
-            _logged.add(entry)
-            log.exception("get_optimistic_response of %s failed", entry.key)
-        raise
 
 
 def _with_error(view: State, entry: act.Fetch, error: BaseException) -> State:

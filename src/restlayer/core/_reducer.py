@@ -113,23 +113,47 @@ def normalize_response(
         placeholders=guess is not None,
         placeholder_seed=guess,
     )
-    endpoints = state.endpoints.set(action.key, result.result)
+    endpoints, key_metas = state.endpoints, state.meta
+    if not _superseded(state, action):
+        endpoints = endpoints.set(action.key, result.result)
+        key_metas = key_metas.set(action.key, _success_meta(action, key_metas.get(action.key)))
     endpoints = _run_updates(endpoints, action, result.result)
-    previous = state.meta.get(action.key)
-    key_meta: EndpointMeta = {
-        "fetched_at": action.fetched_at,
-        "date": action.date,
-        "expires_at": action.expires_at,
-        "prev_expires_at": None if previous is None else previous.get("expires_at"),
-    }
     return state.evolve(
         entities=result.entities,
         indexes=result.indexes,
         entities_meta=result.entities_meta,
         endpoints=endpoints,
-        meta=state.meta.set(action.key, key_meta),
+        meta=key_metas,
         optimistic=state.optimistic if optimistic is None else optimistic,
     )
+
+
+def _success_meta(action: act.SetResponse, previous: EndpointMeta | None) -> EndpointMeta:
+    """`meta[key]` after storing `action`'s response."""
+    return {
+        "fetched_at": action.fetched_at,
+        "date": action.date,
+        "expires_at": action.expires_at,
+        "prev_expires_at": None if previous is None else previous.get("expires_at"),
+    }
+
+
+def _superseded(state: State, action: act.SetResponse) -> bool:
+    """Whether the reply to a read holds older data than the result stored for its key.
+
+    A read's reply reflects the server when its request started (`fetched_at`); a
+    result written meanwhile (`set_response`, a stream, another process) is newer, so
+    the reply must not replace it: the later write wins, as it does for the entities
+    (ordered by `fetched_at`) and in the shared store. An error recorded since is no
+    result (its meta says nothing about the data's age), nor is an invalidated key.
+    A mutation's reply is always stored: its caller gets its own result.
+    """
+    if action.fetch is None or action.endpoint.side_effect or action.key not in state.endpoints:
+        return False
+    stored = state.meta.get(action.key)
+    if stored is None or "error" in stored:
+        return False
+    return stored.get("fetched_at", 0) > action.fetched_at
 
 
 def _run_updates(endpoints: PMap[str, object], action: act.SetResponse, result: object) -> PMap[str, object]:

@@ -559,7 +559,12 @@ class Controller:
         return value if deletes(endpoint.schema) else response.data
 
     async def fetch(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> T:
-        """Send the request (GETs of one key share it), store the result, return the stored read of it."""
+        """Send the request (GETs of one key share it), store the result, return the stored read of it.
+
+        Cancelling the caller ends its wait; a read's request is cancelled with its last
+        caller, but a mutation's (`side_effect`) runs on and its reply is stored (the server
+        may have applied it), its optimistic update staying until then.
+        """
         bound = _bound(endpoint, args, kwargs)
         try:
             value = await self._fetch(endpoint, bound)

@@ -3,7 +3,10 @@
 Each caller awaits its own future, so cancelling one caller ends only its
 wait; the shared request is cancelled when the last awaiting caller is gone
 (unless a background reader started it), and a caller arriving after that
-starts a new request instead of inheriting the cancellation. A reset drops
+starts a new request instead of inheriting the cancellation. A mutation
+(`side_effect`) is never cancelled with its caller: the server may have applied
+it already, so its reply is stored (or its error rolls back its optimistic
+update) as if the caller still waited; only `close()` cancels it. A reset drops
 every in-flight request: its callers get `ResetError` and its late reply is
 never stored. Closing the controller gives every waiting caller `ClosedError`.
 
@@ -72,10 +75,14 @@ class _Flight:
         self.dropped = False
         self.task: asyncio.Task[None] | None = None
 
+    def runs_in(self, loop: asyncio.AbstractEventLoop) -> bool:
+        """Whether the request runs in `loop` (a caller elsewhere must not join it)."""
+        return self.task is not None and self.task.get_loop() is loop
+
     def settle(self, value: object = None, error: BaseException | None = None) -> None:
-        """Give every caller still waiting the outcome."""
+        """Give every caller still waiting the outcome (callers of a closed loop are gone)."""
         for future in self.futures:
-            if future.done():
+            if future.done() or future.get_loop().is_closed():
                 continue
             if error is not None:
                 future.set_exception(error)
@@ -98,6 +105,7 @@ class NetworkManager(Manager):
         self._by_key: dict[str, _Flight] = {}
         self._flights: set[_Flight] = set()
         self._slots: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None  # where the last request started
         self._controller: Controller | None = None
 
     def init(self, controller: Controller) -> None:
@@ -119,24 +127,43 @@ class NetworkManager(Manager):
             self._start(controller, action)
 
     def _start(self, controller: Controller, action: act.Fetch) -> None:
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:
+            self._loop = loop
+            self._drop_dead(controller)
         dedup = not action.endpoint.side_effect
         flight = self._by_key.get(action.key) if dedup else None
         if flight is not None and not _same_request(flight.action, action):
             flight = None  # another page of a list whose key leaves the page out: a request of its own
+        if flight is not None and not flight.runs_in(loop):
+            flight = None  # running in another event loop: a request of its own
         if flight is None:
             flight = _Flight(action)
             if dedup:
                 self._by_key[action.key] = flight
             self._flights.add(flight)
-            flight.task = asyncio.get_running_loop().create_task(self._run(controller, action, flight))
+            flight.task = loop.create_task(self._run(controller, action, flight))
         else:
             _log.debug("fetch %s joined the request in flight", action.key)
-        if action.background:
-            flight.pinned = True
+        if action.background or action.endpoint.side_effect:
+            flight.pinned = True  # runs to its end without callers: see the module docstring
         future = action.future
         if future is not None:
             flight.futures.append(future)
             future.add_done_callback(lambda f: self._left(flight, f))
+
+    def _drop_dead(self, controller: Controller) -> None:
+        """Forget the requests of event loops closed while they were in flight (they never finish).
+
+        A controller used again in a new loop (`run_until_complete`, then `close()`) must
+        neither join them nor keep showing their optimistic updates.
+        """
+        for flight in list(self._flights):
+            if flight.task is not None and flight.task.get_loop().is_closed():
+                flight.dropped = True
+                self._finish(flight)
+                if flight.action.optimistic:
+                    controller.abort(flight.action)
 
     def _left(self, flight: _Flight, future: asyncio.Future[object]) -> None:
         """A caller stopped waiting; cancel the request when it was the last one.
@@ -233,7 +260,7 @@ class NetworkManager(Manager):
             if self._controller is not None and flight.action.optimistic:
                 self._controller.abort(flight.action)
             flight.settle(error=ClosedError())
-            if flight.task is not None:
-                flight.task.cancel()
+            if flight.task is not None and not flight.task.get_loop().is_closed():
+                flight.task.cancel()  # a task of a closed loop never runs again: nothing to cancel
         self._flights.clear()
         self._by_key.clear()

@@ -25,6 +25,7 @@ from restlayer._typing import Args, B, E, P, Params, Self, T, T_co
 from restlayer.errors import (
     ClientLoopError,
     DeadlineExceededError,
+    DefinitionError,
     NetworkError,
     ParamError,
     RedirectError,
@@ -46,7 +47,7 @@ from restlayer.rest._retry import Retry
 from restlayer.rest._url import build_url
 from restlayer.rest._url import search_to_string as _default_search_to_string
 from restlayer.schema import Schema
-from restlayer.schema._base import NestedListShorthand
+from restlayer.schema._base import NestedListShorthand, compile_schema
 from restlayer.schema._collection import cursor_args, misuse_of
 
 __all__ = ["OPTIONS", "ByteStream", "RestEndpoint"]
@@ -838,6 +839,20 @@ def _positive(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
 
 
+def _check_schema(schema: object, name: str) -> None:
+    """Refuse a `schema` that is no schema (`5`, `True`): it would silently store replies un-normalized.
+
+    `None` and a `str` mean "no schema" (the reply is kept as received).
+    """
+    if schema is None or isinstance(schema, str):
+        return
+    if compile_schema(schema) is None:
+        raise DefinitionError(
+            f"{name}: schema must be an Entity class, a schema (Collection, Values, ...) or a list/dict of"
+            f" them, or None for no schema; got {schema!r}"
+        )
+
+
 def _check_options(ep: RestEndpoint[object, ...], options: Mapping[str, object]) -> None:
     """Refuse option values of the wrong type or range when the endpoint is defined (init and extend),
     so the mistake does not surface later as a raw or misleading error at the first fetch."""
@@ -853,6 +868,7 @@ def _check_options(ep: RestEndpoint[object, ...], options: Mapping[str, object])
         if value is not None and not _positive(value):
             raise ParamError(f"{name}: {option} must be a positive number or None, not {value!r}")
     _check_flags(ep, name)
+    _check_schema(ep.schema, name)
     _check_request_init(ep.request_init, name)
     if ep.client is not None and not isinstance(ep.client, httpx.AsyncClient):
         raise ParamError(f"{name}: client must be an httpx.AsyncClient or None, not {ep.client!r}")

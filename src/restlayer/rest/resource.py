@@ -15,6 +15,7 @@ from restlayer.errors import ParamError
 from restlayer.rest._path import list_path
 from restlayer.rest.endpoint import RestEndpoint
 from restlayer.schema import NonFilter, Schema
+from restlayer.schema._base import required_node
 
 __all__ = ["ExtendedResource", "Resource", "resource"]
 
@@ -334,6 +335,7 @@ def resource(
 
     `params` (a `TypedDict`) types the parameters of the item members, which share `path`.
     """
+    required_node(schema, "resource")  # DefinitionError for no schema: every member is built from it
     if collection_class is None:
         from restlayer.schema import Collection
 

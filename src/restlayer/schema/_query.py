@@ -9,7 +9,7 @@ from restlayer._pmap import OrderedPMap
 from restlayer._typing import E, T
 from restlayer.errors import DefinitionError, RestLayerError, SchemaError
 from restlayer.schema._base import INVALID, InvalidType, Node, Schema, compile_schema, required_node, schema_name
-from restlayer.schema._frozen import FrozenList
+from restlayer.schema._frozen import FrozenList, freeze
 from restlayer.schema._union import Attribute, Union
 
 if TYPE_CHECKING:
@@ -22,7 +22,12 @@ S = TypeVar("S")
 
 
 class Query(Schema[T]):
-    """A derived read: `Query(All(User), lambda users, *args: sorted(...))`."""
+    """A derived read: `Query(All(User), lambda users, *args: sorted(...))`.
+
+    The value `process` returns is memoized and shared by every reader, so the
+    lists and dicts in it are made read-only (`FrozenList`/`FrozenDict`), as in
+    every other read; other values are returned as they are.
+    """
 
     __slots__ = ("node", "process", "schema")
 
@@ -47,6 +52,8 @@ class Query(Schema[T]):
     def __init__(self, schema: Schema[S], process: Callable[Concatenate[S, ...], T]) -> None: ...
 
     def __init__(self, schema: type[Entity] | Schema[object], process: Callable[..., T] | None = None) -> None:
+        if process is not None and not callable(process):  # else every read would fail, far from here
+            raise DefinitionError(f"Query: process must be callable (value, *args) or None, not {process!r}")
         self.schema = schema
         self.node = required_node(schema, "Query")
         self.process = process
@@ -68,7 +75,7 @@ class Query(Schema[T]):
         if result is None or result is INVALID or self.process is None:
             return result
         try:
-            return self.process(result, *unvisit.args)
+            return freeze(self.process(result, *unvisit.args))
         except RestLayerError:
             raise
         except Exception as exc:  # the caller's function: named, with the original as the cause
