@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import inspect
+import signal
 import threading
 import warnings
 from collections.abc import Iterator
@@ -245,3 +246,28 @@ def test_calls_after_close_raise_closed_error_without_warnings() -> None:
             ctrl.get_state()
         gc.collect()
     assert [str(w.message) for w in caught] == []
+
+
+def test_an_interrupted_call_stops_the_request_it_waited_on(gates: Gates) -> None:
+    """Ctrl-C in a blocked call cancels its work on the loop, as cancelling an awaiting task does in async code."""
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("KeyboardInterrupt reaches the main thread only")
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        pytest.skip("SIGINT does not raise KeyboardInterrupt here")
+    gated = RestEndpoint(path="/gate/:name", url_prefix=gates.url)
+    name = gates.name()
+    main = threading.main_thread().ident
+    assert main is not None
+
+    def press_ctrl_c() -> None:
+        if gates.wait_arrived(name):  # the call is blocked waiting for the reply
+            signal.pthread_kill(main, signal.SIGINT)
+
+    with Controller() as ctrl:
+        threading.Thread(target=press_ctrl_c, daemon=True).start()
+        with pytest.raises(KeyboardInterrupt):
+            ctrl.fetch(gated, name=name)
+        gates.open(name)
+        # the interrupted request is gone: the next fetch sends its own instead of joining it
+        assert ctrl.fetch(gated, name=name) == {"gate": name}
+    assert gates.arrivals(name) == 2

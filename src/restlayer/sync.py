@@ -82,14 +82,28 @@ class _LoopThread:
             future = asyncio.run_coroutine_threadsafe(coro, self.loop)
             self._pending.add(future)
         try:
+            return self._wait(future)
+        finally:
+            with self._lock:
+                self._pending.discard(future)
+
+    def _wait(self, future: concurrent.futures.Future[T]) -> T:
+        """The outcome of `future`; when the waiting thread is interrupted, the work is cancelled too.
+
+        A KeyboardInterrupt (Ctrl-C) or a signal handler's exception ends only this
+        thread's wait; left running, the request would still be sent and stored behind
+        the caller's back. Cancelling the task ends it as cancelling an awaiting task
+        does in async code (a shared GET goes on for its other callers).
+        """
+        try:
             return future.result()
         except concurrent.futures.CancelledError:
             if self.closed:
                 raise ClosedError("restlayer.sync.Controller was closed while this call was waiting") from None
             raise
-        finally:
-            with self._lock:
-                self._pending.discard(future)
+        except BaseException:
+            future.cancel()  # a no-op when the exception is the call's own outcome (the future is done)
+            raise
 
     def spawn(self, coro: Coroutine[object, None, T]) -> concurrent.futures.Future[T]:
         """Schedule `coro` on the loop and return its future at once (cancelled when the loop closes)."""
