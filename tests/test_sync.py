@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from restlayer import ClosedError, Entity, ExpiryStatus, NetworkError, RestEndpoint, resource
+from restlayer import ClosedError, Entity, ExpiryStatus, NetworkError, RestEndpoint, RestLayerError, resource
 from restlayer.sync import Controller
 from tests._present import present
 from tests.core._gate import Gates, gate_server
@@ -271,3 +271,32 @@ def test_an_interrupted_call_stops_the_request_it_waited_on(gates: Gates) -> Non
         # the interrupted request is gone: the next fetch sends its own instead of joining it
         assert ctrl.fetch(gated, name=name) == {"gate": name}
     assert gates.arrivals(name) == 2
+
+
+def with_loop_thread() -> tuple[Controller, threading.Thread]:
+    """A new controller and the loop thread it started."""
+    before = set(loop_threads())
+    ctrl = Controller()
+    (thread,) = set(loop_threads()) - before
+    return ctrl, thread
+
+
+def test_a_close_refused_in_a_callback_leaves_close_working_afterwards(api: Any) -> None:
+    todos = todo_resource(api)
+    refused: list[BaseException] = []
+    ctrl, thread = with_loop_thread()
+
+    def close_from_callback(_todo: Any) -> None:
+        try:
+            ctrl.close()
+        except RestLayerError as exc:
+            refused.append(exc)
+
+    ctrl.watch(todos.get, id=1, callback=close_from_callback)
+    ctrl.fetch(todos.get, id=1)
+    assert [type(e) for e in refused] == [RestLayerError]
+    ctrl.close()  # from the script's thread: this one must still close it
+    thread.join(10)
+    assert not thread.is_alive()
+    with pytest.raises(ClosedError):
+        ctrl.fetch(todos.get, id=2)

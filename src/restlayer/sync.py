@@ -72,7 +72,7 @@ class _LoopThread:
 
     def run(self, coro: Coroutine[object, None, T]) -> T:
         """Run `coro` on the loop and block until it finishes (its exception re-raised here)."""
-        if threading.current_thread() is self.thread:
+        if self.on_loop_thread():
             coro.close()
             raise RestLayerError("restlayer.sync.Controller cannot be called from its own loop thread")
         with self._lock:
@@ -128,13 +128,21 @@ class _LoopThread:
 
         return self.run(invoke())
 
+    def on_loop_thread(self) -> bool:
+        """Whether the calling thread is the loop's own (a callback, or a garbage collection it ran)."""
+        return threading.current_thread() is self.thread
+
+    def refuse_close_here(self) -> None:
+        """Raise `RestLayerError` on the loop thread: `stop()` joins that thread, so it cannot run there."""
+        if self.on_loop_thread():
+            raise RestLayerError("restlayer.sync.Controller cannot be closed from its own loop thread (a callback)")
+
     def stop(self, before: Callable[[], Awaitable[object]] | None = None) -> None:
         """Await `before` on the loop, cancel every task, close the shared HTTP client, stop and join.
 
         New calls are refused from the start; calls still waiting afterwards get `ClosedError`.
         """
-        if threading.current_thread() is self.thread:
-            raise RestLayerError("restlayer.sync.Controller cannot be closed from its own loop thread (a callback)")
+        self.refuse_close_here()
         with self._lock:
             if self.closed:
                 return
@@ -201,7 +209,12 @@ class Controller:
 
     # ----- lifecycle ----------------------------------------------------------------------
     def close(self) -> None:
-        """Hand queued shared-store writes over, stop polling and in-flight work, close the clients, join the thread."""
+        """Hand queued shared-store writes over, stop polling and in-flight work, close the clients, join the thread.
+
+        Refused in a callback (on the loop thread) before the one-shot finalizer is
+        spent, so a later `close()` from another thread still closes the controller.
+        """
+        self._thread.refuse_close_here()
         self._finalizer()
 
     def __enter__(self) -> Controller:
