@@ -300,3 +300,30 @@ def test_a_close_refused_in_a_callback_leaves_close_working_afterwards(api: Any)
     assert not thread.is_alive()
     with pytest.raises(ClosedError):
         ctrl.fetch(todos.get, id=2)
+
+
+def test_a_controller_collected_on_its_own_loop_thread_is_still_closed(api: Any) -> None:
+    """An unclosed controller dropped in a reference cycle may be collected by its own loop thread's allocations."""
+    polled = todo_resource(api).get.extend(poll_frequency=60_000)
+    dropped = threading.Event()
+    collected = threading.Event()
+
+    def collect_on_the_loop_thread(_todo: Any) -> None:
+        if dropped.wait(10):
+            gc.collect()
+            collected.set()
+
+    gc.disable()  # only the loop thread's collection may find the cycle
+    try:
+        ctrl, thread = with_loop_thread()
+        ctrl.watch(polled, id=1, callback=collect_on_the_loop_thread)
+        ctrl.subscribe(polled, id=1)  # never fetched: the first poll runs at once and calls back
+        cycle: list[object] = [ctrl]
+        cycle.append(cycle)
+        del ctrl, cycle
+        dropped.set()
+        assert collected.wait(10), "the poll never called back"
+    finally:
+        gc.enable()
+    thread.join(10)
+    assert not thread.is_alive(), "the collected controller's loop (and its polling) kept running"

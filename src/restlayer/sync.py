@@ -137,6 +137,18 @@ class _LoopThread:
         if self.on_loop_thread():
             raise RestLayerError("restlayer.sync.Controller cannot be closed from its own loop thread (a callback)")
 
+    def release(self, before: Callable[[], Awaitable[object]] | None = None) -> None:
+        """`stop(before)` from any thread: on the loop thread, handed to a thread of its own.
+
+        This is what a garbage-collected, never-closed controller runs. The cyclic
+        collector runs in whichever thread allocates, often the loop thread itself;
+        refusing there would leave the loop (and its polling) running for good.
+        """
+        if self.on_loop_thread():
+            threading.Thread(target=self.stop, args=(before,), name="restlayer-sync-close", daemon=True).start()
+        else:
+            self.stop(before)
+
     def stop(self, before: Callable[[], Awaitable[object]] | None = None) -> None:
         """Await `before` on the loop, cancel every task, close the shared HTTP client, stop and join.
 
@@ -205,7 +217,7 @@ class Controller:
             self._thread.stop()
             raise
         # Closing goes through the async controller's `async with` exit: shared-store writes are handed over first.
-        self._finalizer = weakref.finalize(self, self._thread.stop, partial(self._async.__aexit__, None, None, None))
+        self._finalizer = weakref.finalize(self, self._thread.release, partial(self._async.__aexit__, None, None, None))
 
     # ----- lifecycle ----------------------------------------------------------------------
     def close(self) -> None:
