@@ -4,11 +4,13 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
 import threading
 import uuid
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -74,6 +76,24 @@ def test_provider_closes_the_controller_it_created_on_unmount(mount: Any, seen: 
     rc.close()
     with pytest.raises(ClosedError, match="closed"):
         ctrl.submit(lambda c: c.fetch(Todos.get, id=1))
+
+
+def test_an_unmounted_provider_lets_go_of_the_controller_it_created(mount: Any, seen: Seen, Todos: Any) -> None:
+    """Each page (session) creates a controller with its whole store: one left behind per page is a leak."""
+
+    @solara.component
+    def Probe() -> Any:
+        seen.add("ctrl", weakref.ref(use_controller()))
+        seen.add("title", use_dle(Todos.get, id=1).data)
+        return solara.Text("x")
+
+    rc = mount(ControllerProvider(children=[Probe()]))
+    seen.wait(lambda: any(seen.of("title")), "the todo")
+    created = seen.of("ctrl")[0]
+    rc.close()
+    seen.items.clear()
+    gc.collect()
+    assert created() is None
 
 
 def test_provider_leaves_a_given_controller_open(mount: Any, seen: Seen, sctrl: Controller, Todos: Any) -> None:

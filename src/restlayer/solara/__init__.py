@@ -55,8 +55,9 @@ R = TypeVar("R")
 Children = Sequence[object]
 
 _binding_context: reacton.core.UserContext[Binding | None] = reacton.create_context(None)
-#: The bindings whose controller a provider created, by controller (a Suspense above such a provider must not wait).
-_created: weakref.WeakKeyDictionary[Controller, Binding] = weakref.WeakKeyDictionary()
+#: The controllers a provider created (a Suspense above such a provider must not wait). Weak, and holding
+#: nothing that refers back to them: each page's controller, with its whole store, goes with its page.
+_created: weakref.WeakSet[Controller] = weakref.WeakSet()
 
 
 def _not_suspended(record: logging.LogRecord) -> bool:
@@ -95,7 +96,7 @@ def _provided(controller: Controller | None) -> Binding:
     if controller is not None:
         return Binding(controller, owned=False)
     binding = Binding(Controller(), owned=True)
-    _created[binding.controller] = binding
+    _created.add(binding.controller)
     return binding
 
 
@@ -351,11 +352,10 @@ def Suspense(children: Children | None = None, fallback: object = None) -> objec
             return None
         mounted = True
         controller = waiting.controller or binding.controller
-        below = _created.get(controller) if controller is not binding.controller else None
-        if below is not None:
+        if controller is not binding.controller and controller in _created:
             # the fallback replaces the provider that created this controller (or it never mounted):
             # nobody else closes it, and one created again would never get its data either
-            below.close()
+            controller.close()
             set_stranded(_stranded(waiting, owned=True))
             return None
 
