@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import inspect
 import signal
+import sys
 import threading
 import warnings
 from collections.abc import Iterator
@@ -327,3 +328,33 @@ def test_a_controller_collected_on_its_own_loop_thread_is_still_closed(api: Any)
         gc.enable()
     thread.join(10)
     assert not thread.is_alive(), "the collected controller's loop (and its polling) kept running"
+
+
+def test_a_callback_raising_system_exit_closes_the_controller_instead_of_hanging_it(
+    api: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """SystemExit escapes asyncio's callback handling and ends the loop thread: nothing may wait on it after."""
+    todos = todo_resource(api)
+    ctrl, thread = with_loop_thread()
+    ctrl.watch(todos.get, id=1, callback=lambda _todo: sys.exit(3))
+    outcomes: list[BaseException | None] = []
+
+    def fetch() -> None:
+        try:
+            ctrl.fetch(todos.get, id=1)
+            outcomes.append(None)
+        except BaseException as exc:  # the outcome is what the test checks
+            outcomes.append(exc)
+
+    caller = threading.Thread(target=fetch, daemon=True)
+    caller.start()
+    caller.join(10)
+    assert not caller.is_alive(), "the fetch whose watcher raised SystemExit hung"
+    assert [type(e) for e in outcomes] == [ClosedError]
+    assert "SystemExit" in str(outcomes[0])
+    thread.join(10)
+    assert not thread.is_alive()
+    with pytest.raises(ClosedError):
+        ctrl.get(Todo, id=1)
+    ctrl.close()  # already closed: a no-op
+    assert any("SystemExit" in r.getMessage() for r in caplog.records if r.levelname == "ERROR")

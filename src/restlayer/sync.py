@@ -61,6 +61,8 @@ class _LoopThread:
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
         self.closed = False
+        #: What ended the loop thread when a callback raised SystemExit (or KeyboardInterrupt) on it.
+        self.ended_by: BaseException | None = None
         self._lock = threading.Lock()
         self._pending: set[_Cancellable] = set()
         self.thread = threading.Thread(target=self._run, name="restlayer-sync-loop", daemon=True)
@@ -68,7 +70,38 @@ class _LoopThread:
 
     def _run(self) -> None:
         asyncio.set_event_loop(self.loop)
-        self.loop.run_forever()
+        try:
+            self.loop.run_forever()
+        except (SystemExit, KeyboardInterrupt) as exc:  # asyncio lets only these out of a callback
+            self._abandon(exc)
+
+    def _abandon(self, exc: BaseException) -> None:
+        """Close after a callback raised `exc` on the loop thread, which ended `run_forever`.
+
+        Left so, the thread would be gone with every call waiting on it blocked for
+        good (the fetch that called the callback first). The loop runs once more to
+        cancel what is in progress (those calls get `ClosedError`) and to close the
+        HTTP client; later calls are refused. A `stop()` already under way finishes
+        its own shutdown on the loop run again here.
+        """
+        _log.error("restlayer.sync: a callback raised %r on the loop thread; the controller is closed", exc)
+        with self._lock:
+            stopping, self.closed, self.ended_by = self.closed, True, exc
+        if stopping:
+            self.loop.run_forever()  # until stop() has its shutdown and stops the loop again
+            return
+        self.loop.run_until_complete(_shutdown(None))
+        with self._lock:
+            left = list(self._pending)
+        for future in left:
+            future.cancel()
+        self.loop.close()
+
+    def closed_error(self, message: str) -> ClosedError:
+        """`ClosedError(message)`, saying why when a callback ended the loop thread."""
+        if self.ended_by is not None:
+            message += f" (a callback raised {self.ended_by!r} on its loop thread)"
+        return ClosedError(message)
 
     def run(self, coro: Coroutine[object, None, T]) -> T:
         """Run `coro` on the loop and block until it finishes (its exception re-raised here)."""
@@ -78,7 +111,7 @@ class _LoopThread:
         with self._lock:
             if self.closed:
                 coro.close()
-                raise ClosedError("restlayer.sync.Controller is closed")
+                raise self.closed_error("restlayer.sync.Controller is closed")
             future = asyncio.run_coroutine_threadsafe(coro, self.loop)
             self._pending.add(future)
         try:
@@ -99,7 +132,7 @@ class _LoopThread:
             return future.result()
         except concurrent.futures.CancelledError:
             if self.closed:
-                raise ClosedError("restlayer.sync.Controller was closed while this call was waiting") from None
+                raise self.closed_error("restlayer.sync.Controller was closed while this call was waiting") from None
             raise
         except BaseException:
             future.cancel()  # a no-op when the exception is the call's own outcome (the future is done)
@@ -110,7 +143,7 @@ class _LoopThread:
         with self._lock:
             if self.closed:
                 coro.close()
-                raise ClosedError("restlayer.sync.Controller is closed")
+                raise self.closed_error("restlayer.sync.Controller is closed")
             future = asyncio.run_coroutine_threadsafe(coro, self.loop)
             self._pending.add(future)
         future.add_done_callback(self._settled)
