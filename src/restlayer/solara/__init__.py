@@ -334,6 +334,27 @@ def _stranded(waiting: SuspendedError, *, owned: bool) -> RestLayerError:
     return ClosedError(f"{name}: the controller was closed while a Suspense waited for its data")
 
 
+def _given_anew(
+    suspended: reacton.core.Ref[tuple[SuspendedError, Children | None] | None],
+    waiting: SuspendedError | None,
+    children: Children | None,
+) -> bool:
+    """Whether the parent gave a waiting `Suspense` new children since `waiting` suspended the old ones.
+
+    As in React, they are rendered at once rather than after the old wait: switched to
+    `None` ("do not fetch") or to arguments already stored, they need none of it, and
+    the old request may take long. `suspended` remembers the wait and its children
+    (a re-render for the boundary's own state keeps the same children).
+    """
+    if waiting is None:
+        suspended.current = None
+        return False
+    if suspended.current is None or suspended.current[0] is not waiting:
+        suspended.current = (waiting, children)
+        return False
+    return suspended.current[1] is not children
+
+
 @solara.component  # type: ignore[untyped-decorator]  # solara is untyped
 def Suspense(children: Children | None = None, fallback: object = None) -> object:
     """Render `children`, or `fallback` (a progress bar by default) while any of them waits for data."""
@@ -342,6 +363,10 @@ def Suspense(children: Children | None = None, fallback: object = None) -> objec
     waiting = exception if isinstance(exception, SuspendedError) else None
     stranded, set_stranded = reacton.use_state(cast("RestLayerError | None", None))
     followed = reacton.use_ref(binding)
+    suspended: reacton.core.Ref[tuple[SuspendedError, Children | None] | None] = reacton.use_ref(None)
+    if _given_anew(suspended, waiting, children):
+        clear()  # they may need nothing of what was waited for; if they do, they suspend anew
+        exception = waiting = None
 
     def wait() -> Callable[[], None] | None:
         swapped, followed.current = followed.current is not binding, binding
