@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from restlayer import ClosedError, Entity, ExpiryStatus, NetworkError, RestEndpoint, RestLayerError, resource
+from restlayer.core import Manager
 from restlayer.sync import Controller
 from tests._present import present
 from tests.core._gate import Gates, gate_server
@@ -274,10 +275,10 @@ def test_an_interrupted_call_stops_the_request_it_waited_on(gates: Gates) -> Non
     assert gates.arrivals(name) == 2
 
 
-def with_loop_thread() -> tuple[Controller, threading.Thread]:
-    """A new controller and the loop thread it started."""
+def with_loop_thread(**options: Any) -> tuple[Controller, threading.Thread]:
+    """A new controller (given `options`) and the loop thread it started."""
     before = set(loop_threads())
-    ctrl = Controller()
+    ctrl = Controller(**options)
     (thread,) = set(loop_threads()) - before
     return ctrl, thread
 
@@ -358,3 +359,23 @@ def test_a_callback_raising_system_exit_closes_the_controller_instead_of_hanging
         ctrl.get(Todo, id=1)
     ctrl.close()  # already closed: a no-op
     assert any("SystemExit" in r.getMessage() for r in caplog.records if r.levelname == "ERROR")
+
+
+class _FailingCleanup(Manager):
+    """A manager whose `cleanup` raises (a bug of the app's own)."""
+
+    def cleanup(self) -> None:
+        raise ValueError("cleanup failed")
+
+
+def test_close_stops_the_loop_even_when_a_managers_cleanup_raises(api: Any) -> None:
+    polled = todo_resource(api).get.extend(poll_frequency=60_000)
+    ctrl, thread = with_loop_thread(managers=[_FailingCleanup()])
+    ctrl.fetch(polled, id=1)
+    ctrl.subscribe(polled, id=1)
+    with pytest.raises(ValueError, match="cleanup failed"):  # the app's own error is not hidden
+        ctrl.close()
+    thread.join(10)
+    assert not thread.is_alive(), "the loop (and its polling) ran on after close()"
+    with pytest.raises(ClosedError):
+        ctrl.fetch(polled, id=2)

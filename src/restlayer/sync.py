@@ -192,23 +192,47 @@ class _LoopThread:
             if self.closed:
                 return
             self.closed = True
-        if self.thread.is_alive():
-            asyncio.run_coroutine_threadsafe(_shutdown(before), self.loop).result()
-            self.loop.call_soon_threadsafe(self.loop.stop)
+        try:
+            if self.thread.is_alive():
+                self._shut_down(before)
+        finally:
+            with self._lock:
+                left = list(self._pending)
+            for future in left:
+                future.cancel()
+            self.loop.close()
+
+    def _shut_down(self, before: Callable[[], Awaitable[object]] | None) -> None:
+        """Run `_shutdown(before)` on the loop, then stop the loop and join its thread, whatever happens.
+
+        The loop stops when the shutdown is over, not when this thread's wait ends:
+        an error of `before` (a manager's `cleanup`) comes out here only once the rest
+        is shut down too, and an interrupted wait (Ctrl-C) still ends the thread.
+        """
+        shutdown = asyncio.run_coroutine_threadsafe(_shutdown(before), self.loop)
+        shutdown.add_done_callback(lambda _: self.loop.call_soon_threadsafe(self.loop.stop))
+        try:
+            shutdown.result()
+        finally:
             self.thread.join()
-        with self._lock:
-            left = list(self._pending)
-        for future in left:
-            future.cancel()
-        self.loop.close()
 
 
 async def _shutdown(before: Callable[[], Awaitable[object]] | None) -> None:
-    """Await `before`, then cancel what still runs; a task that ignores its cancellation is left after 10 s."""
+    """Await `before`, then cancel what still runs and close the client, also when `before` raised."""
+    try:
+        if before is not None:
+            await before()
+    finally:
+        await _cancel_and_close()
+
+
+async def _cancel_and_close() -> None:
+    """Cancel every other task of the loop, then close its shared HTTP client.
+
+    A task that ignores its cancellation is left after 10 s.
+    """
     from restlayer.rest import aclose
 
-    if before is not None:
-        await before()
     # One loop turn first: a task created but not yet started, cancelled now, would never run its
     # coroutine (anyio's happy-eyeballs connect attempts: "coroutine ... was never awaited").
     await asyncio.sleep(0)
