@@ -379,3 +379,34 @@ def test_close_stops_the_loop_even_when_a_managers_cleanup_raises(api: Any) -> N
     assert not thread.is_alive(), "the loop (and its polling) ran on after close()"
     with pytest.raises(ClosedError):
         ctrl.fetch(polled, id=2)
+
+
+def test_a_live_iterator_collected_on_the_loop_thread_is_closed_there(
+    api: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A `live()` iterator left in a reference cycle may be collected by the loop thread's allocations."""
+    todos = todo_resource(api)
+    polled = todos.get.extend(poll_frequency=60_000)
+    ignored: list[BaseException | None] = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda info: ignored.append(info.exc_value))
+    collected = threading.Event()
+
+    def collect_on_the_loop_thread(_todo: Any) -> None:
+        gc.collect()
+        collected.set()
+
+    with Controller() as ctrl:
+        gc.disable()  # only the loop thread's collection may find the cycle
+        try:
+            stream = ctrl.live(polled, id=1)
+            assert next(stream).id == 1
+            cycle: list[object] = [stream]
+            cycle.append(cycle)
+            del stream, cycle
+            ctrl.watch(todos.get, id=2, callback=collect_on_the_loop_thread)
+            ctrl.fetch(todos.get, id=2)
+            assert collected.wait(10)
+        finally:
+            gc.enable()
+        ctrl.get_state()  # one more turn of the loop: the stream's closing ran by then
+    assert ignored == []

@@ -65,6 +65,7 @@ class _LoopThread:
         self.ended_by: BaseException | None = None
         self._lock = threading.Lock()
         self._pending: set[_Cancellable] = set()
+        self._closing: set[asyncio.Future[object]] = set()
         self.thread = threading.Thread(target=self._run, name="restlayer-sync-loop", daemon=True)
         self.thread.start()
 
@@ -160,6 +161,27 @@ class _LoopThread:
             return fn(*args, **kwargs)
 
         return self.run(invoke())
+
+    def finish(self, closer: Callable[[], Awaitable[object]]) -> None:
+        """Run `closer()` (an iterator's `aclose`) on the loop, unless the loop is closed (which ended it).
+
+        From another thread, wait for it. On the loop thread itself, where the garbage
+        collector may finalize a forgotten `live()` or `paginate` iterator, waiting
+        would be refused (and the stream left open, still polling): it runs as a task.
+        """
+        if self.closed:
+            return
+        if self.on_loop_thread():
+            task = asyncio.ensure_future(closer(), loop=self.loop)
+            self._closing.add(task)  # the loop keeps only a weak reference to its tasks
+            task.add_done_callback(self._closing.discard)
+            return
+        with suppress(ClosedError):  # closed meanwhile: the loop already ended it
+
+            async def invoke() -> None:
+                await closer()
+
+            self.run(invoke())
 
     def on_loop_thread(self) -> bool:
         """Whether the calling thread is the loop's own (a callback, or a garbage collection it ran)."""
@@ -395,9 +417,8 @@ class Controller:
                     return
         finally:
             closer = getattr(stream, "aclose", None)
-            if closer is not None and not self._thread.closed:
-                with suppress(ClosedError):  # closed meanwhile: the loop already ended the stream
-                    self._run(closer)
+            if closer is not None:
+                self._thread.finish(closer)
 
     # ----- reads and writes (run on the loop thread, so they never race the loop) ---------------
     @overload
@@ -558,5 +579,4 @@ def paginate(
             except StopAsyncIteration:
                 return
     finally:
-        if not ctrl._thread.loop.is_closed():
-            ctrl._run(pages.aclose)
+        ctrl._thread.finish(pages.aclose)
