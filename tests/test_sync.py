@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import gc
 import inspect
 import signal
@@ -410,3 +412,29 @@ def test_a_live_iterator_collected_on_the_loop_thread_is_closed_there(
             gc.enable()
         ctrl.get_state()  # one more turn of the loop: the stream's closing ran by then
     assert ignored == []
+
+
+def test_submitted_work_cut_short_by_close_ends_with_closed_error() -> None:
+    started = threading.Event()
+    ended = threading.Event()
+
+    async def wait_until_cancelled(_ctrl: Any) -> None:
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            ended.set()
+
+    ctrl = Controller()
+    mine = ctrl.submit(wait_until_cancelled)
+    assert started.wait(10)
+    assert mine.cancel()  # the caller's own cancellation stays one, and reaches the loop
+    assert ended.wait(10)
+    with pytest.raises(concurrent.futures.CancelledError):
+        mine.result(10)
+    started.clear()
+    cut_short = ctrl.submit(wait_until_cancelled)
+    assert started.wait(10)
+    ctrl.close()
+    with pytest.raises(ClosedError, match="closed"):
+        cut_short.result(10)

@@ -140,7 +140,11 @@ class _LoopThread:
             raise
 
     def spawn(self, coro: Coroutine[object, None, T]) -> concurrent.futures.Future[T]:
-        """Schedule `coro` on the loop and return its future at once (cancelled when the loop closes)."""
+        """Schedule `coro` on the loop and return its future at once.
+
+        Work that closing cut short ends with `ClosedError`, as a blocking call waiting
+        then does; cancelling the returned future cancels the work (and stays a cancellation).
+        """
         with self._lock:
             if self.closed:
                 coro.close()
@@ -148,7 +152,23 @@ class _LoopThread:
             future = asyncio.run_coroutine_threadsafe(coro, self.loop)
             self._pending.add(future)
         future.add_done_callback(self._settled)
-        return future
+        outcome: concurrent.futures.Future[T] = concurrent.futures.Future()
+        outcome.add_done_callback(lambda done: future.cancel() if done.cancelled() else None)
+        future.add_done_callback(lambda done: self._hand_over(done, outcome))
+        return outcome
+
+    def _hand_over(self, done: concurrent.futures.Future[T], outcome: concurrent.futures.Future[T]) -> None:
+        """Give `outcome` the result of `done`, a cancellation by closing as `ClosedError`."""
+        if not outcome.set_running_or_notify_cancel():
+            return  # the caller cancelled it (which cancelled `done`)
+        if done.cancelled() and self.closed:
+            outcome.set_exception(self.closed_error("restlayer.sync.Controller was closed while this work ran"))
+        elif done.cancelled():  # the work cancelled itself
+            outcome.set_exception(concurrent.futures.CancelledError())
+        elif (error := done.exception()) is not None:
+            outcome.set_exception(error)
+        else:
+            outcome.set_result(done.result())
 
     def _settled(self, future: _Cancellable) -> None:
         with self._lock:
