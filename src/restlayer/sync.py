@@ -242,7 +242,8 @@ class _LoopThread:
                 left = list(self._pending)
             for future in left:
                 future.cancel()
-            self.loop.close()
+            if not self.thread.is_alive():  # else a second Ctrl-C cut the join short: the thread ends on its own
+                self.loop.close()
 
     def _shut_down(self, before: Callable[[], Awaitable[object]] | None) -> None:
         """Run `_shutdown(before)` on the loop, then stop the loop and join its thread, whatever happens.
