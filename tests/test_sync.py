@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import gc
 import inspect
+import signal
+import sys
 import threading
 import warnings
 from collections.abc import Iterator
@@ -11,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from restlayer import ClosedError, Entity, ExpiryStatus, NetworkError, RestEndpoint, resource
+from restlayer import ClosedError, Entity, ExpiryStatus, NetworkError, RestEndpoint, RestLayerError, resource
+from restlayer.core import Manager
 from restlayer.sync import Controller
 from tests._present import present
 from tests.core._gate import Gates, gate_server
@@ -245,3 +250,191 @@ def test_calls_after_close_raise_closed_error_without_warnings() -> None:
             ctrl.get_state()
         gc.collect()
     assert [str(w.message) for w in caught] == []
+
+
+def test_an_interrupted_call_stops_the_request_it_waited_on(gates: Gates) -> None:
+    """Ctrl-C in a blocked call cancels its work on the loop, as cancelling an awaiting task does in async code."""
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("KeyboardInterrupt reaches the main thread only")
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        pytest.skip("SIGINT does not raise KeyboardInterrupt here")
+    gated = RestEndpoint(path="/gate/:name", url_prefix=gates.url)
+    name = gates.name()
+    main = threading.main_thread().ident
+    assert main is not None
+
+    def press_ctrl_c() -> None:
+        if gates.wait_arrived(name):  # the call is blocked waiting for the reply
+            signal.pthread_kill(main, signal.SIGINT)
+
+    with Controller() as ctrl:
+        threading.Thread(target=press_ctrl_c, daemon=True).start()
+        with pytest.raises(KeyboardInterrupt):
+            ctrl.fetch(gated, name=name)
+        gates.open(name)
+        # the interrupted request is gone: the next fetch sends its own instead of joining it
+        assert ctrl.fetch(gated, name=name) == {"gate": name}
+    assert gates.arrivals(name) == 2
+
+
+def with_loop_thread(**options: Any) -> tuple[Controller, threading.Thread]:
+    """A new controller (given `options`) and the loop thread it started."""
+    before = set(loop_threads())
+    ctrl = Controller(**options)
+    (thread,) = set(loop_threads()) - before
+    return ctrl, thread
+
+
+def test_a_close_refused_in_a_callback_leaves_close_working_afterwards(api: Any) -> None:
+    todos = todo_resource(api)
+    refused: list[BaseException] = []
+    ctrl, thread = with_loop_thread()
+
+    def close_from_callback(_todo: Any) -> None:
+        try:
+            ctrl.close()
+        except RestLayerError as exc:
+            refused.append(exc)
+
+    ctrl.watch(todos.get, id=1, callback=close_from_callback)
+    ctrl.fetch(todos.get, id=1)
+    assert [type(e) for e in refused] == [RestLayerError]
+    ctrl.close()  # from the script's thread: this one must still close it
+    thread.join(10)
+    assert not thread.is_alive()
+    with pytest.raises(ClosedError):
+        ctrl.fetch(todos.get, id=2)
+
+
+def test_a_controller_collected_on_its_own_loop_thread_is_still_closed(api: Any) -> None:
+    """An unclosed controller dropped in a reference cycle may be collected by its own loop thread's allocations."""
+    polled = todo_resource(api).get.extend(poll_frequency=60_000)
+    dropped = threading.Event()
+    collected = threading.Event()
+
+    def collect_on_the_loop_thread(_todo: Any) -> None:
+        if dropped.wait(10):
+            gc.collect()
+            collected.set()
+
+    gc.disable()  # only the loop thread's collection may find the cycle
+    try:
+        ctrl, thread = with_loop_thread()
+        ctrl.watch(polled, id=1, callback=collect_on_the_loop_thread)
+        ctrl.subscribe(polled, id=1)  # never fetched: the first poll runs at once and calls back
+        cycle: list[object] = [ctrl]
+        cycle.append(cycle)
+        del ctrl, cycle
+        dropped.set()
+        assert collected.wait(10), "the poll never called back"
+    finally:
+        gc.enable()
+    thread.join(10)
+    assert not thread.is_alive(), "the collected controller's loop (and its polling) kept running"
+
+
+def test_a_callback_raising_system_exit_closes_the_controller_instead_of_hanging_it(
+    api: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """SystemExit escapes asyncio's callback handling and ends the loop thread: nothing may wait on it after."""
+    todos = todo_resource(api)
+    ctrl, thread = with_loop_thread()
+    ctrl.watch(todos.get, id=1, callback=lambda _todo: sys.exit(3))
+    outcomes: list[BaseException | None] = []
+
+    def fetch() -> None:
+        try:
+            ctrl.fetch(todos.get, id=1)
+            outcomes.append(None)
+        except BaseException as exc:  # the outcome is what the test checks
+            outcomes.append(exc)
+
+    caller = threading.Thread(target=fetch, daemon=True)
+    caller.start()
+    caller.join(10)
+    assert not caller.is_alive(), "the fetch whose watcher raised SystemExit hung"
+    assert [type(e) for e in outcomes] == [ClosedError]
+    assert "SystemExit" in str(outcomes[0])
+    thread.join(10)
+    assert not thread.is_alive()
+    with pytest.raises(ClosedError):
+        ctrl.get(Todo, id=1)
+    ctrl.close()  # already closed: a no-op
+    assert any("SystemExit" in r.getMessage() for r in caplog.records if r.levelname == "ERROR")
+
+
+class _FailingCleanup(Manager):
+    """A manager whose `cleanup` raises (a bug of the app's own)."""
+
+    def cleanup(self) -> None:
+        raise ValueError("cleanup failed")
+
+
+def test_close_stops_the_loop_even_when_a_managers_cleanup_raises(api: Any) -> None:
+    polled = todo_resource(api).get.extend(poll_frequency=60_000)
+    ctrl, thread = with_loop_thread(managers=[_FailingCleanup()])
+    ctrl.fetch(polled, id=1)
+    ctrl.subscribe(polled, id=1)
+    with pytest.raises(ValueError, match="cleanup failed"):  # the app's own error is not hidden
+        ctrl.close()
+    thread.join(10)
+    assert not thread.is_alive(), "the loop (and its polling) ran on after close()"
+    with pytest.raises(ClosedError):
+        ctrl.fetch(polled, id=2)
+
+
+def test_a_live_iterator_collected_on_the_loop_thread_is_closed_there(
+    api: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A `live()` iterator left in a reference cycle may be collected by the loop thread's allocations."""
+    todos = todo_resource(api)
+    polled = todos.get.extend(poll_frequency=60_000)
+    ignored: list[BaseException | None] = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda info: ignored.append(info.exc_value))
+    collected = threading.Event()
+
+    def collect_on_the_loop_thread(_todo: Any) -> None:
+        gc.collect()
+        collected.set()
+
+    with Controller() as ctrl:
+        gc.disable()  # only the loop thread's collection may find the cycle
+        try:
+            stream = ctrl.live(polled, id=1)
+            assert next(stream).id == 1
+            cycle: list[object] = [stream]
+            cycle.append(cycle)
+            del stream, cycle
+            ctrl.watch(todos.get, id=2, callback=collect_on_the_loop_thread)
+            ctrl.fetch(todos.get, id=2)
+            assert collected.wait(10)
+        finally:
+            gc.enable()
+        ctrl.get_state()  # one more turn of the loop: the stream's closing ran by then
+    assert ignored == []
+
+
+def test_submitted_work_cut_short_by_close_ends_with_closed_error() -> None:
+    started = threading.Event()
+    ended = threading.Event()
+
+    async def wait_until_cancelled(_ctrl: Any) -> None:
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            ended.set()
+
+    ctrl = Controller()
+    mine = ctrl.submit(wait_until_cancelled)
+    assert started.wait(10)
+    assert mine.cancel()  # the caller's own cancellation stays one, and reaches the loop
+    assert ended.wait(10)
+    with pytest.raises(concurrent.futures.CancelledError):
+        mine.result(10)
+    started.clear()
+    cut_short = ctrl.submit(wait_until_cancelled)
+    assert started.wait(10)
+    ctrl.close()
+    with pytest.raises(ClosedError, match="closed"):
+        cut_short.result(10)

@@ -61,46 +61,114 @@ class _LoopThread:
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
         self.closed = False
+        #: What ended the loop thread when a callback raised SystemExit (or KeyboardInterrupt) on it.
+        self.ended_by: BaseException | None = None
         self._lock = threading.Lock()
         self._pending: set[_Cancellable] = set()
+        self._closing: set[asyncio.Future[object]] = set()
         self.thread = threading.Thread(target=self._run, name="restlayer-sync-loop", daemon=True)
         self.thread.start()
 
     def _run(self) -> None:
         asyncio.set_event_loop(self.loop)
-        self.loop.run_forever()
+        try:
+            self.loop.run_forever()
+        except (SystemExit, KeyboardInterrupt) as exc:  # asyncio lets only these out of a callback
+            self._abandon(exc)
+
+    def _abandon(self, exc: BaseException) -> None:
+        """Close after a callback raised `exc` on the loop thread, which ended `run_forever`.
+
+        Left so, the thread would be gone with every call waiting on it blocked for
+        good (the fetch that called the callback first). The loop runs once more to
+        cancel what is in progress (those calls get `ClosedError`) and to close the
+        HTTP client; later calls are refused. A `stop()` already under way finishes
+        its own shutdown on the loop run again here.
+        """
+        _log.error("restlayer.sync: a callback raised %r on the loop thread; the controller is closed", exc)
+        with self._lock:
+            stopping, self.closed, self.ended_by = self.closed, True, exc
+        if stopping:
+            self.loop.run_forever()  # until stop() has its shutdown and stops the loop again
+            return
+        self.loop.run_until_complete(_shutdown(None))
+        with self._lock:
+            left = list(self._pending)
+        for future in left:
+            future.cancel()
+        self.loop.close()
+
+    def closed_error(self, message: str) -> ClosedError:
+        """`ClosedError(message)`, saying why when a callback ended the loop thread."""
+        if self.ended_by is not None:
+            message += f" (a callback raised {self.ended_by!r} on its loop thread)"
+        return ClosedError(message)
 
     def run(self, coro: Coroutine[object, None, T]) -> T:
         """Run `coro` on the loop and block until it finishes (its exception re-raised here)."""
-        if threading.current_thread() is self.thread:
+        if self.on_loop_thread():
             coro.close()
             raise RestLayerError("restlayer.sync.Controller cannot be called from its own loop thread")
         with self._lock:
             if self.closed:
                 coro.close()
-                raise ClosedError("restlayer.sync.Controller is closed")
+                raise self.closed_error("restlayer.sync.Controller is closed")
             future = asyncio.run_coroutine_threadsafe(coro, self.loop)
             self._pending.add(future)
         try:
-            return future.result()
-        except concurrent.futures.CancelledError:
-            if self.closed:
-                raise ClosedError("restlayer.sync.Controller was closed while this call was waiting") from None
-            raise
+            return self._wait(future)
         finally:
             with self._lock:
                 self._pending.discard(future)
 
+    def _wait(self, future: concurrent.futures.Future[T]) -> T:
+        """The outcome of `future`; when the waiting thread is interrupted, the work is cancelled too.
+
+        A KeyboardInterrupt (Ctrl-C) or a signal handler's exception ends only this
+        thread's wait; left running, the request would still be sent and stored behind
+        the caller's back. Cancelling the task ends it as cancelling an awaiting task
+        does in async code (a shared GET goes on for its other callers).
+        """
+        try:
+            return future.result()
+        except concurrent.futures.CancelledError:
+            if self.closed:
+                raise self.closed_error("restlayer.sync.Controller was closed while this call was waiting") from None
+            raise
+        except BaseException:
+            future.cancel()  # a no-op when the exception is the call's own outcome (the future is done)
+            raise
+
     def spawn(self, coro: Coroutine[object, None, T]) -> concurrent.futures.Future[T]:
-        """Schedule `coro` on the loop and return its future at once (cancelled when the loop closes)."""
+        """Schedule `coro` on the loop and return its future at once.
+
+        Work that closing cut short ends with `ClosedError`, as a blocking call waiting
+        then does; cancelling the returned future cancels the work (and stays a cancellation).
+        """
         with self._lock:
             if self.closed:
                 coro.close()
-                raise ClosedError("restlayer.sync.Controller is closed")
+                raise self.closed_error("restlayer.sync.Controller is closed")
             future = asyncio.run_coroutine_threadsafe(coro, self.loop)
             self._pending.add(future)
         future.add_done_callback(self._settled)
-        return future
+        outcome: concurrent.futures.Future[T] = concurrent.futures.Future()
+        outcome.add_done_callback(lambda done: future.cancel() if done.cancelled() else None)
+        future.add_done_callback(lambda done: self._hand_over(done, outcome))
+        return outcome
+
+    def _hand_over(self, done: concurrent.futures.Future[T], outcome: concurrent.futures.Future[T]) -> None:
+        """Give `outcome` the result of `done`, a cancellation by closing as `ClosedError`."""
+        if not outcome.set_running_or_notify_cancel():
+            return  # the caller cancelled it (which cancelled `done`)
+        if done.cancelled() and self.closed:
+            outcome.set_exception(self.closed_error("restlayer.sync.Controller was closed while this work ran"))
+        elif done.cancelled():  # the work cancelled itself
+            outcome.set_exception(concurrent.futures.CancelledError())
+        elif (error := done.exception()) is not None:
+            outcome.set_exception(error)
+        else:
+            outcome.set_result(done.result())
 
     def _settled(self, future: _Cancellable) -> None:
         with self._lock:
@@ -114,34 +182,100 @@ class _LoopThread:
 
         return self.run(invoke())
 
+    def finish(self, closer: Callable[[], Awaitable[object]]) -> None:
+        """Run `closer()` (an iterator's `aclose`) on the loop, unless the loop is closed (which ended it).
+
+        From another thread, wait for it. On the loop thread itself, where the garbage
+        collector may finalize a forgotten `live()` or `paginate` iterator, waiting
+        would be refused (and the stream left open, still polling): it runs as a task.
+        """
+        if self.closed:
+            return
+        if self.on_loop_thread():
+            task = asyncio.ensure_future(closer(), loop=self.loop)
+            self._closing.add(task)  # the loop keeps only a weak reference to its tasks
+            task.add_done_callback(self._closing.discard)
+            return
+        with suppress(ClosedError):  # closed meanwhile: the loop already ended it
+
+            async def invoke() -> None:
+                await closer()
+
+            self.run(invoke())
+
+    def on_loop_thread(self) -> bool:
+        """Whether the calling thread is the loop's own (a callback, or a garbage collection it ran)."""
+        return threading.current_thread() is self.thread
+
+    def refuse_close_here(self) -> None:
+        """Raise `RestLayerError` on the loop thread: `stop()` joins that thread, so it cannot run there."""
+        if self.on_loop_thread():
+            raise RestLayerError("restlayer.sync.Controller cannot be closed from its own loop thread (a callback)")
+
+    def release(self, before: Callable[[], Awaitable[object]] | None = None) -> None:
+        """`stop(before)` from any thread: on the loop thread, handed to a thread of its own.
+
+        This is what a garbage-collected, never-closed controller runs. The cyclic
+        collector runs in whichever thread allocates, often the loop thread itself;
+        refusing there would leave the loop (and its polling) running for good.
+        """
+        if self.on_loop_thread():
+            threading.Thread(target=self.stop, args=(before,), name="restlayer-sync-close", daemon=True).start()
+        else:
+            self.stop(before)
+
     def stop(self, before: Callable[[], Awaitable[object]] | None = None) -> None:
         """Await `before` on the loop, cancel every task, close the shared HTTP client, stop and join.
 
         New calls are refused from the start; calls still waiting afterwards get `ClosedError`.
         """
-        if threading.current_thread() is self.thread:
-            raise RestLayerError("restlayer.sync.Controller cannot be closed from its own loop thread (a callback)")
+        self.refuse_close_here()
         with self._lock:
             if self.closed:
                 return
             self.closed = True
-        if self.thread.is_alive():
-            asyncio.run_coroutine_threadsafe(_shutdown(before), self.loop).result()
-            self.loop.call_soon_threadsafe(self.loop.stop)
+        try:
+            if self.thread.is_alive():
+                self._shut_down(before)
+        finally:
+            with self._lock:
+                left = list(self._pending)
+            for future in left:
+                future.cancel()
+            if not self.thread.is_alive():  # else a second Ctrl-C cut the join short: the thread ends on its own
+                self.loop.close()
+
+    def _shut_down(self, before: Callable[[], Awaitable[object]] | None) -> None:
+        """Run `_shutdown(before)` on the loop, then stop the loop and join its thread, whatever happens.
+
+        The loop stops when the shutdown is over, not when this thread's wait ends:
+        an error of `before` (a manager's `cleanup`) comes out here only once the rest
+        is shut down too, and an interrupted wait (Ctrl-C) still ends the thread.
+        """
+        shutdown = asyncio.run_coroutine_threadsafe(_shutdown(before), self.loop)
+        shutdown.add_done_callback(lambda _: self.loop.call_soon_threadsafe(self.loop.stop))
+        try:
+            shutdown.result()
+        finally:
             self.thread.join()
-        with self._lock:
-            left = list(self._pending)
-        for future in left:
-            future.cancel()
-        self.loop.close()
 
 
 async def _shutdown(before: Callable[[], Awaitable[object]] | None) -> None:
-    """Await `before`, then cancel what still runs; a task that ignores its cancellation is left after 10 s."""
+    """Await `before`, then cancel what still runs and close the client, also when `before` raised."""
+    try:
+        if before is not None:
+            await before()
+    finally:
+        await _cancel_and_close()
+
+
+async def _cancel_and_close() -> None:
+    """Cancel every other task of the loop, then close its shared HTTP client.
+
+    A task that ignores its cancellation is left after 10 s.
+    """
     from restlayer.rest import aclose
 
-    if before is not None:
-        await before()
     # One loop turn first: a task created but not yet started, cancelled now, would never run its
     # coroutine (anyio's happy-eyeballs connect attempts: "coroutine ... was never awaited").
     await asyncio.sleep(0)
@@ -183,11 +317,16 @@ class Controller:
             self._thread.stop()
             raise
         # Closing goes through the async controller's `async with` exit: shared-store writes are handed over first.
-        self._finalizer = weakref.finalize(self, self._thread.stop, partial(self._async.__aexit__, None, None, None))
+        self._finalizer = weakref.finalize(self, self._thread.release, partial(self._async.__aexit__, None, None, None))
 
     # ----- lifecycle ----------------------------------------------------------------------
     def close(self) -> None:
-        """Hand queued shared-store writes over, stop polling and in-flight work, close the clients, join the thread."""
+        """Hand queued shared-store writes over, stop polling and in-flight work, close the clients, join the thread.
+
+        Refused in a callback (on the loop thread) before the one-shot finalizer is
+        spent, so a later `close()` from another thread still closes the controller.
+        """
+        self._thread.refuse_close_here()
         self._finalizer()
 
     def __enter__(self) -> Controller:
@@ -299,9 +438,8 @@ class Controller:
                     return
         finally:
             closer = getattr(stream, "aclose", None)
-            if closer is not None and not self._thread.closed:
-                with suppress(ClosedError):  # closed meanwhile: the loop already ended the stream
-                    self._run(closer)
+            if closer is not None:
+                self._thread.finish(closer)
 
     # ----- reads and writes (run on the loop thread, so they never race the loop) ---------------
     @overload
@@ -462,5 +600,4 @@ def paginate(
             except StopAsyncIteration:
                 return
     finally:
-        if not ctrl._thread.loop.is_closed():
-            ctrl._run(pages.aclose)
+        ctrl._thread.finish(pages.aclose)

@@ -4,13 +4,15 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
 import threading
 import uuid
+import weakref
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import pytest
@@ -74,6 +76,24 @@ def test_provider_closes_the_controller_it_created_on_unmount(mount: Any, seen: 
     rc.close()
     with pytest.raises(ClosedError, match="closed"):
         ctrl.submit(lambda c: c.fetch(Todos.get, id=1))
+
+
+def test_an_unmounted_provider_lets_go_of_the_controller_it_created(mount: Any, seen: Seen, Todos: Any) -> None:
+    """Each page (session) creates a controller with its whole store: one left behind per page is a leak."""
+
+    @solara.component
+    def Probe() -> Any:
+        seen.add("ctrl", weakref.ref(use_controller()))
+        seen.add("title", use_dle(Todos.get, id=1).data)
+        return solara.Text("x")
+
+    rc = mount(ControllerProvider(children=[Probe()]))
+    seen.wait(lambda: any(seen.of("title")), "the todo")
+    created = seen.of("ctrl")[0]
+    rc.close()
+    seen.items.clear()
+    gc.collect()
+    assert created() is None
 
 
 def test_provider_leaves_a_given_controller_open(mount: Any, seen: Seen, sctrl: Controller, Todos: Any) -> None:
@@ -427,6 +447,38 @@ def test_use_fetch_settling_after_the_page_went_runs_callbacks_off_the_loop_thre
     seen.wait(lambda: bool(seen.of("done")), "the done-callback")
     # a callback blocking on the controller there would hang it
     assert not seen.of("done")[0].startswith("restlayer-sync-loop")
+
+
+@pytest.mark.parametrize("then", [None, {"name": "stored"}], ids=["none", "stored-args"])
+def test_suspense_shows_new_children_at_once_instead_of_waiting_for_the_old_request(
+    mount: Any, seen: Seen, sctrl: Controller, api: Any, then: dict[str, str] | None
+) -> None:
+    """Switching a suspended item to `None` ("do not fetch") or to stored data must not wait for the old request."""
+    name = f"switch-{uuid.uuid4().hex}"
+    held = RestEndpoint(path="/_test/gate/:name", url_prefix=api.url)
+    sctrl.set_response(held, {"name": "stored"}, {"gate": "stored"})
+
+    @solara.component
+    def Item(args: dict[str, str] | None) -> Any:
+        seen.add("item", (args, use_suspense(held, args)))
+        return solara.Text("x")
+
+    @solara.component
+    def Page() -> Any:
+        args, set_args = solara.use_state(cast("dict[str, str] | None", {"name": name}))
+        seen.add("switch", set_args)
+        return Suspense(children=[Item(args)])
+
+    rc = mount(ControllerProvider(children=[Page()], controller=sctrl))
+    try:
+        arrived = httpx.get(f"{api.url}/_test/gate/{name}/arrivals", params={"count": 1}, timeout=15)
+        assert arrived.json() == {"arrivals": 1}  # the item is suspended on the held request
+        seen.of("switch")[0](then)
+        expected = (then, None if then is None else {"gate": "stored"})
+        seen.wait(lambda: expected in seen.of("item"), "the item with its new arguments")
+    finally:
+        httpx.post(f"{api.url}/_test/gate/{name}/open")
+        rc.close()
 
 
 @pytest.mark.parametrize("owned", [False, True], ids=["given", "created"])

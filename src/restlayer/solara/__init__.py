@@ -55,8 +55,9 @@ R = TypeVar("R")
 Children = Sequence[object]
 
 _binding_context: reacton.core.UserContext[Binding | None] = reacton.create_context(None)
-#: The bindings whose controller a provider created, by controller (a Suspense above such a provider must not wait).
-_created: weakref.WeakKeyDictionary[Controller, Binding] = weakref.WeakKeyDictionary()
+#: The controllers a provider created (a Suspense above such a provider must not wait). Weak, and holding
+#: nothing that refers back to them: each page's controller, with its whole store, goes with its page.
+_created: weakref.WeakSet[Controller] = weakref.WeakSet()
 
 
 def _not_suspended(record: logging.LogRecord) -> bool:
@@ -95,7 +96,7 @@ def _provided(controller: Controller | None) -> Binding:
     if controller is not None:
         return Binding(controller, owned=False)
     binding = Binding(Controller(), owned=True)
-    _created[binding.controller] = binding
+    _created.add(binding.controller)
     return binding
 
 
@@ -333,6 +334,27 @@ def _stranded(waiting: SuspendedError, *, owned: bool) -> RestLayerError:
     return ClosedError(f"{name}: the controller was closed while a Suspense waited for its data")
 
 
+def _given_anew(
+    suspended: reacton.core.Ref[tuple[SuspendedError, Children | None] | None],
+    waiting: SuspendedError | None,
+    children: Children | None,
+) -> bool:
+    """Whether the parent gave a waiting `Suspense` new children since `waiting` suspended the old ones.
+
+    As in React, they are rendered at once rather than after the old wait: switched to
+    `None` ("do not fetch") or to arguments already stored, they need none of it, and
+    the old request may take long. `suspended` remembers the wait and its children
+    (a re-render for the boundary's own state keeps the same children).
+    """
+    if waiting is None:
+        suspended.current = None
+        return False
+    if suspended.current is None or suspended.current[0] is not waiting:
+        suspended.current = (waiting, children)
+        return False
+    return suspended.current[1] is not children
+
+
 @solara.component  # type: ignore[untyped-decorator]  # solara is untyped
 def Suspense(children: Children | None = None, fallback: object = None) -> object:
     """Render `children`, or `fallback` (a progress bar by default) while any of them waits for data."""
@@ -341,6 +363,10 @@ def Suspense(children: Children | None = None, fallback: object = None) -> objec
     waiting = exception if isinstance(exception, SuspendedError) else None
     stranded, set_stranded = reacton.use_state(cast("RestLayerError | None", None))
     followed = reacton.use_ref(binding)
+    suspended: reacton.core.Ref[tuple[SuspendedError, Children | None] | None] = reacton.use_ref(None)
+    if _given_anew(suspended, waiting, children):
+        clear()  # they may need nothing of what was waited for; if they do, they suspend anew
+        exception = waiting = None
 
     def wait() -> Callable[[], None] | None:
         swapped, followed.current = followed.current is not binding, binding
@@ -351,11 +377,10 @@ def Suspense(children: Children | None = None, fallback: object = None) -> objec
             return None
         mounted = True
         controller = waiting.controller or binding.controller
-        below = _created.get(controller) if controller is not binding.controller else None
-        if below is not None:
+        if controller is not binding.controller and controller in _created:
             # the fallback replaces the provider that created this controller (or it never mounted):
             # nobody else closes it, and one created again would never get its data either
-            below.close()
+            controller.close()
             set_stranded(_stranded(waiting, owned=True))
             return None
 
