@@ -205,6 +205,19 @@ async def test_a_reply_over_max_body_size_is_a_body_too_large_error(api: LocalSe
     assert info.value.status == 400
 
 
+@pytest.mark.parametrize("content", ["stream", "text", "blob", "arrayBuffer"])
+async def test_a_content_mode_other_than_json_is_refused_when_defined(api: LocalServer, content: str) -> None:
+    """A GraphQL reply is JSON whatever `content` says: "stream" left the reply unread (httpx's
+    ResponseNotRead, connection held) and the others were silently ignored."""
+    gql = GQLEndpoint(f"{api.url}/graphql")
+    with pytest.raises(ParamError, match=f"content={content!r}"):
+        gql.query(USER_QUERY, {"user": User}, content=content)
+    with pytest.raises(ParamError, match=f"content={content!r}"):
+        GQLEndpoint(f"{api.url}/graphql", content=content)
+    assert await gql.query(USER_QUERY, content="json")({"id": "1"}) == {"user": {"id": "1", "name": "Leanne Graham"}}
+    assert len(api.requests) == 1
+
+
 async def test_html_from_a_proxy_is_status_400() -> None:
     async with _replying(502, None, raw=b"<html>Bad Gateway</html>") as client:
         ep = GQLEndpoint("http://x.test/graphql", client=client).query("query { x }")

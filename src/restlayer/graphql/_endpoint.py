@@ -87,6 +87,19 @@ def _key_json(variables: object, name: str) -> str:
         raise ParamError(f"{name}: the GraphQL variables cannot be sent as JSON: {where}") from exc
 
 
+def _check_content(endpoint: RestEndpoint[object, ...]) -> None:
+    """Refuse a `content` mode other than JSON: a GraphQL reply is always parsed as its JSON body.
+
+    `"stream"` would leave the reply unread (and its connection held) for a parser that
+    needs all of it; `"text"` and the binary modes would be ignored without a word.
+    """
+    if endpoint.content not in (None, "json"):
+        raise ParamError(
+            f"{endpoint.name}: content={endpoint.content!r} cannot apply to a GraphQL endpoint: its reply "
+            "is read as JSON ({'data', 'errors'}); leave content unset"
+        )
+
+
 class GQLEndpoint(RestEndpoint[T_co]):
     """`await ep(variables)` POSTs `{"query", "variables"}` to `url` and returns `data`.
 
@@ -106,6 +119,7 @@ class GQLEndpoint(RestEndpoint[T_co]):
         init(**options)
         if not isinstance(self.url_prefix, str) or not self.url_prefix:
             raise ParamError("GQLEndpoint needs the GraphQL server's url")
+        _check_content(self)
 
     def __repr__(self) -> str:
         kind = "mutation" if self.side_effect else "query"
