@@ -55,6 +55,26 @@ async def test_variables_json_cannot_encode_are_a_param_error_naming_the_member(
     assert len(api.requests) == 0
 
 
+async def test_a_query_function_that_raises_or_gives_no_text_is_a_restlayer_error(
+    api: LocalServer, gql: GQLEndpoint
+) -> None:
+    """Calling the endpoint raised the function's own KeyError, and a function returning None
+    sent `"query": null` (keyed `"None {...}"`) for the server to refuse."""
+    raising = gql.query(lambda v: f"query {v['missing']} {{ x }}")
+    with pytest.raises(RestLayerError, match=r"query function raised KeyError: 'missing'") as info:
+        await raising({"id": "1"})
+    assert isinstance(info.value.__cause__, KeyError)
+    no_text = gql.query(lambda v: None, {"user": User})  # type: ignore[arg-type,return-value]
+    with pytest.raises(ParamError, match="query function returned NoneType, not the query text"):
+        no_text.key({"id": "1"})
+    with pytest.raises(ParamError, match="query function returned NoneType"):
+        await no_text({"id": "1"})
+    with pytest.raises(ParamError, match="query function returned NoneType"):
+        await Controller().fetch(no_text, {"id": "1"})
+    assert not no_text.test_key('None {"id":"1"}')
+    assert len(api.requests) == 0
+
+
 def test_string_query_whitespace_collapsed() -> None:
     ep = GQLEndpoint("http://x.test/graphql").query("query   list {\n  users { id }\n}")
     assert ep.key({}) == "query list { users { id } } {}"

@@ -131,6 +131,25 @@ class GQLEndpoint(RestEndpoint[T_co]):
         """The query text for these variables (set by `.query()` / `.mutation()`)."""
         raise RestLayerError(f"{self.name}: You must include a query (use .query() or .mutation())")
 
+    def _query_text(self, variables: object) -> str:
+        """`get_query(variables)`, checked: the user's query function runs inside every key and call.
+
+        What it raises becomes a RestLayerError naming the operation (the original as cause),
+        and a result that is not a str a `ParamError`: it would be sent as `"query": null`
+        (or a number) and keyed as `"None {...}"`.
+        """
+        try:
+            text: object = self.get_query(variables)
+        except RestLayerError:
+            raise
+        except Exception as exc:
+            raise RestLayerError(f"{self.name}: the query function raised {type(exc).__name__}: {exc}") from exc
+        if not isinstance(text, str):
+            raise ParamError(
+                f"{self.name}: the query function returned {type(text).__name__}, not the query text (a str)"
+            )
+        return text
+
     @overload
     def query(self, query: QueryText, schema: type[E], **options: object) -> GQLEndpoint[E]: ...
     @overload
@@ -343,7 +362,7 @@ class GQLEndpoint(RestEndpoint[T_co]):
     def key(self, *args: object) -> str:
         """`"<query> <compact JSON of the variables>"`; member order is kept."""
         variables = split_call(args, False)[0]
-        return f"{self.get_query(variables)} {_key_json(variables, self.name)}"
+        return f"{self._query_text(variables)} {_key_json(variables, self.name)}"
 
     def test_key(self, key: str) -> bool:
         """Whether a store key belongs to this operation (any variables).
@@ -353,8 +372,8 @@ class GQLEndpoint(RestEndpoint[T_co]):
         is then matched against the key of the variables it ends with.
         """
         try:
-            prefix = self.get_query({})
-        except Exception:
+            prefix = self._query_text({})
+        except RestLayerError:
             return self._keys_own_variables(key)
         return key.startswith(prefix)
 
@@ -374,7 +393,7 @@ class GQLEndpoint(RestEndpoint[T_co]):
 
     async def get_request_init(self, variables: object) -> dict[str, object]:
         """POST init: JSON body `{"query", "variables"}`, headers through `get_headers`."""
-        payload = {"query": self.get_query(variables), "variables": variables}
+        payload = {"query": self._query_text(variables), "variables": variables}
         return await super().get_request_init(payload)
 
     async def fetch_response(self, url: str, init: Mapping[str, object]) -> httpx.Response:
