@@ -213,3 +213,16 @@ async def test_headers_that_are_neither_a_mapping_nor_pairs_are_a_param_error(ap
     finally:
         ctrl.close()
     assert api.requests == []
+
+
+@pytest.mark.parametrize(
+    "headers", ["X-A: 1", [("X-A", "1", "extra")], [("X-A",)], ["XA"]], ids=["str", "triple", "single", "str-item"]
+)
+async def test_headers_given_as_items_that_are_not_pairs_are_a_param_error(api: LocalServer, headers: object) -> None:
+    """Text, or pairs of the wrong length, from get_headers or in request_init raised a bare ValueError (unpacking)."""
+    ep = RestEndpoint(path="/_test/echo", url_prefix=api.url, get_headers=lambda h: headers)
+    with pytest.raises(ParamError, match="headers must be a mapping or a list of"):
+        await ep()
+    with pytest.raises(ParamError, match="request_init headers must be a mapping or"):
+        RestEndpoint(path="/_test/echo", url_prefix=api.url, request_init={"headers": headers})
+    assert api.requests == []

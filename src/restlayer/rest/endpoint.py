@@ -31,7 +31,7 @@ from restlayer.errors import (
     RestLayerError,
     StatusError,
 )
-from restlayer.rest._body import RequestParts
+from restlayer.rest._body import RequestParts, header_pairs
 from restlayer.rest._client import get_client, hold, release
 from restlayer.rest._parse import (
     ByteStream,
@@ -96,11 +96,12 @@ def _header_items(headers: object) -> Iterable[tuple[object, object]]:
     """(name, value) pairs of headers given as a mapping or as a list of pairs."""
     if headers is None:
         return ()
+    what = "headers must be a mapping or a list of (name, value) pairs"
     if isinstance(headers, Mapping):
         return headers.items()
-    if isinstance(headers, Iterable):
-        return headers
-    raise ParamError(f"headers must be a mapping or a list of (name, value) pairs, not {type(headers).__name__}")
+    if isinstance(headers, Iterable) and not isinstance(headers, (str, bytes, bytearray)):
+        return header_pairs(headers, what)
+    raise ParamError(f"{what}, not {type(headers).__name__}")
 
 
 def _check_header_text(endpoint: str, name: object, part: object, what: str) -> None:
