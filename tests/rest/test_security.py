@@ -226,3 +226,14 @@ async def test_headers_given_as_items_that_are_not_pairs_are_a_param_error(api: 
     with pytest.raises(ParamError, match="request_init headers must be a mapping or"):
         RestEndpoint(path="/_test/echo", url_prefix=api.url, request_init={"headers": headers})
     assert api.requests == []
+
+
+async def test_headers_given_as_an_iterator_of_pairs_are_all_sent(api: LocalServer) -> None:
+    """Checking the pairs used up a generator from get_headers, so the request went without them (credentials lost)."""
+    ep = RestEndpoint(
+        path="/_test/echo",
+        url_prefix=api.url,
+        get_headers=lambda h: ((name, value) for name, value in {**h, "Authorization": "Bearer t0k"}.items()),
+    )
+    sent = (await ep())["headers"]
+    assert (sent["authorization"], sent["content-type"]) == ("Bearer t0k", "application/json")

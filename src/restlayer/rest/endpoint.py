@@ -104,6 +104,17 @@ def _header_items(headers: object) -> Iterable[tuple[object, object]]:
     raise ParamError(f"{what}, not {type(headers).__name__}")
 
 
+def _own_headers(headers: object) -> object:
+    """A request's headers: a mapping (or None) as given, pairs as a list of checked pairs.
+
+    They are read three times (checked, named for a redirect, sent), so a one-shot
+    iterator of pairs (a generator from `get_headers`) must not be used up by the first.
+    """
+    if headers is None or isinstance(headers, Mapping):
+        return headers
+    return list(_header_items(headers))
+
+
 def _check_header_text(endpoint: str, name: object, part: object, what: str) -> None:
     """Refuse a header name or value that cannot be sent as it is (a local mistake)."""
     if isinstance(part, bytes):
@@ -514,7 +525,7 @@ class RestEndpoint(Generic[T_co, Params, Args]):
         method = str(kwargs.pop("method", self.method))
         follow = bool(kwargs.pop("follow_redirects", client.follow_redirects))
         auth = kwargs.pop("auth", httpx.USE_CLIENT_DEFAULT)
-        own = kwargs.get("headers")
+        own = kwargs["headers"] = _own_headers(kwargs.get("headers"))
         _check_headers(own, self.name)
         build: Callable[..., httpx.Request] = client.build_request  # `init` holds httpx's keyword options
         try:
