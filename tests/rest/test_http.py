@@ -132,6 +132,16 @@ async def test_json_body_with_nan_or_infinity_is_refused_not_sent(api: LocalServ
     assert api.requests.matching("POST", "/_test/echo") == []
 
 
+async def test_a_text_body_utf_8_cannot_encode_is_refused_not_sent(api: LocalServer) -> None:
+    """A lone surrogate (text decoded with `surrogateescape`, a bad `\\ud800` escape) raised httpx's bare
+    UnicodeEncodeError; a JSON body holding one was already a ParamError."""
+    ep = RestEndpoint(path="/_test/echo", url_prefix=api.url, method="POST")
+    with pytest.raises(ParamError, match=r"/_test/echo: the request body is text UTF-8 cannot encode") as info:
+        await ep("caf\udce9")
+    assert isinstance(info.value.__cause__, UnicodeEncodeError)
+    assert api.requests.matching("POST", "/_test/echo") == []
+
+
 async def test_urlencoded_and_multipart_forms(api: LocalServer) -> None:
     form = RestEndpoint(path="/_test/echo", url_prefix=api.url, method="POST", request_init={"data": {"a": "1 2"}})
     await form()

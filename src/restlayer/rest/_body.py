@@ -81,10 +81,21 @@ async def _read_async_file(read: Callable[[int], Awaitable[bytes | str]]) -> Asy
         yield chunk.encode() if isinstance(chunk, str) else chunk
 
 
-def encode_content(body: object) -> Content:
+def _check_text(body: str, endpoint: str) -> None:
+    """Refuse text UTF-8 cannot encode (a lone surrogate): httpx would raise a bare UnicodeEncodeError."""
+    try:
+        body.encode()
+    except UnicodeEncodeError as exc:
+        raise ParamError(f"{endpoint}: the request body is text UTF-8 cannot encode: {exc}") from exc
+
+
+def encode_content(body: object, endpoint: str = "request") -> Content:
     """httpx `content` for a non-JSON body: text and bytes as given, files and async
-    iterables streamed."""
-    if isinstance(body, (str, bytes)):
+    iterables streamed; `endpoint` names the endpoint in errors."""
+    if isinstance(body, str):
+        _check_text(body, endpoint)
+        return body
+    if isinstance(body, bytes):
         return body
     if isinstance(body, (bytearray, memoryview)):
         return bytes(body)
@@ -168,5 +179,5 @@ class RequestParts:
         if isinstance(body, (dict, list)):
             init["content"] = dumps(body, endpoint)
             return init, self.json_headers
-        init["content"] = encode_content(body)
+        init["content"] = encode_content(body, endpoint)
         return init, self.plain_headers
