@@ -221,6 +221,25 @@ async def test_get_request_init_with_an_option_httpx_does_not_take_is_a_param_er
     assert api.requests.matching("GET", "/_test/echo") == []
 
 
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [("params", 5), ("files", "x.txt"), ("cookies", 5), ("auth", 5), ("auth", ("user",)), ("auth", ("user", 5))],
+    ids=["params", "files", "cookies", "auth", "auth-1-tuple", "auth-int-password"],
+)
+async def test_request_options_httpx_cannot_use_are_a_param_error(api: LocalServer, option: str, value: object) -> None:
+    """httpx's bare AttributeError, ValueError or TypeError reached the caller (for auth, only once sending)."""
+
+    class Odd(RestEndpoint):
+        async def get_request_init(self, body: Any) -> dict[str, Any]:
+            return {**await super().get_request_init(body), option: value}
+
+    with pytest.raises(ParamError, match=rf"/_test/echo: .*{option}"):
+        await Odd(path="/_test/echo", url_prefix=api.url, method="POST", body=None)()
+    with pytest.raises(ParamError, match=rf"/_test/echo: .*{option}"):
+        await RestEndpoint(path="/_test/echo", url_prefix=api.url, method="POST", request_init={option: value})()
+    assert api.requests.matching("POST", "/_test/echo") == []
+
+
 async def test_overridden_get_request_init(api: LocalServer) -> None:
     class Tagged(RestEndpoint):
         async def get_request_init(self, body: Any) -> dict[str, Any]:

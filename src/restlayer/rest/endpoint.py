@@ -115,6 +115,22 @@ def _own_headers(headers: object) -> object:
     return list(_header_items(headers))
 
 
+def _check_auth(auth: object, endpoint: str) -> None:
+    """Refuse an `auth` request option httpx cannot use: it would fail only once sending, with a bare error.
+
+    httpx takes an `httpx.Auth`, a function of the request, a `(user, password)` tuple of
+    str or bytes, or None (no auth); `USE_CLIENT_DEFAULT` when the option is not given.
+    """
+    if auth is None or auth is httpx.USE_CLIENT_DEFAULT or isinstance(auth, httpx.Auth) or callable(auth):
+        return
+    if isinstance(auth, tuple) and len(auth) == 2 and all(isinstance(part, (str, bytes)) for part in auth):
+        return
+    raise ParamError(
+        f"{endpoint}: the request option auth must be an httpx.Auth, a function of the request, "
+        f"a (user, password) tuple of str or None, not {auth!r}"
+    )
+
+
 def _check_header_text(endpoint: str, name: object, part: object, what: str) -> None:
     """Refuse a header name or value that cannot be sent as it is (a local mistake)."""
     if isinstance(part, bytes):
@@ -525,6 +541,7 @@ class RestEndpoint(Generic[T_co, Params, Args]):
         method = str(kwargs.pop("method", self.method))
         follow = bool(kwargs.pop("follow_redirects", client.follow_redirects))
         auth = kwargs.pop("auth", httpx.USE_CLIENT_DEFAULT)
+        _check_auth(auth, self.name)
         own = kwargs["headers"] = _own_headers(kwargs.get("headers"))
         _check_headers(own, self.name)
         build: Callable[..., httpx.Request] = client.build_request  # `init` holds httpx's keyword options
@@ -533,8 +550,10 @@ class RestEndpoint(Generic[T_co, Params, Args]):
             request = build(method, url, **kwargs)
         except httpx.InvalidURL as exc:
             raise transport_error(url, exc, method=method) from exc
-        except TypeError as exc:  # an option httpx does not take (from `get_request_init`, say)
-            raise ParamError(f"{self.name}: the request options were refused by httpx: {exc}") from exc
+        except (TypeError, ValueError, AttributeError) as exc:  # an option httpx does not take, or a value of
+            # the wrong type (`params=5`, `files="x.txt"`), from `request_init` or `get_request_init`
+            given = ", ".join(sorted(kwargs))
+            raise ParamError(f"{self.name}: the request options were refused by httpx: {exc} (given: {given})") from exc
         own_names = {str(name).lower() for name, _ in _header_items(own)} - _BODY_HEADERS
         sending = self._send(client, request, follow, auth, own_names)
         deadline = self.total_timeout
