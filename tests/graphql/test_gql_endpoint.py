@@ -238,6 +238,18 @@ async def test_a_content_mode_other_than_json_is_refused_when_defined(api: Local
     assert len(api.requests) == 1
 
 
+async def test_an_error_reply_over_max_body_size_is_a_body_too_large_error(api: LocalServer) -> None:
+    """The error reply was cut at max_body_size and then parsed: "not JSON: Unterminated string", a wrong reason."""
+    ep = GQLEndpoint(f"{api.url}/_test/500", max_body_size=10).query("query { x }")
+    with pytest.raises(BodyTooLargeError, match=r"status 500.*max_body_size=10") as info:
+        await Controller().fetch(ep)
+    assert info.value.status == 400
+    assert info.value.response is not None and info.value.response.status_code == 500
+    whole = GQLEndpoint(f"{api.url}/_test/500", max_body_size=19).query("query { x }")  # {"message":"boom"}
+    with pytest.raises(GQLNetworkError, match="boom"):
+        await whole()
+
+
 async def test_html_from_a_proxy_is_status_400() -> None:
     async with _replying(502, None, raw=b"<html>Bad Gateway</html>") as client:
         ep = GQLEndpoint("http://x.test/graphql", client=client).query("query { x }")

@@ -16,9 +16,10 @@ import httpx
 
 from restlayer._args import split_call
 from restlayer._typing import B, E, P, Self, T, T_co
-from restlayer.errors import NetworkError, ParamError, RestLayerError, StatusError
+from restlayer.errors import BodyTooLargeError, NetworkError, ParamError, RestLayerError, StatusError
 from restlayer.graphql._errors import GQLNetworkError
 from restlayer.rest._body import unencodable
+from restlayer.rest._parse import was_cut
 from restlayer.rest.endpoint import RestEndpoint
 from restlayer.schema import Schema
 from restlayer.schema._base import NestedListShorthand
@@ -401,14 +402,24 @@ class GQLEndpoint(RestEndpoint[T_co]):
 
         Only a `StatusError` carries a reply whose body was read; the other failures
         that hold a reply (a refused redirect, a body over `max_body_size`) are raised
-        as they are: their reply has no body to decide with.
+        as they are: their reply has no body to decide with. An error reply over
+        `max_body_size` was read only in part: a `BodyTooLargeError` too.
         """
         try:
             return await super().fetch_response(url, init)
         except StatusError as error:
-            if error.response is None:
+            response = error.response
+            if response is None:
                 raise
-            return error.response
+            if was_cut(response):  # its errors cannot be read from the start of the body
+                raise BodyTooLargeError(
+                    f"{response.url}: GraphQL reply (status {response.status_code}) exceeds "
+                    f"max_body_size={self.max_body_size} bytes (decoded), so its errors cannot be read; "
+                    "raise max_body_size",
+                    status=400,
+                    response=response,
+                ) from error
+            return response
 
     async def parse_response(self, response: httpx.Response) -> object:
         """`data` of the reply; `errors` or a non-2xx status raise GQLNetworkError."""

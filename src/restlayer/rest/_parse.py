@@ -10,6 +10,7 @@ import contextlib
 import html
 import json
 import re
+import weakref
 from collections.abc import AsyncIterator
 from typing import Final
 
@@ -134,10 +135,12 @@ async def read_error_body(response: httpx.Response, cap: int | None) -> httpx.Re
         return await read_body(response, cap)
     chunks: list[bytes] = []
     size = 0
+    cut = False
     try:
         async for chunk in response.aiter_bytes():
             if cap is not None and size + len(chunk) > cap:
                 chunks.append(chunk[: int(cap) - size])  # a float cap is allowed
+                cut = True
                 break
             size += len(chunk)
             chunks.append(chunk)
@@ -145,7 +148,23 @@ async def read_error_body(response: httpx.Response, cap: int | None) -> httpx.Re
         raise transport_error(response.url, exc, response) from exc
     finally:
         await response.aclose()
-    return _with_content(response, b"".join(chunks))
+    read = _with_content(response, b"".join(chunks))
+    if cut:
+        _CUT_REPLIES.add(read)
+    return read
+
+
+#: Error replies `read_error_body` cut at the size cap (held weakly: they go with their errors).
+_CUT_REPLIES: weakref.WeakSet[httpx.Response] = weakref.WeakSet()
+
+
+def was_cut(response: httpx.Response) -> bool:
+    """Whether `read_error_body` cut this reply at `max_body_size`: its content is only the body's start.
+
+    A caller that needs the whole error body (a GraphQL endpoint reads `errors` from it)
+    must not parse such a reply.
+    """
+    return response in _CUT_REPLIES
 
 
 def _known_within(response: httpx.Response, cap: int | None) -> bool:
