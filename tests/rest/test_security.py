@@ -204,6 +204,33 @@ async def test_non_ascii_header_value_is_a_clear_param_error(api: LocalServer) -
     assert api.requests == []
 
 
+@pytest.mark.parametrize(
+    ("name", "value", "says"),
+    [
+        ("X Token", "1", "not a valid header name"),
+        ("X-Token:", "1", "not a valid header name"),
+        ("", "1", "not a valid header name"),
+        ("X-Token", " s3cret", "starts or ends with whitespace"),
+        ("X-Token", "s3cret\t", "starts or ends with whitespace"),
+    ],
+    ids=["space", "colon", "empty", "leading-space", "trailing-tab"],
+)
+async def test_a_header_http_cannot_carry_is_a_param_error_not_a_soft_transport_error(
+    api: LocalServer, name: str, value: str, says: str
+) -> None:
+    """h11 refused them on sending: a TransportError of status 500, so the Controller kept stale data as if the
+    server were down (error_policy "soft") for what is a mistake in the caller's headers."""
+    ep = RestEndpoint(path="/_test/echo", url_prefix=api.url, get_headers=lambda h: {**h, name: value})
+    ctrl = Controller()
+    try:
+        with pytest.raises(ParamError, match=says) as info:
+            await ctrl.fetch(ep)
+        assert ep.error_policy(info.value) is None
+    finally:
+        ctrl.close()
+    assert api.requests == []
+
+
 async def test_headers_that_are_neither_a_mapping_nor_pairs_are_a_param_error(api: LocalServer) -> None:
     ep = RestEndpoint(path="/_test/echo", url_prefix=api.url, get_headers=lambda h: 5)
     ctrl = Controller()

@@ -145,6 +145,22 @@ def _check_header_text(endpoint: str, name: object, part: object, what: str) -> 
         raise ParamError(
             f"{endpoint}: header {name!r} {what} is not ASCII ({text[:40]!r}); percent-encode it or send it in the body"
         )
+    _check_header_form(endpoint, name, text, what)
+
+
+def _check_header_form(endpoint: str, name: object, text: str, what: str) -> None:
+    """Refuse what HTTP/1.1 cannot carry: a name that is not a token (empty, a space, a colon), a value
+    with whitespace at either end. httpx would refuse it only when sending, as a transport failure of
+    status 500, which error policies take for a server down (soft) rather than the caller's mistake."""
+    if what == "name" and not _TOKEN.fullmatch(text):
+        raise ParamError(
+            f"{endpoint}: {text!r} is not a valid header name (letters, digits and !#$%&'*+-.^_`|~ only; "
+            "no spaces or colons)"
+        )
+    if what == "value" and text != text.strip(" \t"):
+        raise ParamError(
+            f"{endpoint}: header {name!r} value starts or ends with whitespace, which HTTP drops or refuses"
+        )
 
 
 def _check_headers(headers: object, endpoint: str = "request") -> None:
