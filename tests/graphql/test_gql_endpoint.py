@@ -75,6 +75,22 @@ async def test_a_query_function_that_raises_or_gives_no_text_is_a_restlayer_erro
     assert len(api.requests) == 0
 
 
+@pytest.mark.parametrize("variables", ["5", ["5"], 5], ids=["str", "list", "int"])
+async def test_variables_that_are_not_an_object_are_a_param_error(
+    api: LocalServer, get_user: GQLEndpoint, variables: object
+) -> None:
+    """They were keyed and sent, for the server to refuse ("variables must be an object") as a stored 400."""
+    with pytest.raises(ParamError, match="getUser: the GraphQL variables must be a dict"):
+        get_user.key(variables)
+    with pytest.raises(ParamError, match="getUser: the GraphQL variables must be a dict"):
+        await get_user(variables)
+    ctrl = Controller()
+    with pytest.raises(ParamError, match="getUser: the GraphQL variables must be a dict"):
+        await ctrl.fetch(get_user, variables)
+    assert ctrl.get_state()["meta"] == {}
+    assert len(api.requests) == 0
+
+
 def test_string_query_whitespace_collapsed() -> None:
     ep = GQLEndpoint("http://x.test/graphql").query("query   list {\n  users { id }\n}")
     assert ep.key({}) == "query list { users { id } } {}"

@@ -351,9 +351,19 @@ class GQLEndpoint(RestEndpoint[T_co]):
 
     # -- arguments and keys ------------------------------------------------------------
 
+    def _variables(self, args: tuple[object, ...]) -> object:
+        """The call's variables (`{}` when none); `ParamError` unless a dict, as GraphQL requires an object.
+
+        Else a string or list would be keyed and sent, for the server to refuse.
+        """
+        variables = split_call(args, False)[0]
+        if not isinstance(variables, Mapping):
+            raise ParamError(f"{self.name}: the GraphQL variables must be a dict, not {type(variables).__name__}")
+        return variables
+
     def _split(self, args: tuple[object, ...]) -> tuple[object, object]:
         """The variables travel in the request body; the URL is the server's, whatever they are."""
-        variables = split_call(args, False)[0]
+        variables = self._variables(args)
         return variables, variables
 
     def url(self, params: Mapping[str, object] | None = None) -> str:
@@ -362,7 +372,7 @@ class GQLEndpoint(RestEndpoint[T_co]):
 
     def key(self, *args: object) -> str:
         """`"<query> <compact JSON of the variables>"`; member order is kept."""
-        variables = split_call(args, False)[0]
+        variables = self._variables(args)
         return f"{self._query_text(variables)} {_key_json(variables, self.name)}"
 
     def test_key(self, key: str) -> bool:
