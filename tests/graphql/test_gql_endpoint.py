@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime
 import json
 import socket
+import urllib.parse
 from typing import Any
 
 import httpx
@@ -177,6 +178,25 @@ async def test_errors_member_raises_with_the_list() -> None:
     assert error.data is None
     assert isinstance(error, NetworkError) and isinstance(error, RestLayerError)
     assert ep.error_policy(error) is None
+
+
+@pytest.mark.parametrize(
+    ("errors", "says"),
+    [
+        ("[null]", "GraphQL request failed: null"),
+        ('[{"extensions": {"code": "DOWN"}}]', 'GraphQL request failed: {"extensions": {"code": "DOWN"}}'),
+        ('[{"message": null, "path": ["user"]}]', 'GraphQL request failed: {"message": null, "path": ["user"]}'),
+    ],
+    ids=["null", "no-message", "null-message"],
+)
+async def test_an_error_without_a_message_is_quoted_as_json(api: LocalServer, errors: str, says: str) -> None:
+    """The message was `None`, or Python's repr of the error (`{'extensions': ...}`), not what the server sent."""
+    body = urllib.parse.quote(f'{{"data": null, "errors": {errors}}}')
+    ep = GQLEndpoint(f"{api.url}/_test/reply?body={body}").query("query { user { id } }")
+    with pytest.raises(GQLNetworkError) as info:
+        await ep()
+    assert str(info.value) == says
+    assert info.value.errors == json.loads(errors)
 
 
 async def test_http_500_json_body_is_a_400_gql_error(api: LocalServer) -> None:
