@@ -240,6 +240,24 @@ async def test_request_options_httpx_cannot_use_are_a_param_error(api: LocalServ
     assert api.requests.matching("POST", "/_test/echo") == []
 
 
+@pytest.mark.parametrize(
+    "timeout",
+    [(-1, -1, -1, -1), httpx.Timeout(-1.0), httpx.Timeout(5.0, connect=float("nan")), ("5", 1), (1,)],
+    ids=["negative-tuple", "negative-timeout", "nan-part", "text-part", "short-tuple"],
+)
+async def test_a_request_init_timeout_httpx_cannot_use_is_refused_when_defined(
+    api: LocalServer, timeout: object
+) -> None:
+    """Only a plain number was checked: a negative tuple or httpx.Timeout failed each call as a ConnectTimeout
+    (status 500, a "soft" outage keeping stale data), the others with httpx's bare TypeError, IndexError or
+    ValueError."""
+    with pytest.raises(ParamError, match="request_init timeout must be a positive number"):
+        RestEndpoint(path="/_test/echo", url_prefix=api.url, request_init={"timeout": timeout})
+    assert api.requests == []
+    fine = RestEndpoint(path="/_test/echo", url_prefix=api.url, request_init={"timeout": (5, None, 5.0, 5)})
+    assert (await fine())["path"] == "/_test/echo"
+
+
 async def test_overridden_get_request_init(api: LocalServer) -> None:
     class Tagged(RestEndpoint):
         async def get_request_init(self, body: Any) -> dict[str, Any]:

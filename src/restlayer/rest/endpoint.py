@@ -945,11 +945,27 @@ def _check_request_init(init: object, name: str) -> None:
             f"(httpx request options: {', '.join(sorted(_REQUEST_INIT_KEYS))})"
         )
     timeout = init.get("timeout")
-    if timeout is not None and not isinstance(timeout, (httpx.Timeout, tuple)) and not _positive(timeout):
+    if timeout is not None and not _usable_timeout(timeout):
         raise ParamError(
-            f"{name}: request_init timeout must be a positive number of seconds, an httpx.Timeout or None, "
-            f"not {timeout!r}"
+            f"{name}: request_init timeout must be a positive number of seconds, an httpx.Timeout or a tuple of "
+            f"(connect, read[, write[, pool]]) whose parts are positive numbers or None, or None, not {timeout!r}"
         )
+
+
+def _usable_timeout(timeout: object) -> bool:
+    """Whether httpx can use `timeout` as a request's: a positive number, or an httpx.Timeout (or the tuple
+    httpx builds one from) whose every part is a positive number or None (no limit).
+
+    A part below zero times out at once, as a ConnectTimeout a policy takes for a server down;
+    text, NaN or a too short tuple fail inside httpx with a bare error.
+    """
+    if not isinstance(timeout, (httpx.Timeout, tuple)):
+        return _positive(timeout)
+    try:
+        parts = timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout)
+    except (TypeError, ValueError, IndexError):
+        return False
+    return all(part is None or _positive(part) for part in (parts.connect, parts.read, parts.write, parts.pool))
 
 
 def _check_params_type(params: object, path_names: Iterable[str], endpoint: str) -> None:
