@@ -899,6 +899,7 @@ def _check_options(ep: RestEndpoint[object, ...], options: Mapping[str, object])
         value = getattr(ep, option)
         if value is not None and not _positive(value):
             raise ParamError(f"{name}: {option} must be a positive number or None, not {value!r}")
+    _check_seconds(ep.total_timeout, name)
     _check_flags(ep, name)
     _check_request_init(ep.request_init, name)
     if ep.client is not None and not isinstance(ep.client, httpx.AsyncClient):
@@ -911,6 +912,20 @@ def _check_options(ep: RestEndpoint[object, ...], options: Mapping[str, object])
         if value is not None and not callable(value):
             raise ParamError(f"{name}: {option} must be callable or None, not {value!r}")
     _check_sync_hooks(ep)
+
+
+def _check_seconds(total_timeout: float | None, name: str) -> None:
+    """Refuse a `total_timeout` too large for a float (`10**400`): the deadline would raise a bare
+    OverflowError at every call. (`float("inf")` is fine: no deadline.)"""
+    if total_timeout is None:
+        return
+    try:
+        float(total_timeout)
+    except OverflowError:
+        raise ParamError(
+            f"{name}: total_timeout must be a positive number of seconds a float can hold "
+            "(float('inf') or None for no limit), not an int that large"
+        ) from None
 
 
 def _check_flags(ep: RestEndpoint[object, ...], name: str) -> None:
