@@ -136,6 +136,16 @@ async def reply(request: Request) -> Response:
     return Response(body.encode(), status_code=_int_param(request, "status", 200), media_type="application/json")
 
 
+async def bad_gzip(request: Request) -> Response:
+    """Status ``status`` (default 200), claiming a gzip-encoded JSON body but sending plain bytes that do not decode."""
+    return Response(
+        b"this is not gzip",
+        status_code=_int_param(request, "status", 200),
+        media_type="application/json",
+        headers={"Content-Encoding": "gzip"},
+    )
+
+
 async def empty_object(request: Request) -> Response:
     """Any method: ``{}``, as json-server answers a DELETE."""
     return JSONResponse({})
@@ -247,6 +257,7 @@ ROUTES: list[BaseRoute] = [
     Route("/_test/empty-object/{rest:path}", empty_object, methods=ALL_METHODS),
     Route("/_test/todo-map", todo_map, methods=["GET"]),
     Route("/_test/reply", reply, methods=ALL_METHODS),
+    Route("/_test/bad-gzip", bad_gzip, methods=ALL_METHODS),
     Route("/_test/gate/{name}/open", gate_open, methods=["POST"]),
     Route("/_test/gate/{name}/arrivals", gate_arrivals, methods=["GET"]),
     Route("/_test/gate/{name}", gate, methods=ALL_METHODS),

@@ -23,6 +23,7 @@ from restlayer.errors import (
     RedirectError,
     RestLayerError,
     SchemaError,
+    TransportError,
 )
 from restlayer.graphql import GQLEndpoint, GQLEntity, GQLNetworkError, clean_query
 from restlayer.rest import RestEndpoint
@@ -284,6 +285,14 @@ async def test_an_error_reply_over_max_body_size_is_a_body_too_large_error(api: 
     whole = GQLEndpoint(f"{api.url}/_test/500", max_body_size=19).query("query { x }")  # {"message":"boom"}
     with pytest.raises(GQLNetworkError, match="boom"):
         await whole()
+
+
+async def test_an_error_reply_whose_body_cannot_be_decoded_is_a_transport_error(api: LocalServer) -> None:
+    """GraphQL needs the error body to read its errors: one that cannot be decoded stays a transport failure."""
+    ep = GQLEndpoint(f"{api.url}/_test/bad-gzip?status=404").query("query { x }")
+    with pytest.raises(TransportError, match="decompressing") as info:
+        await ep()
+    assert info.value.status == 500
 
 
 async def test_html_from_a_proxy_is_status_400() -> None:

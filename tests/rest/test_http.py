@@ -20,7 +20,7 @@ import pytest
 from examples.todo_api import LocalServer
 from examples.todo_api.extras import PIXEL_PNG
 from restlayer.core import Controller
-from restlayer.errors import NetworkError, ParamError, RestLayerError
+from restlayer.errors import NetworkError, ParamError, RestLayerError, StatusError, TransportError
 from restlayer.rest import RestEndpoint, aclose, client_session, get_client, resource
 from restlayer.rest.endpoint import ByteStream
 from restlayer.schema import Entity
@@ -342,6 +342,19 @@ async def test_status_route_reason_and_204(api: LocalServer) -> None:
     assert info.value.status == 418
     ep = RestEndpoint(path="/_test/status/:code", url_prefix=api.url, schema=Todo)
     assert await ep({"code": 204}) is None
+
+
+async def test_an_error_reply_whose_body_cannot_be_decoded_keeps_its_status(api: LocalServer) -> None:
+    """Only the body of the 404 failed (it claims gzip); it was reported as a transport failure of status 500,
+    so the default policy took a missing resource for a server outage ("soft", stale data kept)."""
+    ep = RestEndpoint(path="/_test/bad-gzip", url_prefix=api.url)
+    with pytest.raises(StatusError) as info:
+        await ep({"status": 404})
+    assert info.value.status == 404 and ep.error_policy(info.value) is None
+    assert info.value.response is not None and info.value.response.status_code == 404
+    with pytest.raises(TransportError) as failed:  # a 2xx reply's body is the data: that stays a transport failure
+        await ep({"status": 200})
+    assert failed.value.status == 500
 
 
 async def test_invalid_json_is_400(api: LocalServer) -> None:

@@ -19,7 +19,7 @@ from restlayer._typing import B, E, P, Self, T, T_co
 from restlayer.errors import BodyTooLargeError, NetworkError, ParamError, RestLayerError, StatusError
 from restlayer.graphql._errors import GQLNetworkError
 from restlayer.rest._body import unencodable
-from restlayer.rest._parse import was_cut
+from restlayer.rest._parse import body_failure, was_cut
 from restlayer.rest.endpoint import RestEndpoint
 from restlayer.schema import Schema
 from restlayer.schema._base import NestedListShorthand
@@ -413,7 +413,8 @@ class GQLEndpoint(RestEndpoint[T_co]):
         Only a `StatusError` carries a reply whose body was read; the other failures
         that hold a reply (a refused redirect, a body over `max_body_size`) are raised
         as they are: their reply has no body to decide with. An error reply over
-        `max_body_size` was read only in part: a `BodyTooLargeError` too.
+        `max_body_size` was read only in part: a `BodyTooLargeError` too, and one whose body
+        failed to arrive or decode the `TransportError` that stopped it.
         """
         try:
             return await super().fetch_response(url, init)
@@ -421,6 +422,9 @@ class GQLEndpoint(RestEndpoint[T_co]):
             response = error.response
             if response is None:
                 raise
+            failure = body_failure(response)
+            if failure is not None:  # the body did not arrive or decode: no errors to read from it
+                raise failure from failure.__cause__
             if was_cut(response):  # its errors cannot be read from the start of the body
                 raise BodyTooLargeError(
                     f"{response.url}: GraphQL reply (status {response.status_code}) exceeds "
