@@ -155,6 +155,32 @@ async def test_urlencoded_and_multipart_forms(api: LocalServer) -> None:
     assert b'filename="x.txt"' in req.body and b"content" in req.body
 
 
+@pytest.mark.parametrize(
+    ("value", "where"),
+    [
+        ({"b": 1}, r"data\['a'\]: dict"),
+        ([1, {"b": 1}], r"data\['a'\]\[1\]: dict"),
+        (b"x".decode, r"data\['a'\]: builtin_function_or_method"),
+        (b"raw", r"data\['a'\]: bytes"),
+    ],
+    ids=["dict", "dict-in-list", "function", "bytes-urlencoded"],
+)
+async def test_a_form_value_that_is_no_text_or_number_is_refused_not_sent_as_its_repr(
+    api: LocalServer, value: object, where: str
+) -> None:
+    """httpx writes such a value as Python's str(): the server received `a=%7B%27b%27%3A+1%7D` ("{'b': 1}"),
+    and for bytes in a urlencoded form `b'raw'` (a multipart form sends them as they are)."""
+    with pytest.raises(ParamError, match=rf"/_test/echo: request_init {where} cannot be sent in a form"):
+        RestEndpoint(path="/_test/echo", url_prefix=api.url, method="POST", request_init={"data": {"a": value}})
+    assert api.requests.matching("POST", "/_test/echo") == []
+    fine = {"a": [1, "x", 2.5], "b": None, "c": True}
+    await RestEndpoint(path="/_test/echo", url_prefix=api.url, method="POST", request_init={"data": fine})()
+    assert last(api).body == b"a=1&a=x&a=2.5&b=&c=true"
+    upload = {"data": {"d": b"raw"}, "files": {"f": ("x.txt", b"content")}}
+    await RestEndpoint(path="/_test/echo", url_prefix=api.url, method="POST", request_init=upload)()
+    assert b'name="d"\r\n\r\nraw\r\n' in last(api).body
+
+
 async def test_a_body_with_a_form_in_request_init_is_refused_not_sent_without_the_form(api: LocalServer) -> None:
     """httpx sends `content` instead of `data`/`files`: the upload would go out as bare JSON without its file."""
     upload = RestEndpoint(

@@ -959,12 +959,37 @@ def _check_request_init(init: object, name: str) -> None:
             f"{name}: request_init has unknown option(s) {', '.join(unknown)} "
             f"(httpx request options: {', '.join(sorted(_REQUEST_INIT_KEYS))})"
         )
+    _check_form(init.get("data"), "files" in init, name)
     timeout = init.get("timeout")
     if timeout is not None and not _usable_timeout(timeout):
         raise ParamError(
             f"{name}: request_init timeout must be a positive number of seconds, an httpx.Timeout or a tuple of "
             f"(connect, read[, write[, pool]]) whose parts are positive numbers or None, or None, not {timeout!r}"
         )
+
+
+#: What a form field's value may be: httpx writes anything else as Python's `str()` of it.
+_FORM_SCALARS: Final = (str, int, float, type(None))
+
+
+def _check_form(data: object, multipart: bool, name: str) -> None:
+    """Refuse a `request_init` form value httpx would send as its Python repr (`{'b': 1}`, `<function ...>`).
+
+    Values are text, numbers, booleans or None, or lists of them; bytes only in a multipart
+    form (with `files`), as a urlencoded one writes them as `b'...'`.
+    """
+    if not isinstance(data, Mapping):
+        return  # no form (or raw text, which httpx sends as content)
+    allowed = (*_FORM_SCALARS, bytes) if multipart else _FORM_SCALARS
+    for key, value in data.items():
+        items = enumerate(value) if isinstance(value, (list, tuple)) else [(None, value)]
+        for index, item in items:
+            if not isinstance(item, allowed):
+                where = f"data[{key!r}]" + ("" if index is None else f"[{index}]")
+                raise ParamError(
+                    f"{name}: request_init {where}: {type(item).__name__} cannot be sent in a form "
+                    f"(send text, numbers, booleans or None{', or bytes' if multipart else ''})"
+                )
 
 
 def _usable_timeout(timeout: object) -> bool:
