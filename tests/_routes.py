@@ -129,6 +129,23 @@ async def truncated(request: Request) -> Response:
     return StreamingResponse(body(), media_type="application/octet-stream", headers={"Content-Length": "100000"})
 
 
+async def reply(request: Request) -> Response:
+    """Any method: status ``status`` (default 200) with the text of ``body`` as an ``application/json`` body,
+    for replies whose exact shape the example API never sends."""
+    body = request.query_params.get("body", "")
+    return Response(body.encode(), status_code=_int_param(request, "status", 200), media_type="application/json")
+
+
+async def bad_gzip(request: Request) -> Response:
+    """Status ``status`` (default 200), claiming a gzip-encoded JSON body but sending plain bytes that do not decode."""
+    return Response(
+        b"this is not gzip",
+        status_code=_int_param(request, "status", 200),
+        media_type="application/json",
+        headers={"Content-Encoding": "gzip"},
+    )
+
+
 async def empty_object(request: Request) -> Response:
     """Any method: ``{}``, as json-server answers a DELETE."""
     return JSONResponse({})
@@ -239,6 +256,8 @@ ROUTES: list[BaseRoute] = [
     Route("/_test/truncated", truncated, methods=["GET"]),
     Route("/_test/empty-object/{rest:path}", empty_object, methods=ALL_METHODS),
     Route("/_test/todo-map", todo_map, methods=["GET"]),
+    Route("/_test/reply", reply, methods=ALL_METHODS),
+    Route("/_test/bad-gzip", bad_gzip, methods=ALL_METHODS),
     Route("/_test/gate/{name}/open", gate_open, methods=["POST"]),
     Route("/_test/gate/{name}/arrivals", gate_arrivals, methods=["GET"]),
     Route("/_test/gate/{name}", gate, methods=ALL_METHODS),

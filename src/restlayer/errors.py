@@ -29,6 +29,7 @@ to tell why; `status` works on all of them.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -121,11 +122,26 @@ def _first_message(errors: Sequence[object]) -> str:
     if not errors:
         return "GraphQL request failed"
     first = errors[0]
+    if isinstance(first, str):
+        return first
     if isinstance(first, dict):
         message = first.get("message")
         if message is not None:
             return str(message)
-    return str(first)
+    return f"GraphQL request failed: {_quoted(first)}"
+
+
+#: How much of an error without a message `GQLNetworkError` quotes.
+_QUOTED_CHARS = 300
+
+
+def _quoted(error: object) -> str:
+    """An error object without a message as the JSON the server sent (not Python's repr), shortened."""
+    try:
+        text = json.dumps(error, ensure_ascii=False, default=repr)
+    except (ValueError, RecursionError):  # a circular or too deep value built by hand, not a parsed reply
+        text = repr(error)
+    return text if len(text) <= _QUOTED_CHARS else text[: _QUOTED_CHARS - 3] + "..."
 
 
 class GQLNetworkError(NetworkError):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime
 import json
 import socket
+import urllib.parse
 from typing import Any
 
 import httpx
@@ -22,6 +23,7 @@ from restlayer.errors import (
     RedirectError,
     RestLayerError,
     SchemaError,
+    TransportError,
 )
 from restlayer.graphql import GQLEndpoint, GQLEntity, GQLNetworkError, clean_query
 from restlayer.rest import RestEndpoint
@@ -52,6 +54,42 @@ async def test_variables_json_cannot_encode_are_a_param_error_naming_the_member(
         get_user.key({"id": value})
     with pytest.raises(ParamError, match=message):
         await Controller().fetch(get_user, {"id": value})
+    assert len(api.requests) == 0
+
+
+async def test_a_query_function_that_raises_or_gives_no_text_is_a_restlayer_error(
+    api: LocalServer, gql: GQLEndpoint
+) -> None:
+    """Calling the endpoint raised the function's own KeyError, and a function returning None
+    sent `"query": null` (keyed `"None {...}"`) for the server to refuse."""
+    raising = gql.query(lambda v: f"query {v['missing']} {{ x }}")
+    with pytest.raises(RestLayerError, match=r"query function raised KeyError: 'missing'") as info:
+        await raising({"id": "1"})
+    assert isinstance(info.value.__cause__, KeyError)
+    no_text = gql.query(lambda v: None, {"user": User})  # type: ignore[arg-type,return-value]
+    with pytest.raises(ParamError, match="query function returned NoneType, not the query text"):
+        no_text.key({"id": "1"})
+    with pytest.raises(ParamError, match="query function returned NoneType"):
+        await no_text({"id": "1"})
+    with pytest.raises(ParamError, match="query function returned NoneType"):
+        await Controller().fetch(no_text, {"id": "1"})
+    assert not no_text.test_key('None {"id":"1"}')
+    assert len(api.requests) == 0
+
+
+@pytest.mark.parametrize("variables", ["5", ["5"], 5], ids=["str", "list", "int"])
+async def test_variables_that_are_not_an_object_are_a_param_error(
+    api: LocalServer, get_user: GQLEndpoint, variables: object
+) -> None:
+    """They were keyed and sent, for the server to refuse ("variables must be an object") as a stored 400."""
+    with pytest.raises(ParamError, match="getUser: the GraphQL variables must be a dict"):
+        get_user.key(variables)
+    with pytest.raises(ParamError, match="getUser: the GraphQL variables must be a dict"):
+        await get_user(variables)
+    ctrl = Controller()
+    with pytest.raises(ParamError, match="getUser: the GraphQL variables must be a dict"):
+        await ctrl.fetch(get_user, variables)
+    assert ctrl.get_state()["meta"] == {}
     assert len(api.requests) == 0
 
 
@@ -143,6 +181,25 @@ async def test_errors_member_raises_with_the_list() -> None:
     assert ep.error_policy(error) is None
 
 
+@pytest.mark.parametrize(
+    ("errors", "says"),
+    [
+        ("[null]", "GraphQL request failed: null"),
+        ('[{"extensions": {"code": "DOWN"}}]', 'GraphQL request failed: {"extensions": {"code": "DOWN"}}'),
+        ('[{"message": null, "path": ["user"]}]', 'GraphQL request failed: {"message": null, "path": ["user"]}'),
+    ],
+    ids=["null", "no-message", "null-message"],
+)
+async def test_an_error_without_a_message_is_quoted_as_json(api: LocalServer, errors: str, says: str) -> None:
+    """The message was `None`, or Python's repr of the error (`{'extensions': ...}`), not what the server sent."""
+    body = urllib.parse.quote(f'{{"data": null, "errors": {errors}}}')
+    ep = GQLEndpoint(f"{api.url}/_test/reply?body={body}").query("query { user { id } }")
+    with pytest.raises(GQLNetworkError) as info:
+        await ep()
+    assert str(info.value) == says
+    assert info.value.errors == json.loads(errors)
+
+
 async def test_http_500_json_body_is_a_400_gql_error(api: LocalServer) -> None:
     ep = GQLEndpoint(f"{api.url}/_test/500").query("query { x }")
     with pytest.raises(GQLNetworkError) as info:
@@ -203,6 +260,39 @@ async def test_a_reply_over_max_body_size_is_a_body_too_large_error(api: LocalSe
     with pytest.raises(BodyTooLargeError, match="max_body_size=20") as info:
         await Controller().fetch(ep)
     assert info.value.status == 400
+
+
+@pytest.mark.parametrize("content", ["stream", "text", "blob", "arrayBuffer"])
+async def test_a_content_mode_other_than_json_is_refused_when_defined(api: LocalServer, content: str) -> None:
+    """A GraphQL reply is JSON whatever `content` says: "stream" left the reply unread (httpx's
+    ResponseNotRead, connection held) and the others were silently ignored."""
+    gql = GQLEndpoint(f"{api.url}/graphql")
+    with pytest.raises(ParamError, match=f"content={content!r}"):
+        gql.query(USER_QUERY, {"user": User}, content=content)
+    with pytest.raises(ParamError, match=f"content={content!r}"):
+        GQLEndpoint(f"{api.url}/graphql", content=content)
+    assert await gql.query(USER_QUERY, content="json")({"id": "1"}) == {"user": {"id": "1", "name": "Leanne Graham"}}
+    assert len(api.requests) == 1
+
+
+async def test_an_error_reply_over_max_body_size_is_a_body_too_large_error(api: LocalServer) -> None:
+    """The error reply was cut at max_body_size and then parsed: "not JSON: Unterminated string", a wrong reason."""
+    ep = GQLEndpoint(f"{api.url}/_test/500", max_body_size=10).query("query { x }")
+    with pytest.raises(BodyTooLargeError, match=r"status 500.*max_body_size=10") as info:
+        await Controller().fetch(ep)
+    assert info.value.status == 400
+    assert info.value.response is not None and info.value.response.status_code == 500
+    whole = GQLEndpoint(f"{api.url}/_test/500", max_body_size=19).query("query { x }")  # {"message":"boom"}
+    with pytest.raises(GQLNetworkError, match="boom"):
+        await whole()
+
+
+async def test_an_error_reply_whose_body_cannot_be_decoded_is_a_transport_error(api: LocalServer) -> None:
+    """GraphQL needs the error body to read its errors: one that cannot be decoded stays a transport failure."""
+    ep = GQLEndpoint(f"{api.url}/_test/bad-gzip?status=404").query("query { x }")
+    with pytest.raises(TransportError, match="decompressing") as info:
+        await ep()
+    assert info.value.status == 500
 
 
 async def test_html_from_a_proxy_is_status_400() -> None:

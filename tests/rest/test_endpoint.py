@@ -263,6 +263,7 @@ class TestOptionChecks:
             ({"total_timeout": "5"}, "total_timeout must be a positive number or None, not '5'"),
             ({"total_timeout": float("nan")}, "total_timeout must be a positive number"),
             ({"total_timeout": 0}, "total_timeout must be a positive number"),
+            ({"total_timeout": 10**400}, "total_timeout must be a positive number of seconds a float can hold"),
             ({"method": 5}, "method must be an HTTP method name"),
             ({"method": None}, "method must be an HTTP method name"),
             ({"method": ""}, "method must be an HTTP method name"),

@@ -20,7 +20,7 @@ import pytest
 from examples.todo_api import LocalServer
 from examples.todo_api.extras import PIXEL_PNG
 from restlayer.core import Controller
-from restlayer.errors import NetworkError, ParamError, RestLayerError
+from restlayer.errors import NetworkError, ParamError, RestLayerError, StatusError, TransportError
 from restlayer.rest import RestEndpoint, aclose, client_session, get_client, resource
 from restlayer.rest.endpoint import ByteStream
 from restlayer.schema import Entity
@@ -132,6 +132,16 @@ async def test_json_body_with_nan_or_infinity_is_refused_not_sent(api: LocalServ
     assert api.requests.matching("POST", "/_test/echo") == []
 
 
+async def test_a_text_body_utf_8_cannot_encode_is_refused_not_sent(api: LocalServer) -> None:
+    """A lone surrogate (text decoded with `surrogateescape`, a bad `\\ud800` escape) raised httpx's bare
+    UnicodeEncodeError; a JSON body holding one was already a ParamError."""
+    ep = RestEndpoint(path="/_test/echo", url_prefix=api.url, method="POST")
+    with pytest.raises(ParamError, match=r"/_test/echo: the request body is text UTF-8 cannot encode") as info:
+        await ep("caf\udce9")
+    assert isinstance(info.value.__cause__, UnicodeEncodeError)
+    assert api.requests.matching("POST", "/_test/echo") == []
+
+
 async def test_urlencoded_and_multipart_forms(api: LocalServer) -> None:
     form = RestEndpoint(path="/_test/echo", url_prefix=api.url, method="POST", request_init={"data": {"a": "1 2"}})
     await form()
@@ -143,6 +153,32 @@ async def test_urlencoded_and_multipart_forms(api: LocalServer) -> None:
     req = last(api)
     assert req.headers["content-type"].startswith("multipart/form-data; boundary=")
     assert b'filename="x.txt"' in req.body and b"content" in req.body
+
+
+@pytest.mark.parametrize(
+    ("value", "where"),
+    [
+        ({"b": 1}, r"data\['a'\]: dict"),
+        ([1, {"b": 1}], r"data\['a'\]\[1\]: dict"),
+        (b"x".decode, r"data\['a'\]: builtin_function_or_method"),
+        (b"raw", r"data\['a'\]: bytes"),
+    ],
+    ids=["dict", "dict-in-list", "function", "bytes-urlencoded"],
+)
+async def test_a_form_value_that_is_no_text_or_number_is_refused_not_sent_as_its_repr(
+    api: LocalServer, value: object, where: str
+) -> None:
+    """httpx writes such a value as Python's str(): the server received `a=%7B%27b%27%3A+1%7D` ("{'b': 1}"),
+    and for bytes in a urlencoded form `b'raw'` (a multipart form sends them as they are)."""
+    with pytest.raises(ParamError, match=rf"/_test/echo: request_init {where} cannot be sent in a form"):
+        RestEndpoint(path="/_test/echo", url_prefix=api.url, method="POST", request_init={"data": {"a": value}})
+    assert api.requests.matching("POST", "/_test/echo") == []
+    fine = {"a": [1, "x", 2.5], "b": None, "c": True}
+    await RestEndpoint(path="/_test/echo", url_prefix=api.url, method="POST", request_init={"data": fine})()
+    assert last(api).body == b"a=1&a=x&a=2.5&b=&c=true"
+    upload = {"data": {"d": b"raw"}, "files": {"f": ("x.txt", b"content")}}
+    await RestEndpoint(path="/_test/echo", url_prefix=api.url, method="POST", request_init=upload)()
+    assert b'name="d"\r\n\r\nraw\r\n' in last(api).body
 
 
 async def test_a_body_with_a_form_in_request_init_is_refused_not_sent_without_the_form(api: LocalServer) -> None:
@@ -209,6 +245,43 @@ async def test_get_request_init_with_an_option_httpx_does_not_take_is_a_param_er
     with pytest.raises(ParamError, match=r"request options were refused by httpx.*header"):
         await Misspelt(path="/_test/echo", url_prefix=api.url)()
     assert api.requests.matching("GET", "/_test/echo") == []
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [("params", 5), ("files", "x.txt"), ("cookies", 5), ("auth", 5), ("auth", ("user",)), ("auth", ("user", 5))],
+    ids=["params", "files", "cookies", "auth", "auth-1-tuple", "auth-int-password"],
+)
+async def test_request_options_httpx_cannot_use_are_a_param_error(api: LocalServer, option: str, value: object) -> None:
+    """httpx's bare AttributeError, ValueError or TypeError reached the caller (for auth, only once sending)."""
+
+    class Odd(RestEndpoint):
+        async def get_request_init(self, body: Any) -> dict[str, Any]:
+            return {**await super().get_request_init(body), option: value}
+
+    with pytest.raises(ParamError, match=rf"/_test/echo: .*{option}"):
+        await Odd(path="/_test/echo", url_prefix=api.url, method="POST", body=None)()
+    with pytest.raises(ParamError, match=rf"/_test/echo: .*{option}"):
+        await RestEndpoint(path="/_test/echo", url_prefix=api.url, method="POST", request_init={option: value})()
+    assert api.requests.matching("POST", "/_test/echo") == []
+
+
+@pytest.mark.parametrize(
+    "timeout",
+    [(-1, -1, -1, -1), httpx.Timeout(-1.0), httpx.Timeout(5.0, connect=float("nan")), ("5", 1), (1,)],
+    ids=["negative-tuple", "negative-timeout", "nan-part", "text-part", "short-tuple"],
+)
+async def test_a_request_init_timeout_httpx_cannot_use_is_refused_when_defined(
+    api: LocalServer, timeout: object
+) -> None:
+    """Only a plain number was checked: a negative tuple or httpx.Timeout failed each call as a ConnectTimeout
+    (status 500, a "soft" outage keeping stale data), the others with httpx's bare TypeError, IndexError or
+    ValueError."""
+    with pytest.raises(ParamError, match="request_init timeout must be a positive number"):
+        RestEndpoint(path="/_test/echo", url_prefix=api.url, request_init={"timeout": timeout})
+    assert api.requests == []
+    fine = RestEndpoint(path="/_test/echo", url_prefix=api.url, request_init={"timeout": (5, None, 5.0, 5)})
+    assert (await fine())["path"] == "/_test/echo"
 
 
 async def test_overridden_get_request_init(api: LocalServer) -> None:
@@ -295,6 +368,19 @@ async def test_status_route_reason_and_204(api: LocalServer) -> None:
     assert info.value.status == 418
     ep = RestEndpoint(path="/_test/status/:code", url_prefix=api.url, schema=Todo)
     assert await ep({"code": 204}) is None
+
+
+async def test_an_error_reply_whose_body_cannot_be_decoded_keeps_its_status(api: LocalServer) -> None:
+    """Only the body of the 404 failed (it claims gzip); it was reported as a transport failure of status 500,
+    so the default policy took a missing resource for a server outage ("soft", stale data kept)."""
+    ep = RestEndpoint(path="/_test/bad-gzip", url_prefix=api.url)
+    with pytest.raises(StatusError) as info:
+        await ep({"status": 404})
+    assert info.value.status == 404 and ep.error_policy(info.value) is None
+    assert info.value.response is not None and info.value.response.status_code == 404
+    with pytest.raises(TransportError) as failed:  # a 2xx reply's body is the data: that stays a transport failure
+        await ep({"status": 200})
+    assert failed.value.status == 500
 
 
 async def test_invalid_json_is_400(api: LocalServer) -> None:

@@ -204,6 +204,33 @@ async def test_non_ascii_header_value_is_a_clear_param_error(api: LocalServer) -
     assert api.requests == []
 
 
+@pytest.mark.parametrize(
+    ("name", "value", "says"),
+    [
+        ("X Token", "1", "not a valid header name"),
+        ("X-Token:", "1", "not a valid header name"),
+        ("", "1", "not a valid header name"),
+        ("X-Token", " s3cret", "starts or ends with whitespace"),
+        ("X-Token", "s3cret\t", "starts or ends with whitespace"),
+    ],
+    ids=["space", "colon", "empty", "leading-space", "trailing-tab"],
+)
+async def test_a_header_http_cannot_carry_is_a_param_error_not_a_soft_transport_error(
+    api: LocalServer, name: str, value: str, says: str
+) -> None:
+    """h11 refused them on sending: a TransportError of status 500, so the Controller kept stale data as if the
+    server were down (error_policy "soft") for what is a mistake in the caller's headers."""
+    ep = RestEndpoint(path="/_test/echo", url_prefix=api.url, get_headers=lambda h: {**h, name: value})
+    ctrl = Controller()
+    try:
+        with pytest.raises(ParamError, match=says) as info:
+            await ctrl.fetch(ep)
+        assert ep.error_policy(info.value) is None
+    finally:
+        ctrl.close()
+    assert api.requests == []
+
+
 async def test_headers_that_are_neither_a_mapping_nor_pairs_are_a_param_error(api: LocalServer) -> None:
     ep = RestEndpoint(path="/_test/echo", url_prefix=api.url, get_headers=lambda h: 5)
     ctrl = Controller()
@@ -213,3 +240,27 @@ async def test_headers_that_are_neither_a_mapping_nor_pairs_are_a_param_error(ap
     finally:
         ctrl.close()
     assert api.requests == []
+
+
+@pytest.mark.parametrize(
+    "headers", ["X-A: 1", [("X-A", "1", "extra")], [("X-A",)], ["XA"]], ids=["str", "triple", "single", "str-item"]
+)
+async def test_headers_given_as_items_that_are_not_pairs_are_a_param_error(api: LocalServer, headers: object) -> None:
+    """Text, or pairs of the wrong length, from get_headers or in request_init raised a bare ValueError (unpacking)."""
+    ep = RestEndpoint(path="/_test/echo", url_prefix=api.url, get_headers=lambda h: headers)
+    with pytest.raises(ParamError, match="headers must be a mapping or a list of"):
+        await ep()
+    with pytest.raises(ParamError, match="request_init headers must be a mapping or"):
+        RestEndpoint(path="/_test/echo", url_prefix=api.url, request_init={"headers": headers})
+    assert api.requests == []
+
+
+async def test_headers_given_as_an_iterator_of_pairs_are_all_sent(api: LocalServer) -> None:
+    """Checking the pairs used up a generator from get_headers, so the request went without them (credentials lost)."""
+    ep = RestEndpoint(
+        path="/_test/echo",
+        url_prefix=api.url,
+        get_headers=lambda h: ((name, value) for name, value in {**h, "Authorization": "Bearer t0k"}.items()),
+    )
+    sent = (await ep())["headers"]
+    assert (sent["authorization"], sent["content-type"]) == ("Bearer t0k", "application/json")

@@ -16,9 +16,10 @@ import httpx
 
 from restlayer._args import split_call
 from restlayer._typing import B, E, P, Self, T, T_co
-from restlayer.errors import NetworkError, ParamError, RestLayerError, StatusError
+from restlayer.errors import BodyTooLargeError, NetworkError, ParamError, RestLayerError, StatusError
 from restlayer.graphql._errors import GQLNetworkError
 from restlayer.rest._body import unencodable
+from restlayer.rest._parse import body_failure, was_cut
 from restlayer.rest.endpoint import RestEndpoint
 from restlayer.schema import Schema
 from restlayer.schema._base import NestedListShorthand
@@ -87,6 +88,19 @@ def _key_json(variables: object, name: str) -> str:
         raise ParamError(f"{name}: the GraphQL variables cannot be sent as JSON: {where}") from exc
 
 
+def _check_content(endpoint: RestEndpoint[object, ...]) -> None:
+    """Refuse a `content` mode other than JSON: a GraphQL reply is always parsed as its JSON body.
+
+    `"stream"` would leave the reply unread (and its connection held) for a parser that
+    needs all of it; `"text"` and the binary modes would be ignored without a word.
+    """
+    if endpoint.content not in (None, "json"):
+        raise ParamError(
+            f"{endpoint.name}: content={endpoint.content!r} cannot apply to a GraphQL endpoint: its reply "
+            "is read as JSON ({'data', 'errors'}); leave content unset"
+        )
+
+
 class GQLEndpoint(RestEndpoint[T_co]):
     """`await ep(variables)` POSTs `{"query", "variables"}` to `url` and returns `data`.
 
@@ -106,6 +120,7 @@ class GQLEndpoint(RestEndpoint[T_co]):
         init(**options)
         if not isinstance(self.url_prefix, str) or not self.url_prefix:
             raise ParamError("GQLEndpoint needs the GraphQL server's url")
+        _check_content(self)
 
     def __repr__(self) -> str:
         kind = "mutation" if self.side_effect else "query"
@@ -116,6 +131,25 @@ class GQLEndpoint(RestEndpoint[T_co]):
     def get_query(self, variables: object) -> str:
         """The query text for these variables (set by `.query()` / `.mutation()`)."""
         raise RestLayerError(f"{self.name}: You must include a query (use .query() or .mutation())")
+
+    def _query_text(self, variables: object) -> str:
+        """`get_query(variables)`, checked: the user's query function runs inside every key and call.
+
+        What it raises becomes a RestLayerError naming the operation (the original as cause),
+        and a result that is not a str a `ParamError`: it would be sent as `"query": null`
+        (or a number) and keyed as `"None {...}"`.
+        """
+        try:
+            text: object = self.get_query(variables)
+        except RestLayerError:
+            raise
+        except Exception as exc:
+            raise RestLayerError(f"{self.name}: the query function raised {type(exc).__name__}: {exc}") from exc
+        if not isinstance(text, str):
+            raise ParamError(
+                f"{self.name}: the query function returned {type(text).__name__}, not the query text (a str)"
+            )
+        return text
 
     @overload
     def query(self, query: QueryText, schema: type[E], **options: object) -> GQLEndpoint[E]: ...
@@ -317,9 +351,19 @@ class GQLEndpoint(RestEndpoint[T_co]):
 
     # -- arguments and keys ------------------------------------------------------------
 
+    def _variables(self, args: tuple[object, ...]) -> object:
+        """The call's variables (`{}` when none); `ParamError` unless a dict, as GraphQL requires an object.
+
+        Else a string or list would be keyed and sent, for the server to refuse.
+        """
+        variables = split_call(args, False)[0]
+        if not isinstance(variables, Mapping):
+            raise ParamError(f"{self.name}: the GraphQL variables must be a dict, not {type(variables).__name__}")
+        return variables
+
     def _split(self, args: tuple[object, ...]) -> tuple[object, object]:
         """The variables travel in the request body; the URL is the server's, whatever they are."""
-        variables = split_call(args, False)[0]
+        variables = self._variables(args)
         return variables, variables
 
     def url(self, params: Mapping[str, object] | None = None) -> str:
@@ -328,8 +372,8 @@ class GQLEndpoint(RestEndpoint[T_co]):
 
     def key(self, *args: object) -> str:
         """`"<query> <compact JSON of the variables>"`; member order is kept."""
-        variables = split_call(args, False)[0]
-        return f"{self.get_query(variables)} {_key_json(variables, self.name)}"
+        variables = self._variables(args)
+        return f"{self._query_text(variables)} {_key_json(variables, self.name)}"
 
     def test_key(self, key: str) -> bool:
         """Whether a store key belongs to this operation (any variables).
@@ -339,8 +383,8 @@ class GQLEndpoint(RestEndpoint[T_co]):
         is then matched against the key of the variables it ends with.
         """
         try:
-            prefix = self.get_query({})
-        except Exception:
+            prefix = self._query_text({})
+        except RestLayerError:
             return self._keys_own_variables(key)
         return key.startswith(prefix)
 
@@ -360,7 +404,7 @@ class GQLEndpoint(RestEndpoint[T_co]):
 
     async def get_request_init(self, variables: object) -> dict[str, object]:
         """POST init: JSON body `{"query", "variables"}`, headers through `get_headers`."""
-        payload = {"query": self.get_query(variables), "variables": variables}
+        payload = {"query": self._query_text(variables), "variables": variables}
         return await super().get_request_init(payload)
 
     async def fetch_response(self, url: str, init: Mapping[str, object]) -> httpx.Response:
@@ -368,14 +412,28 @@ class GQLEndpoint(RestEndpoint[T_co]):
 
         Only a `StatusError` carries a reply whose body was read; the other failures
         that hold a reply (a refused redirect, a body over `max_body_size`) are raised
-        as they are: their reply has no body to decide with.
+        as they are: their reply has no body to decide with. An error reply over
+        `max_body_size` was read only in part: a `BodyTooLargeError` too, and one whose body
+        failed to arrive or decode the `TransportError` that stopped it.
         """
         try:
             return await super().fetch_response(url, init)
         except StatusError as error:
-            if error.response is None:
+            response = error.response
+            if response is None:
                 raise
-            return error.response
+            failure = body_failure(response)
+            if failure is not None:  # the body did not arrive or decode: no errors to read from it
+                raise failure from failure.__cause__
+            if was_cut(response):  # its errors cannot be read from the start of the body
+                raise BodyTooLargeError(
+                    f"{response.url}: GraphQL reply (status {response.status_code}) exceeds "
+                    f"max_body_size={self.max_body_size} bytes (decoded), so its errors cannot be read; "
+                    "raise max_body_size",
+                    status=400,
+                    response=response,
+                ) from error
+            return response
 
     async def parse_response(self, response: httpx.Response) -> object:
         """`data` of the reply; `errors` or a non-2xx status raise GQLNetworkError."""

@@ -5,8 +5,8 @@ from __future__ import annotations
 import inspect
 import json
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
-from typing import Final
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Final, cast
 
 from restlayer.errors import ParamError
 
@@ -81,10 +81,21 @@ async def _read_async_file(read: Callable[[int], Awaitable[bytes | str]]) -> Asy
         yield chunk.encode() if isinstance(chunk, str) else chunk
 
 
-def encode_content(body: object) -> Content:
+def _check_text(body: str, endpoint: str) -> None:
+    """Refuse text UTF-8 cannot encode (a lone surrogate): httpx would raise a bare UnicodeEncodeError."""
+    try:
+        body.encode()
+    except UnicodeEncodeError as exc:
+        raise ParamError(f"{endpoint}: the request body is text UTF-8 cannot encode: {exc}") from exc
+
+
+def encode_content(body: object, endpoint: str = "request") -> Content:
     """httpx `content` for a non-JSON body: text and bytes as given, files and async
-    iterables streamed."""
-    if isinstance(body, (str, bytes)):
+    iterables streamed; `endpoint` names the endpoint in errors."""
+    if isinstance(body, str):
+        _check_text(body, endpoint)
+        return body
+    if isinstance(body, bytes):
         return body
     if isinstance(body, (bytearray, memoryview)):
         return bytes(body)
@@ -101,15 +112,30 @@ def encode_content(body: object) -> Content:
     )
 
 
+def header_pairs(given: Iterable[object], what: str) -> Iterable[tuple[object, object]]:
+    """The (name, value) pairs of headers given as an iterable of pairs, each checked as it comes.
+
+    An item that is not a pair (text such as `"X-A: 1"`, or a tuple of one or three)
+    is a `ParamError` starting with `what`: unpacking it would raise a bare ValueError,
+    and `dict()` would read a two-letter string as a name and a value.
+    """
+    for item in given:
+        if isinstance(item, (str, bytes, bytearray)) or not isinstance(item, Sequence) or len(item) != 2:
+            raise ParamError(f"{what}; {item!r} is not a (name, value) pair")
+        yield item[0], item[1]
+
+
 def _header_dict(given: object) -> dict[str, str]:
     """`request_init`'s headers (a mapping or (name, value) pairs) as a new dict."""
     if not given:
         return {}
     if isinstance(given, Mapping):
         return dict(given)
-    if isinstance(given, Iterable) and not isinstance(given, (str, bytes)):
-        return dict(given)
-    raise ParamError(f"request_init headers must be a mapping or (name, value) pairs, not {type(given).__name__}")
+    what = "request_init headers must be a mapping or (name, value) pairs"
+    if isinstance(given, Iterable) and not isinstance(given, (str, bytes, bytearray)):
+        pairs = dict(header_pairs(given, what))
+        return cast("dict[str, str]", pairs)  # names and values are checked before sending (`_check_headers`)
+    raise ParamError(f"{what}, not {type(given).__name__}")
 
 
 class RequestParts:
@@ -153,5 +179,5 @@ class RequestParts:
         if isinstance(body, (dict, list)):
             init["content"] = dumps(body, endpoint)
             return init, self.json_headers
-        init["content"] = encode_content(body)
+        init["content"] = encode_content(body, endpoint)
         return init, self.plain_headers

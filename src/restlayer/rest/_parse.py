@@ -10,6 +10,7 @@ import contextlib
 import html
 import json
 import re
+import weakref
 from collections.abc import AsyncIterator
 from typing import Final
 
@@ -129,23 +130,61 @@ async def read_error_body(response: httpx.Response, cap: int | None) -> httpx.Re
 
     An error page over the cap is cut, not refused: what matters is the reply's
     status (a 503 stays a soft, retryable error), and the message quotes only the body's start.
+    A body that fails to arrive or to decode (a dropped connection, a bad gzip stream) is
+    kept as far as it was read, for the same reason: the status is the error, the body its detail.
     """
     if _known_within(response, cap):
-        return await read_body(response, cap)
+        try:
+            return await read_body(response, cap)
+        except TransportError as lost:
+            return _partial(response, [], lost)
     chunks: list[bytes] = []
     size = 0
+    failure: TransportError | None = None
     try:
         async for chunk in response.aiter_bytes():
             if cap is not None and size + len(chunk) > cap:
                 chunks.append(chunk[: int(cap) - size])  # a float cap is allowed
-                break
+                return _partial(response, chunks, None)
             size += len(chunk)
             chunks.append(chunk)
     except httpx.HTTPError as exc:
-        raise transport_error(response.url, exc, response) from exc
+        failure = transport_error(response.url, exc, response)
+        failure.__cause__ = exc
     finally:
         await response.aclose()
+    if failure is not None:
+        return _partial(response, chunks, failure)
     return _with_content(response, b"".join(chunks))
+
+
+#: Error replies `read_error_body` read only in part (held weakly: they go with their errors):
+#: None when cut at the size cap, else the transport failure that ended the read.
+_PARTIAL_REPLIES: weakref.WeakKeyDictionary[httpx.Response, TransportError | None] = weakref.WeakKeyDictionary()
+
+
+def _partial(response: httpx.Response, chunks: list[bytes], failure: TransportError | None) -> httpx.Response:
+    """The error reply with the part of its body that was read, marked as partial (and why)."""
+    read = _with_content(response, b"".join(chunks))
+    _PARTIAL_REPLIES[read] = failure
+    return read
+
+
+def was_cut(response: httpx.Response) -> bool:
+    """Whether `read_error_body` cut this reply at `max_body_size`: its content is only the body's start.
+
+    A caller that needs the whole error body (a GraphQL endpoint reads `errors` from it)
+    must not parse such a reply.
+    """
+    return response in _PARTIAL_REPLIES and _PARTIAL_REPLIES[response] is None
+
+
+def body_failure(response: httpx.Response) -> TransportError | None:
+    """The transport failure that stopped `read_error_body` reading this reply's body, if one did.
+
+    The reply's status still stands as the error; a caller that needs the whole body raises this instead.
+    """
+    return _PARTIAL_REPLIES.get(response)
 
 
 def _known_within(response: httpx.Response, cap: int | None) -> bool:

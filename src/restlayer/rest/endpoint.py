@@ -32,7 +32,7 @@ from restlayer.errors import (
     RestLayerError,
     StatusError,
 )
-from restlayer.rest._body import RequestParts
+from restlayer.rest._body import RequestParts, header_pairs
 from restlayer.rest._client import get_client, hold, release
 from restlayer.rest._parse import (
     ByteStream,
@@ -97,11 +97,39 @@ def _header_items(headers: object) -> Iterable[tuple[object, object]]:
     """(name, value) pairs of headers given as a mapping or as a list of pairs."""
     if headers is None:
         return ()
+    what = "headers must be a mapping or a list of (name, value) pairs"
     if isinstance(headers, Mapping):
         return headers.items()
-    if isinstance(headers, Iterable):
+    if isinstance(headers, Iterable) and not isinstance(headers, (str, bytes, bytearray)):
+        return header_pairs(headers, what)
+    raise ParamError(f"{what}, not {type(headers).__name__}")
+
+
+def _own_headers(headers: object) -> object:
+    """A request's headers: a mapping (or None) as given, pairs as a list of checked pairs.
+
+    They are read three times (checked, named for a redirect, sent), so a one-shot
+    iterator of pairs (a generator from `get_headers`) must not be used up by the first.
+    """
+    if headers is None or isinstance(headers, Mapping):
         return headers
-    raise ParamError(f"headers must be a mapping or a list of (name, value) pairs, not {type(headers).__name__}")
+    return list(_header_items(headers))
+
+
+def _check_auth(auth: object, endpoint: str) -> None:
+    """Refuse an `auth` request option httpx cannot use: it would fail only once sending, with a bare error.
+
+    httpx takes an `httpx.Auth`, a function of the request, a `(user, password)` tuple of
+    str or bytes, or None (no auth); `USE_CLIENT_DEFAULT` when the option is not given.
+    """
+    if auth is None or auth is httpx.USE_CLIENT_DEFAULT or isinstance(auth, httpx.Auth) or callable(auth):
+        return
+    if isinstance(auth, tuple) and len(auth) == 2 and all(isinstance(part, (str, bytes)) for part in auth):
+        return
+    raise ParamError(
+        f"{endpoint}: the request option auth must be an httpx.Auth, a function of the request, "
+        f"a (user, password) tuple of str or None, not {auth!r}"
+    )
 
 
 def _check_header_text(endpoint: str, name: object, part: object, what: str) -> None:
@@ -117,6 +145,22 @@ def _check_header_text(endpoint: str, name: object, part: object, what: str) -> 
     if isinstance(part, str) and not text.isascii():
         raise ParamError(
             f"{endpoint}: header {name!r} {what} is not ASCII ({text[:40]!r}); percent-encode it or send it in the body"
+        )
+    _check_header_form(endpoint, name, text, what)
+
+
+def _check_header_form(endpoint: str, name: object, text: str, what: str) -> None:
+    """Refuse what HTTP/1.1 cannot carry: a name that is not a token (empty, a space, a colon), a value
+    with whitespace at either end. httpx would refuse it only when sending, as a transport failure of
+    status 500, which error policies take for a server down (soft) rather than the caller's mistake."""
+    if what == "name" and not _TOKEN.fullmatch(text):
+        raise ParamError(
+            f"{endpoint}: {text!r} is not a valid header name (letters, digits and !#$%&'*+-.^_`|~ only; "
+            "no spaces or colons)"
+        )
+    if what == "value" and text != text.strip(" \t"):
+        raise ParamError(
+            f"{endpoint}: header {name!r} value starts or ends with whitespace, which HTTP drops or refuses"
         )
 
 
@@ -514,7 +558,8 @@ class RestEndpoint(Generic[T_co, Params, Args]):
         method = str(kwargs.pop("method", self.method))
         follow = bool(kwargs.pop("follow_redirects", client.follow_redirects))
         auth = kwargs.pop("auth", httpx.USE_CLIENT_DEFAULT)
-        own = kwargs.get("headers")
+        _check_auth(auth, self.name)
+        own = kwargs["headers"] = _own_headers(kwargs.get("headers"))
         _check_headers(own, self.name)
         build: Callable[..., httpx.Request] = client.build_request  # `init` holds httpx's keyword options
         try:
@@ -522,8 +567,10 @@ class RestEndpoint(Generic[T_co, Params, Args]):
             request = build(method, url, **kwargs)
         except httpx.InvalidURL as exc:
             raise transport_error(url, exc, method=method) from exc
-        except TypeError as exc:  # an option httpx does not take (from `get_request_init`, say)
-            raise ParamError(f"{self.name}: the request options were refused by httpx: {exc}") from exc
+        except (TypeError, ValueError, AttributeError) as exc:  # an option httpx does not take, or a value of
+            # the wrong type (`params=5`, `files="x.txt"`), from `request_init` or `get_request_init`
+            given = ", ".join(sorted(kwargs))
+            raise ParamError(f"{self.name}: the request options were refused by httpx: {exc} (given: {given})") from exc
         own_names = {str(name).lower() for name, _ in _header_items(own)} - _BODY_HEADERS
         sending = self._send(client, request, follow, auth, own_names)
         deadline = self.total_timeout
@@ -867,6 +914,7 @@ def _check_options(ep: RestEndpoint[object, ...], options: Mapping[str, object])
         value = getattr(ep, option)
         if value is not None and not _positive(value):
             raise ParamError(f"{name}: {option} must be a positive number or None, not {value!r}")
+    _check_seconds(ep.total_timeout, name)
     _check_flags(ep, name)
     _check_schema(ep.schema, name)
     _check_request_init(ep.request_init, name)
@@ -880,6 +928,20 @@ def _check_options(ep: RestEndpoint[object, ...], options: Mapping[str, object])
         if value is not None and not callable(value):
             raise ParamError(f"{name}: {option} must be callable or None, not {value!r}")
     _check_sync_hooks(ep)
+
+
+def _check_seconds(total_timeout: float | None, name: str) -> None:
+    """Refuse a `total_timeout` too large for a float (`10**400`): the deadline would raise a bare
+    OverflowError at every call. (`float("inf")` is fine: no deadline.)"""
+    if total_timeout is None:
+        return
+    try:
+        float(total_timeout)
+    except OverflowError:
+        raise ParamError(
+            f"{name}: total_timeout must be a positive number of seconds a float can hold "
+            "(float('inf') or None for no limit), not an int that large"
+        ) from None
 
 
 def _check_flags(ep: RestEndpoint[object, ...], name: str) -> None:
@@ -913,12 +975,53 @@ def _check_request_init(init: object, name: str) -> None:
             f"{name}: request_init has unknown option(s) {', '.join(unknown)} "
             f"(httpx request options: {', '.join(sorted(_REQUEST_INIT_KEYS))})"
         )
+    _check_form(init.get("data"), "files" in init, name)
     timeout = init.get("timeout")
-    if timeout is not None and not isinstance(timeout, (httpx.Timeout, tuple)) and not _positive(timeout):
+    if timeout is not None and not _usable_timeout(timeout):
         raise ParamError(
-            f"{name}: request_init timeout must be a positive number of seconds, an httpx.Timeout or None, "
-            f"not {timeout!r}"
+            f"{name}: request_init timeout must be a positive number of seconds, an httpx.Timeout or a tuple of "
+            f"(connect, read[, write[, pool]]) whose parts are positive numbers or None, or None, not {timeout!r}"
         )
+
+
+#: What a form field's value may be: httpx writes anything else as Python's `str()` of it.
+_FORM_SCALARS: Final = (str, int, float, type(None))
+
+
+def _check_form(data: object, multipart: bool, name: str) -> None:
+    """Refuse a `request_init` form value httpx would send as its Python repr (`{'b': 1}`, `<function ...>`).
+
+    Values are text, numbers, booleans or None, or lists of them; bytes only in a multipart
+    form (with `files`), as a urlencoded one writes them as `b'...'`.
+    """
+    if not isinstance(data, Mapping):
+        return  # no form (or raw text, which httpx sends as content)
+    allowed = (*_FORM_SCALARS, bytes) if multipart else _FORM_SCALARS
+    for key, value in data.items():
+        items = enumerate(value) if isinstance(value, (list, tuple)) else [(None, value)]
+        for index, item in items:
+            if not isinstance(item, allowed):
+                where = f"data[{key!r}]" + ("" if index is None else f"[{index}]")
+                raise ParamError(
+                    f"{name}: request_init {where}: {type(item).__name__} cannot be sent in a form "
+                    f"(send text, numbers, booleans or None{', or bytes' if multipart else ''})"
+                )
+
+
+def _usable_timeout(timeout: object) -> bool:
+    """Whether httpx can use `timeout` as a request's: a positive number, or an httpx.Timeout (or the tuple
+    httpx builds one from) whose every part is a positive number or None (no limit).
+
+    A part below zero times out at once, as a ConnectTimeout a policy takes for a server down;
+    text, NaN or a too short tuple fail inside httpx with a bare error.
+    """
+    if not isinstance(timeout, (httpx.Timeout, tuple)):
+        return _positive(timeout)
+    try:
+        parts = timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout)
+    except (TypeError, ValueError, IndexError):
+        return False
+    return all(part is None or _positive(part) for part in (parts.connect, parts.read, parts.write, parts.pool))
 
 
 def _check_params_type(params: object, path_names: Iterable[str], endpoint: str) -> None:
