@@ -60,6 +60,8 @@ async def use_async(ctrl: Controller) -> None:
     assert_type(ctrl.get(Collection([Todo]), {}), list[Todo] | None)
     assert_type(ctrl.get([Todo]), list[Todo] | None)  # the list shorthand reads like Array(Todo)
     assert_type(ctrl.get({"todos": [Todo]}), dict[str, Any] | None)
+    # An endpoint's schema reads the list it stores (as the collections guide does): a schema, read untyped.
+    assert_type(ctrl.get(TodoResource.get_list.schema, {}), Any)
     assert_type(ctrl.dle(TodoResource.get, id=1), DLE[Todo])
     assert_type(ctrl.dle(TodoResource.get, id=1).data, Todo | None)
     assert_type(ctrl.get_response(TodoResource.get, id=1), Response[Todo])
@@ -99,6 +101,7 @@ def use_sync(ctrl: sync.Controller) -> None:
     assert_type(ctrl.cache(TodoResource.get, id=1), Todo | None)
     assert_type(ctrl.get(Todo, {"id": 1}), Todo | None)
     assert_type(ctrl.get([Todo]), list[Todo] | None)
+    assert_type(ctrl.get(TodoResource.get_list.schema, {}), Any)
     assert_type(ctrl.dle(TodoResource.get, id=1), DLE[Todo])
     assert_type(ctrl.get_response(TodoResource.get, id=1), Response[Todo])
     assert_type(ctrl.live(TodoResource.get, id=1), Generator[Todo, None, None])

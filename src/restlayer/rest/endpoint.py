@@ -181,7 +181,9 @@ class RestEndpoint(Generic[T_co, Params, Args]):
     path: str
     url_prefix: str = ""
     method: str = "GET"
-    schema: object = None
+    #: The schema as given (any schema, or None). Typed `Any`, not `object`: `ctrl.get(ep.schema, ...)` must
+    #: type-check, and the result type is `schema`'s, which only the endpoint's type parameter records.
+    schema: Any = None
     body: object = UNSET
     search_params: object = None
     pagination_field: str | None = None
