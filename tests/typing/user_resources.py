@@ -157,3 +157,25 @@ def use_state(ctrl: Controller) -> None:
     if isinstance(row, Mapping):  # else a collection's list, or INVALID once deleted
         assert_type(row, Mapping[str, object])
     assert_type(state["entitiez"], object)  # a name that is no table reads as `object` (KeyError at run time)
+
+
+class AppController(Controller):
+    """A controller of the app's own, with helpers of its own."""
+
+    def todo(self, id: int) -> Todo | None:
+        return self.cache(TodoResource.get, id=id)
+
+
+class BlockingAppController(sync.Controller):
+    def todo(self, id: int) -> Todo | None:
+        return self.cache(TodoResource.get, id=id)
+
+
+async def use_subclass() -> None:
+    """`async with` / `with` a Controller subclass gives that subclass, its helpers typed."""
+    async with AppController() as ctrl:
+        assert_type(ctrl, AppController)
+        assert_type(ctrl.todo(1), Todo | None)
+    with BlockingAppController() as blocking:
+        assert_type(blocking, BlockingAppController)
+        assert_type(blocking.todo(1), Todo | None)
