@@ -52,6 +52,18 @@ def no_cursor(*args: object) -> list[object]:
     return list(args)
 
 
+def no_cursor_key(*args: object) -> dict[str, object]:
+    return {}
+
+
+# A key or cursor function given as a lambda (as the collections guide writes them) has typed parameters:
+# the call's arguments (none, the params, or params and body), so pyright --strict takes it.
+by_user = Collection([Todo], args_key=lambda params: {"userId": params["id"]})
+assert_type(by_user, Collection[list[Todo]])
+assert_type(Collection([Todo], args_key=lambda params, body: {"userId": body["userId"]}), Collection[list[Todo]])
+assert_type(Collection(Values(Todo), args_key=lambda: {}), Collection[dict[str, Todo]])
+assert_type(Collection([Todo], args_key=no_cursor_key), Collection[list[Todo]])
+assert_type(todos.paginated(lambda params: [{k: v for k, v in params.items() if k != "cursor"}]), Schema[list[Todo]])
 assert_type(todos.add_with(append_new), Schema[Todo])
 assert_type(todos.move_with(append_new), Schema[Todo])
 assert_type(todos.paginated(no_cursor), Schema[list[Todo]])
@@ -123,6 +135,10 @@ assert_type(todo_list.remove, RestEndpoint[Todo])
 assert_type(todo_list.move, RestEndpoint[Todo])
 assert_type(todo_list.get_page, RestEndpoint[list[Todo]])
 assert_type(todo_list.paginated("cursor"), RestEndpoint[list[Todo]])
+assert_type(
+    todo_list.paginated(lambda params: [{k: v for k, v in params.items() if k != "cursor"}]), RestEndpoint[list[Todo]]
+)
+assert_type(todo_list.paginated(no_cursor), RestEndpoint[list[Todo]])
 page_endpoint = RestEndpoint(path="/feed", schema={"results": Collection([Todo])}, pagination_field="cursor")
 assert_type(page_endpoint.get_page, RestEndpoint[dict[str, Any]])
 assert_type(page_endpoint.push, RestEndpoint[Any])  # a list inside a dict: the item type is not inferred

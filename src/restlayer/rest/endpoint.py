@@ -47,7 +47,7 @@ from restlayer.rest._url import build_url
 from restlayer.rest._url import search_to_string as _default_search_to_string
 from restlayer.schema import Schema
 from restlayer.schema._base import NestedListShorthand
-from restlayer.schema._collection import cursor_args, misuse_of
+from restlayer.schema._collection import CursorRemover, cursor_args, misuse_of
 
 __all__ = ["OPTIONS", "ByteStream", "RestEndpoint"]
 
@@ -772,7 +772,7 @@ class RestEndpoint(Generic[T_co, Params, Args]):
                 raise AttributeError(f"{self.name} has no get_page: pagination_field is not set")
             return self.paginated(self.pagination_field)
 
-    def paginated(self, cursor: str | Callable[..., Iterable[object]]) -> Self:
+    def paginated(self, cursor: str | CursorRemover) -> Self:
         """A GET whose results are appended to the list named by the arguments minus
         the cursor (a field name, or a function from page args to the list's args)."""
         from restlayer.schema import find_collection, replace_collection
