@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
+import httpx
 from typing_extensions import assert_type
 
 from restlayer import All, Array, Collection, Controller, Entity, Invalidate, Query, RestEndpoint, Union, Values
@@ -158,6 +160,25 @@ class AuthEndpoint(RestEndpoint[Any]):
 
 
 assert_type(AuthEndpoint(path="/me"), AuthEndpoint)
+
+
+@dataclass(frozen=True)
+class File:
+    name: str
+    content: bytes
+
+
+class FileDownload(RestEndpoint[File]):
+    """The downloads guide's endpoint: the parsed reply (bytes for `content="blob"`) is the raw reply, untyped."""
+
+    content = "blob"
+
+    async def parse_response(self, response: httpx.Response) -> File:
+        data = await super().parse_response(response)
+        return File(name=response.headers.get("content-disposition", "download"), content=data)
+
+
+assert_type(FileDownload(path="/file"), FileDownload)
 
 # GraphQL operations are typed the same way.
 gql = GQLEndpoint(URL + "/graphql")

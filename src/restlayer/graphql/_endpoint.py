@@ -377,7 +377,7 @@ class GQLEndpoint(RestEndpoint[T_co]):
                 raise
             return error.response
 
-    async def parse_response(self, response: httpx.Response) -> object:
+    async def parse_response(self, response: httpx.Response) -> Any:
         """`data` of the reply; `errors` or a non-2xx status raise GQLNetworkError."""
         try:
             body = json.loads(response.content)

@@ -622,8 +622,12 @@ class RestEndpoint(Generic[T_co, Params, Args]):
                 response=response,
             )
 
-    async def parse_response(self, response: httpx.Response) -> object:
-        """The reply's value: by `content` when set, else by Content-Type."""
+    async def parse_response(self, response: httpx.Response) -> Any:
+        """The reply's value: by `content` when set, else by Content-Type.
+
+        Typed `Any` like a direct call's result: it is the raw reply (decoded JSON, `bytes`, `str` or a
+        `ByteStream`, by `content`), which an override reads as what its `content` makes it.
+        """
         return await parse_reply(response, self.content, self.schema, schema_set=self._schema_set, raw_ok=self._raw_ok)
 
     def process(self, value: object, *args: object) -> object:
