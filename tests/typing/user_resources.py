@@ -141,6 +141,15 @@ async def use_paginate(ctrl: Controller, blocking_ctrl: sync.Controller) -> None
     for todos in sync.paginate(blocking_ctrl, TodoResource.get_list, next_page=after_last):
         assert_type(todos, list[Todo])
 
+    def until_total(page: Page[list[Todo]]) -> dict[str, object] | None:
+        """The pagination guide's reader: the params are the caller's own values, read as such."""
+        total = int(page.response.headers["X-Total-Count"]) if page.response is not None else 0
+        number = int(page.params.get("page", 1))
+        return None if number * int(page.params["limit"]) >= total else {**page.params, "page": number + 1}
+
+    async for todos in paginate(ctrl, TodoResource.get_list, {"limit": 4}, next_page=until_total):
+        assert_type(todos, list[Todo])
+
     # Mistakes a checker must catch: a reader of another endpoint's pages.
     paginate(ctrl, TodoResource.get, next_page=after_last)  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
 
