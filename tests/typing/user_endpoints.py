@@ -67,6 +67,8 @@ assert_type(Collection(Values(Todo), args_key=lambda: {}), Collection[dict[str, 
 assert_type(Collection([Todo], args_key=no_cursor_key), Collection[list[Todo]])
 assert_type(todos.paginated(lambda params: [{k: v for k, v in params.items() if k != "cursor"}]), Schema[list[Todo]])
 assert_type(todos.add_with(append_new), Schema[Todo])
+assert_type(todos.add_with(lambda existing, incoming: [*incoming, *existing]), Schema[Todo])  # a lambda's typed
+assert_type(todos.move_with(lambda existing, incoming: [*existing, *incoming]), Schema[Todo])
 assert_type(todos.move_with(append_new), Schema[Todo])
 assert_type(todos.paginated(no_cursor), Schema[list[Todo]])
 assert_type(RestEndpoint(path="/todos", method="POST", schema=todos.push), RestEndpoint[Todo])

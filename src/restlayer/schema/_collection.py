@@ -30,7 +30,8 @@ if TYPE_CHECKING:
 KeyFilter = Callable[[Mapping[str, object]], bool]
 FilterFactory = Callable[..., KeyFilter]
 #: Combines a stored list (or dict) of refs with incoming refs; both are stored JSON of the list's shape.
-Merge = Callable[..., object]
+#: Two parameters, typed `Any` (not `Callable[..., ...]`), so that a lambda's are typed for pyright --strict.
+Merge = Callable[[Any, Any], object]
 #: Builds a stored list's key values from the call arguments: none, the params, or the params and the body.
 #: One callable type per arity (not `Callable[..., ...]`) so that a lambda's parameters are typed (`Any`),
 #: which pyright --strict needs; a function of `*args` matches them all.
