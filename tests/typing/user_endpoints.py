@@ -86,6 +86,11 @@ def as_int(value: object, *args: object) -> int:
 assert_type(Query(All(Todo), count), Query[int])
 assert_type(Query(All(Todo), lambda todos: [t.title for t in todos]), Query[list[str]])  # a lambda's items typed
 assert_type(Query(Todo, lambda todo: todo.title), Query[str])
+# A lambda that also reads the call's params (`ctrl.get(query, {"title": ...})`): both parameters typed.
+by_title = Query(All(Todo), lambda todos, params: [t for t in todos if t.title == params["title"]])
+assert_type(by_title, Query[list[Todo]])
+assert_type(Controller().get(by_title, {"title": "x"}), list[Todo] | None)
+assert_type(Query(Todo, lambda todo, params: todo.title + str(params)), Query[str])
 
 
 def first_title(todos: list[Todo]) -> str:  # the call's arguments need not be taken
