@@ -28,7 +28,9 @@ if TYPE_CHECKING:
 
 #: Accepts or refuses a stored list by the values its key was built from.
 KeyFilter = Callable[[Mapping[str, object]], bool]
-FilterFactory = Callable[..., KeyFilter]
+#: `create_collection_filter(*args)`: a create's call arguments (none, the body, or params and body) -> the
+#: test of a stored list's key. One callable type per arity, like `ArgsKey`, so a lambda's parameters are typed.
+FilterFactory: TypeAlias = Callable[[], KeyFilter] | Callable[[Any], KeyFilter] | Callable[[Any, Any], KeyFilter]
 #: Combines a stored list (or dict) of refs with incoming refs; both are stored JSON of the list's shape.
 #: Two parameters, typed `Any` (not `Callable[..., ...]`), so that a lambda's are typed for pyright --strict.
 Merge = Callable[[Any, Any], object]
@@ -387,7 +389,7 @@ def _key_values(values: object, hook: str) -> Mapping[str, object] | None:
     raise DefinitionError(f"Collection {hook} must return a dict of key values, not {type(values).__name__}")
 
 
-def _key_filter(factory: FilterFactory, *args: object) -> KeyFilter:
+def _key_filter(factory: Callable[..., KeyFilter], *args: object) -> KeyFilter:
     """`factory(*args)`, checked: the test of a stored list's key values (else a bare TypeError later)."""
     accept = factory(*args)
     if not callable(accept):
