@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Generic
+from typing import TYPE_CHECKING, Any, Generic
 from urllib.parse import parse_qsl, urljoin, urlsplit
 
 import httpx
@@ -37,10 +37,12 @@ class Page(Generic[T_co]):
     """What a `next_page` reader sees of one page: its data, the params that fetched it, the raw reply.
 
     `Page[T]` is a page of an endpoint answering with a `T` (a bare `Page` reads its data untyped).
+    `params` are the caller's own values (or a reader's, or a next URL's query), typed `Any` as an
+    untyped endpoint's params are: a reader knows what it put there (`int(page.params["limit"])`).
     """
 
     data: T_co
-    params: Mapping[str, object]
+    params: Mapping[str, Any]
     response: httpx.Response | None
     endpoint: RestEndpoint[object, ...]
 

@@ -20,7 +20,7 @@ from contextlib import AbstractContextManager, contextmanager, suppress
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast, overload
 
-from restlayer._typing import A, E, P
+from restlayer._typing import A, E, P, Self
 from restlayer.core import DLE, Endpoint, Response, State
 from restlayer.core import Controller as AsyncController
 from restlayer.core._actions import Action
@@ -329,7 +329,7 @@ class Controller:
         self._thread.refuse_close_here()
         self._finalizer()
 
-    def __enter__(self) -> Controller:
+    def __enter__(self) -> Self:  # a subclass of the app's own stays itself
         return self
 
     def __exit__(self, *exc_info: object) -> None:

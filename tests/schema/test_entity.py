@@ -493,7 +493,7 @@ def test_unknown_constructor_keyword_is_a_type_error() -> None:
     with pytest.raises(TypeError, match="'titel'"):
         Todo(titel="x")  # type: ignore[call-arg]
     with pytest.raises(TypeError, match="'titel'"):
-        Todo(title="x").replace(titel="y")
+        Todo(title="x").replace(titel="y")  # type: ignore[call-arg]
     assert Todo(title="x").replace(title="y").title == "y"
     stored: Any = Todo.from_json({"id": 1, "extra": 2})  # undeclared stored members are kept
     assert stored.replace(extra=3).extra == 3

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
+import httpx
 from typing_extensions import assert_type
 
 from restlayer import All, Array, Collection, Controller, Entity, Invalidate, Query, RestEndpoint, Union, Values
@@ -52,7 +54,25 @@ def no_cursor(*args: object) -> list[object]:
     return list(args)
 
 
+def no_cursor_key(*args: object) -> dict[str, object]:
+    return {}
+
+
+# A key or cursor function given as a lambda (as the collections guide writes them) has typed parameters:
+# the call's arguments (none, the params, or params and body), so pyright --strict takes it.
+by_user = Collection([Todo], args_key=lambda params: {"userId": params["id"]})
+assert_type(by_user, Collection[list[Todo]])
+assert_type(Collection([Todo], args_key=lambda params, body: {"userId": body["userId"]}), Collection[list[Todo]])
+assert_type(Collection(Values(Todo), args_key=lambda: {}), Collection[dict[str, Todo]])
+assert_type(Collection([Todo], args_key=no_cursor_key), Collection[list[Todo]])
+same_user = Collection([Todo], create_collection_filter=lambda body: lambda key: key.get("userId") == body["userId"])
+assert_type(same_user, Collection[list[Todo]])
+by_params = todos.add_with(append_new, lambda params, body: lambda key: key.get("userId") == params["userId"])
+assert_type(by_params, Schema[Todo])
+assert_type(todos.paginated(lambda params: [{k: v for k, v in params.items() if k != "cursor"}]), Schema[list[Todo]])
 assert_type(todos.add_with(append_new), Schema[Todo])
+assert_type(todos.add_with(lambda existing, incoming: [*incoming, *existing]), Schema[Todo])  # a lambda's typed
+assert_type(todos.move_with(lambda existing, incoming: [*existing, *incoming]), Schema[Todo])
 assert_type(todos.move_with(append_new), Schema[Todo])
 assert_type(todos.paginated(no_cursor), Schema[list[Todo]])
 assert_type(RestEndpoint(path="/todos", method="POST", schema=todos.push), RestEndpoint[Todo])
@@ -70,6 +90,11 @@ def as_int(value: object, *args: object) -> int:
 assert_type(Query(All(Todo), count), Query[int])
 assert_type(Query(All(Todo), lambda todos: [t.title for t in todos]), Query[list[str]])  # a lambda's items typed
 assert_type(Query(Todo, lambda todo: todo.title), Query[str])
+# A lambda that also reads the call's params (`ctrl.get(query, {"title": ...})`): both parameters typed.
+by_title = Query(All(Todo), lambda todos, params: [t for t in todos if t.title == params["title"]])
+assert_type(by_title, Query[list[Todo]])
+assert_type(Controller().get(by_title, {"title": "x"}), list[Todo] | None)
+assert_type(Query(Todo, lambda todo, params: todo.title + str(params)), Query[str])
 
 
 def first_title(todos: list[Todo]) -> str:  # the call's arguments need not be taken
@@ -123,6 +148,10 @@ assert_type(todo_list.remove, RestEndpoint[Todo])
 assert_type(todo_list.move, RestEndpoint[Todo])
 assert_type(todo_list.get_page, RestEndpoint[list[Todo]])
 assert_type(todo_list.paginated("cursor"), RestEndpoint[list[Todo]])
+assert_type(
+    todo_list.paginated(lambda params: [{k: v for k, v in params.items() if k != "cursor"}]), RestEndpoint[list[Todo]]
+)
+assert_type(todo_list.paginated(no_cursor), RestEndpoint[list[Todo]])
 page_endpoint = RestEndpoint(path="/feed", schema={"results": Collection([Todo])}, pagination_field="cursor")
 assert_type(page_endpoint.get_page, RestEndpoint[dict[str, Any]])
 assert_type(page_endpoint.push, RestEndpoint[Any])  # a list inside a dict: the item type is not inferred
@@ -142,6 +171,25 @@ class AuthEndpoint(RestEndpoint[Any]):
 
 
 assert_type(AuthEndpoint(path="/me"), AuthEndpoint)
+
+
+@dataclass(frozen=True)
+class File:
+    name: str
+    content: bytes
+
+
+class FileDownload(RestEndpoint[File]):
+    """The downloads guide's endpoint: the parsed reply (bytes for `content="blob"`) is the raw reply, untyped."""
+
+    content = "blob"
+
+    async def parse_response(self, response: httpx.Response) -> File:
+        data = await super().parse_response(response)
+        return File(name=response.headers.get("content-disposition", "download"), content=data)
+
+
+assert_type(FileDownload(path="/file"), FileDownload)
 
 # GraphQL operations are typed the same way.
 gql = GQLEndpoint(URL + "/graphql")

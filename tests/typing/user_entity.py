@@ -31,6 +31,8 @@ assert_type(todo.user_id, int | None)
 assert_type(Todo.from_json({"id": 1, "title": "y"}), Todo)
 assert_type(Todo.from_json({"id": 1}).title, str)
 assert_type(todo.replace(title="z"), Todo)
+assert_type(todo.replace(), Todo)
+assert_type(todo.replace(user_id=None, completed=True).completed, bool)
 assert_type(todo.pk(), str | None)
 assert_type(todo.to_dict(), dict[str, Any])
 
@@ -38,5 +40,7 @@ assert_type(todo.to_dict(), dict[str, Any])
 Todo(titel="x")  # type: ignore[call-arg]  # pyright: ignore[reportCallIssue]
 Todo(id="1")  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
 Todo(1)  # type: ignore[call-arg]  # pyright: ignore[reportCallIssue]
+todo.replace(titel="z")  # type: ignore[call-arg]  # pyright: ignore[reportCallIssue]
+todo.replace(id="1")  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
 todo.title = "changed"  # type: ignore[misc]  # pyright: ignore[reportAttributeAccessIssue]
 todo.missing  # type: ignore[attr-defined]  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType]

@@ -60,6 +60,8 @@ async def use_async(ctrl: Controller) -> None:
     assert_type(ctrl.get(Collection([Todo]), {}), list[Todo] | None)
     assert_type(ctrl.get([Todo]), list[Todo] | None)  # the list shorthand reads like Array(Todo)
     assert_type(ctrl.get({"todos": [Todo]}), dict[str, Any] | None)
+    # An endpoint's schema reads the list it stores (as the collections guide does): a schema, read untyped.
+    assert_type(ctrl.get(TodoResource.get_list.schema, {}), Any)
     assert_type(ctrl.dle(TodoResource.get, id=1), DLE[Todo])
     assert_type(ctrl.dle(TodoResource.get, id=1).data, Todo | None)
     assert_type(ctrl.get_response(TodoResource.get, id=1), Response[Todo])
@@ -99,6 +101,7 @@ def use_sync(ctrl: sync.Controller) -> None:
     assert_type(ctrl.cache(TodoResource.get, id=1), Todo | None)
     assert_type(ctrl.get(Todo, {"id": 1}), Todo | None)
     assert_type(ctrl.get([Todo]), list[Todo] | None)
+    assert_type(ctrl.get(TodoResource.get_list.schema, {}), Any)
     assert_type(ctrl.dle(TodoResource.get, id=1), DLE[Todo])
     assert_type(ctrl.get_response(TodoResource.get, id=1), Response[Todo])
     assert_type(ctrl.live(TodoResource.get, id=1), Generator[Todo, None, None])
@@ -138,6 +141,15 @@ async def use_paginate(ctrl: Controller, blocking_ctrl: sync.Controller) -> None
     for todos in sync.paginate(blocking_ctrl, TodoResource.get_list, next_page=after_last):
         assert_type(todos, list[Todo])
 
+    def until_total(page: Page[list[Todo]]) -> dict[str, object] | None:
+        """The pagination guide's reader: the params are the caller's own values, read as such."""
+        total = int(page.response.headers["X-Total-Count"]) if page.response is not None else 0
+        number = int(page.params.get("page", 1))
+        return None if number * int(page.params["limit"]) >= total else {**page.params, "page": number + 1}
+
+    async for todos in paginate(ctrl, TodoResource.get_list, {"limit": 4}, next_page=until_total):
+        assert_type(todos, list[Todo])
+
     # Mistakes a checker must catch: a reader of another endpoint's pages.
     paginate(ctrl, TodoResource.get, next_page=after_last)  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
 
@@ -154,3 +166,25 @@ def use_state(ctrl: Controller) -> None:
     if isinstance(row, Mapping):  # else a collection's list, or INVALID once deleted
         assert_type(row, Mapping[str, object])
     assert_type(state["entitiez"], object)  # a name that is no table reads as `object` (KeyError at run time)
+
+
+class AppController(Controller):
+    """A controller of the app's own, with helpers of its own."""
+
+    def todo(self, id: int) -> Todo | None:
+        return self.cache(TodoResource.get, id=id)
+
+
+class BlockingAppController(sync.Controller):
+    def todo(self, id: int) -> Todo | None:
+        return self.cache(TodoResource.get, id=id)
+
+
+async def use_subclass() -> None:
+    """`async with` / `with` a Controller subclass gives that subclass, its helpers typed."""
+    async with AppController() as ctrl:
+        assert_type(ctrl, AppController)
+        assert_type(ctrl.todo(1), Todo | None)
+    with BlockingAppController() as blocking:
+        assert_type(blocking, BlockingAppController)
+        assert_type(blocking.todo(1), Todo | None)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing_extensions import TypedDict
+from typing_extensions import TypedDict, assert_type
 
 from restlayer import Entity, RestEndpoint
-from restlayer.streams import Message, Writes
+from restlayer.streams import Message, StreamManager, Writes
 
 
 class Todo(Entity):
@@ -28,3 +28,12 @@ def on_deleted(message: Message, writes: Writes) -> None:
     # Mistakes a checker must catch.
     writes.invalidate(get_todo, {"id": "1"})  # type: ignore[typeddict-item]  # pyright: ignore[reportArgumentType]
     writes.invalidate(get_todo, {"idd": 1})  # type: ignore[typeddict-item, typeddict-unknown-key]  # pyright: ignore[reportArgumentType]
+
+
+class AppStreams(StreamManager):
+    """A manager of the app's own: `async with` gives it back as itself."""
+
+
+async def use_manager() -> None:
+    async with AppStreams() as manager:
+        assert_type(manager, AppStreams)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from restlayer.core.expiry import DATA_EXPIRY, ERROR_EXPIRY
 
@@ -30,7 +30,7 @@ class Fetch:
     fetch is built (the endpoint's options, or polling's shorter ones).
     """
 
-    type: ClassVar[str] = "fetch"
+    type: ClassVar[Literal["fetch"]] = "fetch"
     endpoint: Endpoint[object]
     args: tuple[object, ...]
     key: str
@@ -55,7 +55,7 @@ class SetResponse:
     `aborted` only removes the optimistic entry (a cancelled request).
     """
 
-    type: ClassVar[str] = "set_response"
+    type: ClassVar[Literal["set_response"]] = "set_response"
     endpoint: Endpoint[object]
     args: tuple[object, ...]
     key: str
@@ -73,7 +73,7 @@ class SetResponse:
 class Set:
     """Write `value` for `schema` and `args` straight into the entity tables."""
 
-    type: ClassVar[str] = "set"
+    type: ClassVar[Literal["set"]] = "set"
     schema: SchemaLike
     args: tuple[object, ...]
     value: object
@@ -85,7 +85,7 @@ class Set:
 class Invalidate:
     """Drop these endpoint results; readers must refetch."""
 
-    type: ClassVar[str] = "invalidate"
+    type: ClassVar[Literal["invalidate"]] = "invalidate"
     keys: tuple[str, ...]
 
 
@@ -93,7 +93,7 @@ class Invalidate:
 class InvalidateAll:
     """`Invalidate` for every stored endpoint key accepted by `test_key`."""
 
-    type: ClassVar[str] = "invalidate_all"
+    type: ClassVar[Literal["invalidate_all"]] = "invalidate_all"
     test_key: TestKey
 
 
@@ -101,7 +101,7 @@ class InvalidateAll:
 class ExpireAll:
     """Mark every key of `meta` accepted by `test_key` stale (`expires_at = 1`)."""
 
-    type: ClassVar[str] = "expire_all"
+    type: ClassVar[Literal["expire_all"]] = "expire_all"
     test_key: TestKey
 
 
@@ -109,7 +109,7 @@ class ExpireAll:
 class Reset:
     """Empty the store; in-flight fetches are dropped."""
 
-    type: ClassVar[str] = "reset"
+    type: ClassVar[Literal["reset"]] = "reset"
     date: float
 
 
@@ -117,7 +117,7 @@ class Reset:
 class Subscribe:
     """Start (or join) polling `key` at the endpoint's `poll_frequency`."""
 
-    type: ClassVar[str] = "subscribe"
+    type: ClassVar[Literal["subscribe"]] = "subscribe"
     endpoint: Endpoint[object]
     args: tuple[object, ...]
     key: str
@@ -127,7 +127,7 @@ class Subscribe:
 class Unsubscribe:
     """Leave polling of `key` (polling stops with the last subscriber)."""
 
-    type: ClassVar[str] = "unsubscribe"
+    type: ClassVar[Literal["unsubscribe"]] = "unsubscribe"
     endpoint: Endpoint[object]
     args: tuple[object, ...]
     key: str
@@ -137,7 +137,7 @@ class Unsubscribe:
 class GC:
     """Remove unreferenced, long-expired endpoint results and entities."""
 
-    type: ClassVar[str] = "gc"
+    type: ClassVar[Literal["gc"]] = "gc"
     endpoint_keys: tuple[str, ...] = ()
     entity_refs: tuple[tuple[str, str], ...] = field(default_factory=tuple)
 
@@ -146,7 +146,7 @@ class GC:
 class Merge:
     """Apply changes another process (or a store file) announced: rows win by `fetched_at`."""
 
-    type: ClassVar[str] = "merge"
+    type: ClassVar[Literal["merge"]] = "merge"
     patch: Patch
 
 

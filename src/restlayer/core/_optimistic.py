@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import uuid
 import weakref
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final, overload
 
 from restlayer._args import merge_keywords
@@ -48,6 +49,12 @@ class Snapshot:
     def get(self, schema: type[E], *args: object, **kwargs: object) -> E | None: ...
     @overload
     def get(self, schema: Schema[T], *args: object, **kwargs: object) -> T | None: ...
+    @overload
+    def get(self, schema: list[type[E]], *args: object, **kwargs: object) -> list[E] | None: ...
+    @overload
+    def get(self, schema: list[Schema[T]], *args: object, **kwargs: object) -> list[T] | None: ...
+    @overload
+    def get(self, schema: Mapping[str, object], *args: object, **kwargs: object) -> dict[str, Any] | None: ...
     @overload
     def get(self, schema: SchemaLike, *args: object, **kwargs: object) -> Any: ...
     def get(self, schema: SchemaLike, *args: object, **kwargs: object) -> object:

@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, NamedTuple, cast, overload
 
 from restlayer._args import merge_keywords
-from restlayer._typing import A, E, P, T
+from restlayer._typing import A, E, P, Self, T
 from restlayer.core import _actions as act
 from restlayer.core._optimistic import apply_optimistic
 from restlayer.core._read import (
@@ -282,7 +282,7 @@ class Controller:
         self._wakeups.add(event)
         return lambda: self._wakeups.discard(event)
 
-    async def __aenter__(self) -> Controller:
+    async def __aenter__(self) -> Self:  # a subclass of the app's own stays itself
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:

@@ -435,7 +435,7 @@ class GQLEndpoint(RestEndpoint[T_co]):
                 ) from error
             return response
 
-    async def parse_response(self, response: httpx.Response) -> object:
+    async def parse_response(self, response: httpx.Response) -> Any:
         """`data` of the reply; `errors` or a non-2xx status raise GQLNetworkError."""
         try:
             body = json.loads(response.content)

@@ -48,7 +48,7 @@ from restlayer.rest._url import build_url
 from restlayer.rest._url import search_to_string as _default_search_to_string
 from restlayer.schema import Schema
 from restlayer.schema._base import NestedListShorthand, compile_schema
-from restlayer.schema._collection import cursor_args, misuse_of
+from restlayer.schema._collection import CursorRemover, cursor_args, misuse_of
 
 __all__ = ["OPTIONS", "ByteStream", "RestEndpoint"]
 
@@ -226,7 +226,9 @@ class RestEndpoint(Generic[T_co, Params, Args]):
     path: str
     url_prefix: str = ""
     method: str = "GET"
-    schema: object = None
+    #: The schema as given (any schema, or None). Typed `Any`, not `object`: `ctrl.get(ep.schema, ...)` must
+    #: type-check, and the result type is `schema`'s, which only the endpoint's type parameter records.
+    schema: Any = None
     body: object = UNSET
     search_params: object = None
     pagination_field: str | None = None
@@ -668,8 +670,12 @@ class RestEndpoint(Generic[T_co, Params, Args]):
                 response=response,
             )
 
-    async def parse_response(self, response: httpx.Response) -> object:
-        """The reply's value: by `content` when set, else by Content-Type."""
+    async def parse_response(self, response: httpx.Response) -> Any:
+        """The reply's value: by `content` when set, else by Content-Type.
+
+        Typed `Any` like a direct call's result: it is the raw reply (decoded JSON, `bytes`, `str` or a
+        `ByteStream`, by `content`), which an override reads as what its `content` makes it.
+        """
         return await parse_reply(response, self.content, self.schema, schema_set=self._schema_set, raw_ok=self._raw_ok)
 
     def process(self, value: object, *args: object) -> object:
@@ -818,7 +824,7 @@ class RestEndpoint(Generic[T_co, Params, Args]):
                 raise AttributeError(f"{self.name} has no get_page: pagination_field is not set")
             return self.paginated(self.pagination_field)
 
-    def paginated(self, cursor: str | Callable[..., Iterable[object]]) -> Self:
+    def paginated(self, cursor: str | CursorRemover) -> Self:
         """A GET whose results are appended to the list named by the arguments minus
         the cursor (a field name, or a function from page args to the list's args)."""
         from restlayer.schema import find_collection, replace_collection

@@ -10,7 +10,7 @@ import json
 import re
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Protocol, overload
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, overload
 
 from restlayer._text import to_text
 from restlayer._typing import E, T, T_co
@@ -28,11 +28,25 @@ if TYPE_CHECKING:
 
 #: Accepts or refuses a stored list by the values its key was built from.
 KeyFilter = Callable[[Mapping[str, object]], bool]
-FilterFactory = Callable[..., KeyFilter]
+#: `create_collection_filter(*args)`: a create's call arguments (none, the body, or params and body) -> the
+#: test of a stored list's key. One callable type per arity, like `ArgsKey`, so a lambda's parameters are typed.
+FilterFactory: TypeAlias = Callable[[], KeyFilter] | Callable[[Any], KeyFilter] | Callable[[Any, Any], KeyFilter]
 #: Combines a stored list (or dict) of refs with incoming refs; both are stored JSON of the list's shape.
-Merge = Callable[..., object]
-#: Builds a stored list's key values from the call arguments.
-ArgsKey = Callable[..., Mapping[str, object]]
+#: Two parameters, typed `Any` (not `Callable[..., ...]`), so that a lambda's are typed for pyright --strict.
+Merge = Callable[[Any, Any], object]
+#: Builds a stored list's key values from the call arguments: none, the params, or the params and the body.
+#: One callable type per arity (not `Callable[..., ...]`) so that a lambda's parameters are typed (`Any`),
+#: which pyright --strict needs; a function of `*args` matches them all.
+ArgsKey: TypeAlias = (
+    Callable[[], Mapping[str, object]]
+    | Callable[[Any], Mapping[str, object]]
+    | Callable[[Any, Any], Mapping[str, object]]
+)
+#: `paginated(remove_cursor)`: a page call's arguments -> the arguments of the list it extends; typed per
+#: arity like `ArgsKey`, for the same reason.
+CursorRemover: TypeAlias = (
+    Callable[[], Iterable[object]] | Callable[[Any], Iterable[object]] | Callable[[Any, Any], Iterable[object]]
+)
 #: Builds a nested list's key values from its parent record (stored JSON) and member name.
 NestKey = Callable[[Mapping[str, object], str], Mapping[str, object]]
 NonFilter = Sequence[str] | str | re.Pattern[str] | Callable[[str], bool]
@@ -241,7 +255,7 @@ class Collection(Schema[T_co]):
         item = node.node
         item_key = getattr(item, "key", schema_name(item))
         self.key = f"[{item_key}]" if self.is_array else f"{{{item_key}}}"
-        self.args_key = args_key or _default_args_key
+        self.args_key: Callable[..., Mapping[str, object]] = args_key or _default_args_key
         self.nest_key = nest_key
         # Options replace the methods of this instance only, so a subclass's overrides
         # of these methods stay in force when the options are left out.
@@ -284,7 +298,7 @@ class Collection(Schema[T_co]):
         """A move schema that adds to the destination lists with `merge` (reads like `move`)."""
         return _Mover(self, merge, remove_merge if self.is_array else values_remove_merge)
 
-    def paginated(self, remove_cursor: Callable[..., Iterable[object]]) -> Schema[T_co]:
+    def paginated(self, remove_cursor: CursorRemover) -> Schema[T_co]:
         """Next-page schema: this same list (keyed by `remove_cursor(*args)`), unique items appended."""
         return _Paginator(self, remove_cursor)
 
@@ -375,7 +389,7 @@ def _key_values(values: object, hook: str) -> Mapping[str, object] | None:
     raise DefinitionError(f"Collection {hook} must return a dict of key values, not {type(values).__name__}")
 
 
-def _key_filter(factory: FilterFactory, *args: object) -> KeyFilter:
+def _key_filter(factory: Callable[..., KeyFilter], *args: object) -> KeyFilter:
     """`factory(*args)`, checked: the test of a stored list's key values (else a bare TypeError later)."""
     accept = factory(*args)
     if not callable(accept):
@@ -564,10 +578,10 @@ def _add_page(current: object, page: object) -> object:
 class _Paginator(Schema[T_co]):
     """A page of a list: stored into the list keyed by `remove_cursor(*args)`, appending new refs; reads the list."""
 
-    def __init__(self, collection: Collection[T_co], remove_cursor: Callable[..., Iterable[object]]) -> None:
+    def __init__(self, collection: Collection[T_co], remove_cursor: CursorRemover) -> None:
         self.collection = collection
         self.key = collection.key
-        self.remove_cursor = remove_cursor
+        self.remove_cursor: Callable[..., Iterable[object]] = remove_cursor
 
     def __repr__(self) -> str:
         return f"Pagination({self.collection!r})"

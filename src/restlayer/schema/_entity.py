@@ -162,12 +162,23 @@ class Entity:
         """The fields as a plain dict (nested entities converted too); cyclic data raises RestLayerError."""
         return {k: _plain(v, (id(self),)) for k, v in self.__dict__.items()}
 
-    def replace(self, **changes: object) -> Self:
-        """A copy with some fields changed (the instance itself never changes)."""
-        self._check_names(changes, self.__dict__)
-        obj = object.__new__(type(self))
-        object.__setattr__(obj, "__dict__", {**self.__dict__, **changes})
-        return obj
+    if TYPE_CHECKING:
+
+        @property
+        def replace(self) -> type[Self]:
+            """Typing only: `replace` takes the constructor's keywords (the fields, each optional as it has
+            a default), so a checker catches `replace(titel=...)` or a wrong value type as it does for
+            `Todo(...)`; the call returns the same type. At run time it is the method below."""
+            ...
+
+    else:
+
+        def replace(self, **changes: object) -> Self:
+            """A copy with some fields changed (the instance itself never changes)."""
+            self._check_names(changes, self.__dict__)
+            obj = object.__new__(type(self))
+            object.__setattr__(obj, "__dict__", {**self.__dict__, **changes})
+            return obj
 
     def pk(self, parent: object = None, key: str | None = None, args: tuple[object, ...] = ()) -> str | None:
         """The primary key as text; default: the `id` field (`None` when absent)."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Concatenate, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Concatenate, TypeVar, overload
 
 from restlayer._pmap import OrderedPMap
 from restlayer._typing import E, T
@@ -41,11 +41,16 @@ class Query(Schema[T]):
     @overload
     def __init__(self, schema: Schema[T], process: None = None) -> None: ...
     # mypy infers a lambda's parameters only from an exact arity: `lambda users: ...` from the
-    # first pair; a function that also takes the call's arguments matches the last pair.
+    # first pair, `lambda users, params: ...` (the call's params, `ctrl.get(query, params)`) from the
+    # second; a function taking more of the call's arguments matches the last pair.
     @overload
     def __init__(self, schema: type[E], process: Callable[[E], T]) -> None: ...
     @overload
     def __init__(self, schema: Schema[S], process: Callable[[S], T]) -> None: ...
+    @overload
+    def __init__(self, schema: type[E], process: Callable[[E, Any], T]) -> None: ...
+    @overload
+    def __init__(self, schema: Schema[S], process: Callable[[S, Any], T]) -> None: ...
     @overload
     def __init__(self, schema: type[E], process: Callable[Concatenate[E, ...], T]) -> None: ...
     @overload

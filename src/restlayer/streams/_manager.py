@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Protocol, TypeGuard
 
+from restlayer._typing import Self
 from restlayer.core.manager import Manager, Next
 from restlayer.errors import ClosedError, RestLayerError
 from restlayer.streams._stream import Stream, checked_controller
@@ -243,7 +244,7 @@ class StreamManager(Manager):
             task.add_done_callback(self._closing.discard)
         self._tasks.clear()
 
-    async def __aenter__(self) -> StreamManager:
+    async def __aenter__(self) -> Self:  # a subclass of the app's own stays itself
         self.start()
         return self
 
