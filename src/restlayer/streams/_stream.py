@@ -72,19 +72,24 @@ def refused(url: str, status: int) -> StatusError | None:
     return StatusError(f"stream {url} answered {status}: refused, not reconnecting", status=status)
 
 
-#: WebSocket close code 1008 (policy violation): the server refuses this client, as an HTTP 403 would.
-_POLICY_VIOLATION = 1008
+#: WebSocket close codes refusing what this client sends, and the HTTP client error each stands for:
+#: protocol error (1002) and invalid payload (1007) a 400, unsupported data (1003) a 415, policy
+#: violation (1008) a 403, a missing extension (1010, the client's own close code, as some servers send it) a 400.
+#: A reconnect sends the same messages (a resumed stream replays them too), to be refused the same way.
+_REFUSING_CLOSES = {1002: 400, 1003: 415, 1007: 400, 1008: 403, 1010: 400}
 
 
 def refusing_status(code: int | None) -> int | None:
     """The HTTP client error a WebSocket close `code` stands for when it refuses the client; None otherwise.
 
-    1008 (policy violation) is a 403; 4400-4499 are 4000 + the HTTP status, as graphql-transport-ws
-    and many servers spell unauthorized (4401), forbidden (4403)... Like a refused handshake (see
-    `refused`), a reconnect would be refused again, except for the transient ones (4408, 4425, 4429).
+    1002, 1003, 1007, 1008 and 1010 refuse what the client sends or is (see `_REFUSING_CLOSES`);
+    4400-4499 are 4000 + the HTTP status, as graphql-transport-ws and many servers spell unauthorized
+    (4401), forbidden (4403)... Like a refused handshake (see `refused`), a reconnect would be refused
+    again, except for the transient ones (4408, 4425, 4429). Going away, internal errors, restarts
+    and overloads (1001, 1006, 1011-1014) are the server's own state: worth reconnecting.
     """
-    if code == _POLICY_VIOLATION:
-        return 403
+    if code in _REFUSING_CLOSES:
+        return _REFUSING_CLOSES[code]
     if code is None or not 4400 <= code < 4500 or code - 4000 in _TRANSIENT_CLIENT_ERRORS:
         return None
     return code - 4000
