@@ -278,6 +278,27 @@ async def test_failed_connections_back_off_exponentially_up_to_the_cap(
     assert played.resumed_from[:4] == ["", "", "", ""]
 
 
+@pytest.mark.parametrize(("initial", "factor", "cap"), [(0, 2, 30), (0.5, 2, 0), (1e-9, 1, 30)])
+async def test_a_backoff_of_no_wait_still_waits_before_reconnecting_to_a_failing_server(
+    script_server: LocalServer, script: ScriptFactory, initial: float, factor: float, cap: float
+) -> None:
+    """A server answering 503 at once: reconnecting without a wait would be a tight loop against it."""
+    query, _ = script([], status=503)
+    delays = Delays()
+    backoff = Backoff(initial=initial, factor=factor, cap=cap, jitter=0, sleep=delays)
+    stream = SSEStream(f"{script_server.url}/_stream/sse{query}", on={}, backoff=backoff)
+    async with StreamManager(Controller(), [stream]):
+        await stream.until(lambda s: len(delays.delays) >= 3)
+    assert min(delays.delays) >= 0.1  # the least wait between connections, as for a server's `retry:`
+
+
+@pytest.mark.parametrize("factor", [0, 0.5, 0.999])
+def test_a_backoff_whose_waits_shrink_is_a_param_error(factor: float) -> None:
+    """Waits that shrink towards none would reconnect ever faster to a server that is down."""
+    with pytest.raises(ParamError, match=f"Backoff: factor must be >= 1.*not {factor!r}"):
+        Backoff(factor=factor)
+
+
 @pytest.mark.parametrize("status", [400, 401, 403, 404, 410])
 async def test_a_client_error_reply_ends_the_stream_with_a_status_error(
     script_server: LocalServer, script: ScriptFactory, status: int, caplog: pytest.LogCaptureFixture

@@ -108,7 +108,8 @@ def refused_close(url: str, code: int | None, reason: str = "") -> StatusError |
 class Backoff:
     """Waits between reconnects: `initial * factor ** (n - 1)` seconds, at most `cap`,
     shortened by up to `jitter` (a fraction) at random. A server's own reconnection
-    time (SSE `retry:`) replaces `initial`."""
+    time (SSE `retry:`) replaces `initial`. `factor` is at least 1 (ParamError otherwise);
+    a stream waits at least `MIN_RECONNECT_WAIT` whatever the backoff says."""
 
     initial: float = 0.5
     factor: float = 2.0
@@ -126,6 +127,11 @@ class Backoff:
                 raise ParamError(f"Backoff: {name} must be a non-negative number, not {value!r}")
         if self.jitter > 1:
             raise ParamError(f"Backoff: jitter is a fraction in [0, 1], not {self.jitter!r}")
+        if self.factor < 1:
+            raise ParamError(
+                f"Backoff: factor must be >= 1 (waits that shrink would reconnect ever faster to a server "
+                f"that is down), not {self.factor!r}"
+            )
 
     def delay(self, failures: int, initial: float | None = None) -> float:
         """Seconds to wait after `failures` consecutive failed connections (1-based)."""
@@ -135,6 +141,11 @@ class Backoff:
         except OverflowError:  # a very long outage: the power is past any float, so past the cap (unless no wait)
             grown = self.cap if base else 0.0
         return min(self.cap, grown) * (1 - self.jitter * self.random())
+
+
+#: The least wait before a stream reconnects, in seconds, whatever its backoff gives (0 when `initial`
+#: or `cap` is 0): a server that is down or drops each connection at once must not be hit in a tight loop.
+MIN_RECONNECT_WAIT = 0.1
 
 
 Covers = Union["Endpoint[object]", Iterable["Endpoint[object]"], Callable[[str], bool], None]
@@ -445,13 +456,18 @@ class Stream:
                     reason = f"{type(exc).__name__}: {exc}"
                 await self._lost(reason)
                 failures = 1 if applied else failures + 1
-                await self.backoff.sleep(self.backoff.delay(failures, self.server_retry))
+                await self.backoff.sleep(self._wait(failures))
         finally:
             was_connected, self.connected, self.closed = self.connected, False, True
             if was_connected:
                 await self._notify()  # what this stream covered must be polled again
             else:
                 self._tick()
+
+    def _wait(self, failures: int) -> float:
+        """Seconds to wait before reconnecting after `failures` connections in a row that applied nothing:
+        the backoff's delay, never less than `MIN_RECONNECT_WAIT`."""
+        return max(MIN_RECONNECT_WAIT, self.backoff.delay(failures, self.server_retry))
 
     async def _lost(self, reason: str) -> None:
         if not self.connected:
