@@ -26,7 +26,7 @@ from restlayer import (
     resource,
 )
 from restlayer.rest import aclose
-from restlayer.streams import Backoff, Message, SSEStream, StreamManager, Writes
+from restlayer.streams import Backoff, Message, SSEStream, Stream, StreamManager, Writes
 from tests.streams._script import PACED, Script
 
 ScriptFactory = Callable[..., tuple[str, Script]]
@@ -297,6 +297,30 @@ def test_a_backoff_whose_waits_shrink_is_a_param_error(factor: float) -> None:
     """Waits that shrink towards none would reconnect ever faster to a server that is down."""
     with pytest.raises(ParamError, match=f"Backoff: factor must be >= 1.*not {factor!r}"):
         Backoff(factor=factor)
+
+
+async def test_a_plain_function_listens_to_the_status_as_an_async_one_does(
+    script_server: LocalServer, script: ScriptFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    query, _ = script([updated(1, 1, "a")])
+    seen: dict[str, list[bool]] = {"plain": [], "async": []}
+
+    def plain(stream: Stream) -> None:
+        seen["plain"].append(stream.connected)
+
+    async def awaited(stream: Stream) -> None:
+        seen["async"].append(stream.connected)
+
+    stream = SSEStream(f"{script_server.url}/_stream/sse{query}", on={"todos.updated": Todo})
+    stream.add_listener(plain)
+    stream.add_listener(awaited)
+    with caplog.at_level(logging.ERROR, logger="restlayer"):
+        async with StreamManager(Controller(), [stream]):
+            await stream.until(lambda s: s.applied == 1)
+    assert seen == {"plain": [True, False], "async": [True, False]}
+    assert "listener failed" not in caplog.text
+    with pytest.raises(ParamError, match="add_listener takes a function"):
+        stream.add_listener(42)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("status", [400, 401, 403, 404, 410])

@@ -152,6 +152,10 @@ Covers = Union["Endpoint[object]", Iterable["Endpoint[object]"], Callable[[str],
 """What a stream keeps fresh (its `covers=`): an endpoint, endpoints, or a predicate on store keys."""
 
 
+Listener = Callable[["Stream"], Awaitable[None] | None]
+"""What `Stream.add_listener` takes: a function of the stream, plain or async."""
+
+
 def _tests_keys(value: object) -> TypeIs[Endpoint[object]]:
     return callable(getattr(value, "test_key", None))
 
@@ -295,7 +299,7 @@ class Stream:
         self.headers = _checked_headers(headers)
         self._handle = handler_for(on)
         self._covers = _key_test(covers)
-        self._listeners: list[Callable[[Stream], Awaitable[None]]] = []
+        self._listeners: list[Listener] = []
         self.connected = False
         self.closed = False
         self._running = False  # `run` is under way (it refuses to run twice at once)
@@ -361,11 +365,15 @@ class Stream:
         """Whether this stream pushes the changes of the store key `key` (then polling it can pause)."""
         return self._covers(key)
 
-    def add_listener(self, listener: Callable[[Stream], Awaitable[None]]) -> Callable[[], None]:
-        """Await `listener(stream)` after each connect and each lost connection.
+    def add_listener(self, listener: Listener) -> Callable[[], None]:
+        """Call `listener(stream)` after each connect and each lost connection (awaited when it is async).
+
+        ParamError for something that cannot be called (it would fail at each status change, only in the log).
 
         Returns the function that removes it (a manager that stops managing the stream calls it).
         """
+        if not callable(listener):
+            raise ParamError(f"add_listener takes a function of the stream, not {listener!r}")
         self._listeners.append(listener)
 
         def remove() -> None:
@@ -378,7 +386,9 @@ class Stream:
         self._tick()
         for listener in list(self._listeners):
             try:
-                await listener(self)
+                called = listener(self)
+                if inspect.isawaitable(called):  # an async listener; a plain one has done its work already
+                    await called
             except Exception:
                 log.exception("stream %s: status listener failed", self.name)
 
