@@ -15,12 +15,14 @@ import pytest
 from examples.todo_api import LocalServer
 from restlayer import (
     All,
+    BodyTooLargeError,
     ClosedError,
     Controller,
     Entity,
     Invalidate,
     ParamError,
     RedirectError,
+    RestLayerError,
     StatusError,
     SubscriptionManager,
     resource,
@@ -491,6 +493,44 @@ async def test_an_id_only_frame_wakes_whoever_waits_for_that_last_event_id(scrip
     assert (stream.applied, stream.ignored) == (0, 0)
 
 
+@pytest.mark.parametrize("ending", ["\n\n", ""], ids=["whole event", "endless line"])
+async def test_an_event_over_max_size_ends_the_stream_and_a_larger_max_size_takes_it(
+    script_server: LocalServer, script: ScriptFactory, ending: str
+) -> None:
+    """Held in memory until it ends (a line with no end, never): past `max_size` the stream ends; each reconnect
+    would resume before that event and be sent it again."""
+    big = "x" * (1 << 20)
+    query, played = script([updated(1, 1, "small")], tail=f"id: 2\nevent: todos.updated\ndata: {big}{ending}")
+    delays = Delays()
+    url = f"{script_server.url}/_stream/sse{query}"
+    stream = SSEStream(url, on={"todos.updated": Todo}, backoff=fast(delays))
+    ctrl = Controller()
+    with pytest.raises(BodyTooLargeError, match=r"an event exceeds max_size=1048576 .*raise max_size") as info:
+        await asyncio.wait_for(stream.run(ctrl), timeout=10)
+    assert isinstance(info.value, RestLayerError)
+    assert (stream.connects, stream.applied, stream.last_event_id, delays.delays) == (1, 1, "1", [])
+    assert played.resumed_from == [""]  # no reconnect
+    assert ctrl.get(Todo, {"id": 1}) == Todo(id=1, title="small")
+    if ending:  # a whole event (not JSON: it is ignored, yet read) fits a larger max_size
+        roomy = SSEStream(url, on={"todos.updated": Todo}, max_size=2 << 20, backoff=fast())
+        async with StreamManager(ctrl, [roomy]):
+            await roomy.until(lambda s: s.last_event_id == "2")
+        assert (roomy.applied, roomy.ignored) == (1, 1)
+
+
+async def test_many_events_in_one_chunk_larger_than_max_size_are_all_taken(
+    script_server: LocalServer, script: ScriptFactory
+) -> None:
+    """The limit is per event: a burst of small events arriving together is no event over it."""
+    events = [updated(i, i, "t" * 50) for i in range(1, 201)]
+    frames = "".join(f"id: {i}\nevent: {e}\ndata: {d}\r\n\r\n" for i, e, d in events)
+    query, _ = script([], tail=frames)
+    stream = SSEStream(f"{script_server.url}/_stream/sse{query}", on={"todos.updated": Todo}, max_size=1000)
+    async with StreamManager(Controller(), [stream]):
+        await stream.until(lambda s: s.applied == 200)
+    assert stream.ignored == 0
+
+
 @pytest.mark.parametrize("url", ["ws://127.0.0.1:1/events", "ftp://example.com/e", "/events", "http://", "nota url"])
 async def test_a_url_no_event_stream_can_come_from_is_a_param_error(url: str) -> None:
     """It would fail every connect: refused at once rather than retried forever."""
@@ -507,6 +547,8 @@ async def decode_later(text: str) -> object:
     ("options", "match"),
     [
         ({"decode": None}, "decode="),
+        ({"max_size": 0}, "max_size= must be"),
+        ({"max_size": 1.5}, "max_size= must be"),
         ({"decode": decode_later}, "decode= must be a plain function, not an async one"),
         ({"timeout": "10"}, "timeout="),
         ({"timeout": httpx.Timeout(-1.0)}, "timeout="),
