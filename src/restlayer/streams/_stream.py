@@ -148,6 +148,11 @@ class Backoff:
 MIN_RECONNECT_WAIT = 0.1
 
 
+#: Frames a stream takes in a row before letting the loop run other tasks: a burst read in one chunk
+#: (thousands of small events) comes without any pause, and would block the loop until all are applied.
+YIELD_EVERY = 100
+
+
 Covers = Union["Endpoint[object]", Iterable["Endpoint[object]"], Callable[[str], bool], None]
 """What a stream keeps fresh (its `covers=`): an endpoint, endpoints, or a predicate on store keys."""
 
@@ -451,11 +456,15 @@ class Stream:
                 applied = False  # only an applied message shows the server works: frames that are none do not
                 try:
                     async with contextlib.aclosing(self._messages()) as messages:
+                        taken = 0
                         async for message in messages:
                             if controller.closed:  # closed while messages were on their way: none is stored
                                 return
                             if message is not None and self.apply(controller, message):
                                 applied = True
+                            taken += 1
+                            if taken % YIELD_EVERY == 0:
+                                await asyncio.sleep(0)  # frames read at once come without a pause: let others run
                     reason = "the server ended the stream"
                 except ServerStopped as exc:
                     log.info("stream %s: closed by the server: %s", self.name, exc)
