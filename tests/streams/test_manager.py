@@ -340,6 +340,15 @@ async def test_until_a_state_that_holds_returns_even_with_no_time_to_wait(timeou
         await stream.until(lambda s: s.connected, timeout=timeout)
 
 
+@pytest.mark.parametrize("timeout", ["5", float("nan"), True, [1]])
+async def test_until_with_a_timeout_that_is_no_number_of_seconds_is_a_param_error(timeout: object) -> None:
+    """Not a TypeError from inside asyncio (and a coroutine never awaited), nor, for NaN, a wait without end."""
+    stream = SSEStream("http://127.0.0.1:9/events", on={})  # never started
+    for predicate in (lambda s: s.connected, lambda s: not s.connected):
+        with pytest.raises(ParamError, match=r"until: timeout must be a number of seconds"):
+            await asyncio.wait_for(stream.until(predicate, timeout=timeout), 10)  # type: ignore[arg-type]
+
+
 async def test_until_on_a_stream_that_has_ended_raises_at_once_not_after_its_timeout(
     script_server: LocalServer, script: ScriptFactory
 ) -> None:

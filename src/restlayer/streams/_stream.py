@@ -12,6 +12,7 @@ import contextlib
 import inspect
 import json
 import logging
+import math
 import random
 from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -333,7 +334,9 @@ class Stream:
         A state that holds already returns at once, whatever the timeout (even 0). A stream that
         has ended (`closed`: its run returned or failed, and no new one started) changes no more:
         StreamTimeoutError at once, or as soon as it ends while waited for, not after `timeout`.
+        ParamError for a `timeout` that is no number of seconds (NaN would wait without end).
         """
+        _check_timeout(timeout)
         if predicate(self):
             return
         loop = asyncio.get_running_loop()
@@ -529,6 +532,15 @@ class Stream:
         if event_id is not None:
             self.last_event_id = event_id
         self._ignore(Message(event, None, event_id), f"malformed data ({reason})")
+
+
+def _check_timeout(timeout: object) -> None:
+    """ParamError unless `timeout` (of `until`) is a number of seconds: not a bool, nor NaN (asyncio would
+    raise a TypeError for a str, and wait without end for NaN); None and infinity wait without limit."""
+    if timeout is None:
+        return
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or math.isnan(timeout):
+        raise ParamError(f"until: timeout must be a number of seconds, not {timeout!r}")
 
 
 async def _until_set(event: asyncio.Event, work: Coroutine[object, object, None]) -> None:
