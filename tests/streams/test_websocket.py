@@ -128,13 +128,24 @@ async def test_a_handshake_refused_with_a_client_error_ends_the_stream(script_se
 
 @pytest.mark.parametrize(
     ("code", "status"),
-    [(1002, 400), (1003, 415), (1007, 400), (1008, 403), (1010, 400), (4401, 401), (4403, 403), (4404, 404)],
+    [
+        (1002, 400),
+        (1003, 415),
+        (1007, 400),
+        (1008, 403),
+        (1009, 413),  # the server's own limit: a message of this client's was too big for it (not `max_size`)
+        (1010, 400),
+        (4401, 401),
+        (4403, 403),
+        (4404, 404),
+    ],
 )
 async def test_a_close_refusing_the_client_ends_the_stream(
     script_server: LocalServer, script: ScriptFactory, code: int, status: int
 ) -> None:
-    """A protocol error, unsupported data, an invalid payload, a missing extension, a policy violation, or
-    4000 + an HTTP client error: every reconnect would resend what was refused, and be refused the same way."""
+    """A protocol error, unsupported data, an invalid payload, a policy violation, a message too big, a
+    missing extension, or 4000 + an HTTP client error: every reconnect would resend what was refused,
+    and be refused the same way."""
     events = [(i, "todos.updated", json.dumps({"id": i, "title": f"t{i}"})) for i in (1, 2)]
     query, played = script(events, drop_after=1, drop_code=code)
     delays = Delays()

@@ -75,15 +75,16 @@ def refused(url: str, status: int) -> StatusError | None:
 
 #: WebSocket close codes refusing what this client sends, and the HTTP client error each stands for:
 #: protocol error (1002) and invalid payload (1007) a 400, unsupported data (1003) a 415, policy
-#: violation (1008) a 403, a missing extension (1010, the client's own close code, as some servers send it) a 400.
-#: A reconnect sends the same messages (a resumed stream replays them too), to be refused the same way.
-_REFUSING_CLOSES = {1002: 400, 1003: 415, 1007: 400, 1008: 403, 1010: 400}
+#: violation (1008) a 403, a message too big for the server (1009) a 413, a missing extension (1010,
+#: the client's own close code, as some servers send it) a 400. A reconnect sends the same messages
+#: (a resumed stream replays them too), to be refused the same way.
+_REFUSING_CLOSES = {1002: 400, 1003: 415, 1007: 400, 1008: 403, 1009: 413, 1010: 400}
 
 
 def refusing_status(code: int | None) -> int | None:
     """The HTTP client error a WebSocket close `code` stands for when it refuses the client; None otherwise.
 
-    1002, 1003, 1007, 1008 and 1010 refuse what the client sends or is (see `_REFUSING_CLOSES`);
+    1002, 1003, 1007, 1008, 1009 and 1010 refuse what the client sends or is (see `_REFUSING_CLOSES`);
     4400-4499 are 4000 + the HTTP status, as graphql-transport-ws and many servers spell unauthorized
     (4401), forbidden (4403)... Like a refused handshake (see `refused`), a reconnect would be refused
     again, except for the transient ones (4408, 4425, 4429). Going away, internal errors, restarts
@@ -222,6 +223,9 @@ def frame_size(value: object) -> int | None:
 
 def frame_too_big(url: str, sent_code: int | None, max_size: int | None) -> BodyTooLargeError | None:
     """The error ending a socket at `url` that this client closed with `sent_code`, when for a message over `max_size`.
+
+    `sent_code` is that of a close this client started: one echoing the server's close (a server's
+    1009 refuses a message of this client's, see `refusing_status`) says nothing of `max_size`.
 
     Every reconnect would be sent that message again (a resumed stream replays it), to be refused
     again: only a larger `max_size` mends it. None for any other close.
