@@ -547,6 +547,8 @@ async def decode_later(text: str) -> object:
     ("options", "match"),
     [
         ({"decode": None}, "decode="),
+        ({"backoff": {"initial": 1}}, "backoff= must be a Backoff"),  # each reconnect would fail: the stream dies
+        ({"backoff": object()}, "backoff= must be a Backoff"),
         ({"max_size": 0}, "max_size= must be"),
         ({"max_size": 1.5}, "max_size= must be"),
         ({"decode": decode_later}, "decode= must be a plain function, not an async one"),

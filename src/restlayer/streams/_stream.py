@@ -196,6 +196,16 @@ def check_url(url: str, schemes: tuple[str, str], *, relative: bool = False) -> 
         )
 
 
+def _checked_backoff(backoff: object) -> Backoff:
+    """`backoff=` (a `Backoff`, or anything with its `delay` and `sleep`; None: the default one); ParamError
+    otherwise, rather than the stream dying with an AttributeError at its first reconnect."""
+    if backoff is None:
+        return Backoff()
+    if not (callable(getattr(backoff, "delay", None)) and callable(getattr(backoff, "sleep", None))):
+        raise ParamError(f"backoff= must be a Backoff (restlayer.streams), not {backoff!r}")
+    return backoff  # type: ignore[return-value]  # one like it: it has what a stream uses
+
+
 def _checked_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
     """`headers` as a dict; ParamError unless names and values are text that can be sent: ASCII, no CR, LF
     or NUL, as for requests (else every connect would fail, and be retried forever)."""
@@ -305,7 +315,7 @@ class Stream:
             raise ParamError(f"{type(self).__name__} needs a url (str), not {url!r}")
         self.url = url
         self.name = name or url
-        self.backoff = backoff or Backoff()
+        self.backoff = _checked_backoff(backoff)
         self.headers = _checked_headers(headers)
         self._handle = handler_for(on)
         self._covers = _key_test(covers)
