@@ -19,7 +19,7 @@ import asyncio
 import gc
 import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import httpx
@@ -28,7 +28,7 @@ import pytest
 from examples.todo_api import LocalServer
 from restlayer import All, Controller, Entity, RestEndpoint
 from restlayer.streams import Backoff, Message, SSEStream, StreamManager, Writes
-from tests.streams._script import PACED, tick_pk
+from tests.streams._script import PACED, Script, tick_pk
 
 #: The load under test: 1,000 events a second for 5 seconds.
 RATE = 1000
@@ -154,3 +154,38 @@ async def test_a_thousand_events_a_second_for_five_seconds_are_all_applied_in_or
     assert sizes_after == sizes_before == (ENTITIES, ENTITIES, 1)
     assert after - before < BLOCK_SLACK, f"the burst of {total} events left {after - before} more blocks allocated"
     assert stream.last_event_id == str(WARMUP + total)
+
+
+#: Frames of a burst sent at once, and the most a stream may take in a row without letting other tasks run.
+ONE_CHUNK = 20_000
+MOST_IN_A_ROW = 500
+
+
+@pytest.mark.parametrize("data", ["1", ""], ids=["messages", "id-only frames"])
+async def test_a_burst_arriving_at_once_lets_other_tasks_run_while_it_is_taken(
+    script_server: LocalServer, script: Callable[..., tuple[str, Script]], data: str
+) -> None:
+    """Tens of thousands of small frames read in a few chunks: taking them must not block the event loop
+    (a UI, other streams, fetches) until the last one is taken."""
+    frames = "".join(f"id: {i}\ndata: {data}\n\n" for i in range(1, ONE_CHUNK + 1))
+    query, _ = script([], tail=frames)
+    stream = SSEStream(f"{script_server.url}/_stream/sse{query}", on=lambda message, writes: None)
+    in_a_row: list[int] = []
+
+    async def another_task() -> None:
+        """Records how many frames the stream took since this task last ran."""
+        last = 0
+        while True:
+            now = int(stream.last_event_id or 0)
+            in_a_row.append(now - last)
+            last = now
+            await asyncio.sleep(0)
+
+    other = asyncio.ensure_future(another_task())
+    try:
+        async with StreamManager(Controller(), [stream]):
+            await stream.until(lambda s: s.last_event_id == str(ONE_CHUNK), timeout=APPLY_TIMEOUT)
+    finally:
+        other.cancel()
+    assert stream.applied == (ONE_CHUNK if data else 0)
+    assert max(in_a_row) <= MOST_IN_A_ROW, f"{max(in_a_row)} frames taken without another task running"

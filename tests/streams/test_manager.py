@@ -153,6 +153,47 @@ async def test_a_removed_stream_keeps_nothing_of_its_manager(script_server: Loca
         await stream.until(lambda s: s.connects == 2)
 
 
+@pytest.mark.parametrize("closing", ["aclose", "controller close"])
+async def test_a_stream_kept_after_its_manager_closed_keeps_nothing_of_it(
+    script_server: LocalServer, script: ScriptFactory, closing: str
+) -> None:
+    query, _ = script([event(1)])
+    stream = SSEStream(f"{script_server.url}/_stream/sse{query}", on={"todos.updated": Todo})
+    manager = StreamManager(streams=[stream])
+    ctrl = Controller(managers=[manager])
+    async with manager:
+        await stream.until(lambda s: s.applied == 1)
+        if closing == "controller close":
+            ctrl.close()
+    gone = weakref.ref(manager), weakref.ref(ctrl)
+    del manager, ctrl
+    gc.collect()
+    assert [ref() for ref in gone] == [None, None]  # the stream, kept, holds neither its old manager nor controller
+    async with StreamManager(Controller(), [stream]):
+        await stream.until(lambda s: s.connects == 2)
+
+
+async def test_a_manager_started_again_after_aclose_pauses_the_polling_its_streams_cover_again(
+    api: LocalServer,
+) -> None:
+    todos = resource(path="/todos/:id", schema=Todo, url_prefix=api.url, poll_frequency=60_000)
+    key = todos.get.key({"id": 1})
+    stream = SSEStream(f"{api.url}/events", on={"todos.updated": Todo}, covers=todos.get)
+    manager = StreamManager(streams=[stream])
+    ctrl = Controller(managers=[manager, SubscriptionManager()])
+    await ctrl.subscribe(todos.get, {"id": 1})
+    connected = asyncio.Event()
+    stream.add_listener(lambda s: connected.set() if s.connected else None)  # told after the manager
+    for _ in range(2):
+        connected.clear()
+        assert manager.polling(key)  # no stream runs
+        async with manager:
+            await asyncio.wait_for(connected.wait(), 10)
+            assert not manager.polling(key)  # the connected stream covers it
+    await ctrl.unsubscribe(todos.get, {"id": 1})
+    ctrl.close()
+
+
 async def test_controller_close_cancels_the_streams(script_server: LocalServer, script: ScriptFactory) -> None:
     query, _ = script([event(1)])
     stream = SSEStream(f"{script_server.url}/_stream/sse{query}", on={"todos.updated": Todo})
@@ -297,6 +338,15 @@ async def test_until_a_state_that_holds_returns_even_with_no_time_to_wait(timeou
     await stream.until(lambda s: not s.connected, timeout=timeout)  # holds now: no timeout to report
     with pytest.raises(StreamTimeoutError):
         await stream.until(lambda s: s.connected, timeout=timeout)
+
+
+@pytest.mark.parametrize("timeout", ["5", float("nan"), True, [1]])
+async def test_until_with_a_timeout_that_is_no_number_of_seconds_is_a_param_error(timeout: object) -> None:
+    """Not a TypeError from inside asyncio (and a coroutine never awaited), nor, for NaN, a wait without end."""
+    stream = SSEStream("http://127.0.0.1:9/events", on={})  # never started
+    for predicate in (lambda s: s.connected, lambda s: not s.connected):
+        with pytest.raises(ParamError, match=r"until: timeout must be a number of seconds"):
+            await asyncio.wait_for(stream.until(predicate, timeout=timeout), 10)  # type: ignore[arg-type]
 
 
 async def test_until_on_a_stream_that_has_ended_raises_at_once_not_after_its_timeout(

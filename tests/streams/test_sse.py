@@ -15,18 +15,20 @@ import pytest
 from examples.todo_api import LocalServer
 from restlayer import (
     All,
+    BodyTooLargeError,
     ClosedError,
     Controller,
     Entity,
     Invalidate,
     ParamError,
     RedirectError,
+    RestLayerError,
     StatusError,
     SubscriptionManager,
     resource,
 )
 from restlayer.rest import aclose
-from restlayer.streams import Backoff, Message, SSEStream, StreamManager, Writes
+from restlayer.streams import Backoff, Message, SSEStream, Stream, StreamManager, Writes
 from tests.streams._script import PACED, Script
 
 ScriptFactory = Callable[..., tuple[str, Script]]
@@ -278,6 +280,51 @@ async def test_failed_connections_back_off_exponentially_up_to_the_cap(
     assert played.resumed_from[:4] == ["", "", "", ""]
 
 
+@pytest.mark.parametrize(("initial", "factor", "cap"), [(0, 2, 30), (0.5, 2, 0), (1e-9, 1, 30)])
+async def test_a_backoff_of_no_wait_still_waits_before_reconnecting_to_a_failing_server(
+    script_server: LocalServer, script: ScriptFactory, initial: float, factor: float, cap: float
+) -> None:
+    """A server answering 503 at once: reconnecting without a wait would be a tight loop against it."""
+    query, _ = script([], status=503)
+    delays = Delays()
+    backoff = Backoff(initial=initial, factor=factor, cap=cap, jitter=0, sleep=delays)
+    stream = SSEStream(f"{script_server.url}/_stream/sse{query}", on={}, backoff=backoff)
+    async with StreamManager(Controller(), [stream]):
+        await stream.until(lambda s: len(delays.delays) >= 3)
+    assert min(delays.delays) >= 0.1  # the least wait between connections, as for a server's `retry:`
+
+
+@pytest.mark.parametrize("factor", [0, 0.5, 0.999])
+def test_a_backoff_whose_waits_shrink_is_a_param_error(factor: float) -> None:
+    """Waits that shrink towards none would reconnect ever faster to a server that is down."""
+    with pytest.raises(ParamError, match=f"Backoff: factor must be >= 1.*not {factor!r}"):
+        Backoff(factor=factor)
+
+
+async def test_a_plain_function_listens_to_the_status_as_an_async_one_does(
+    script_server: LocalServer, script: ScriptFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    query, _ = script([updated(1, 1, "a")])
+    seen: dict[str, list[bool]] = {"plain": [], "async": []}
+
+    def plain(stream: Stream) -> None:
+        seen["plain"].append(stream.connected)
+
+    async def awaited(stream: Stream) -> None:
+        seen["async"].append(stream.connected)
+
+    stream = SSEStream(f"{script_server.url}/_stream/sse{query}", on={"todos.updated": Todo})
+    stream.add_listener(plain)
+    stream.add_listener(awaited)
+    with caplog.at_level(logging.ERROR, logger="restlayer"):
+        async with StreamManager(Controller(), [stream]):
+            await stream.until(lambda s: s.applied == 1)
+    assert seen == {"plain": [True, False], "async": [True, False]}
+    assert "listener failed" not in caplog.text
+    with pytest.raises(ParamError, match="add_listener takes a function"):
+        stream.add_listener(42)  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize("status", [400, 401, 403, 404, 410])
 async def test_a_client_error_reply_ends_the_stream_with_a_status_error(
     script_server: LocalServer, script: ScriptFactory, status: int, caplog: pytest.LogCaptureFixture
@@ -446,6 +493,44 @@ async def test_an_id_only_frame_wakes_whoever_waits_for_that_last_event_id(scrip
     assert (stream.applied, stream.ignored) == (0, 0)
 
 
+@pytest.mark.parametrize("ending", ["\n\n", ""], ids=["whole event", "endless line"])
+async def test_an_event_over_max_size_ends_the_stream_and_a_larger_max_size_takes_it(
+    script_server: LocalServer, script: ScriptFactory, ending: str
+) -> None:
+    """Held in memory until it ends (a line with no end, never): past `max_size` the stream ends; each reconnect
+    would resume before that event and be sent it again."""
+    big = "x" * (1 << 20)
+    query, played = script([updated(1, 1, "small")], tail=f"id: 2\nevent: todos.updated\ndata: {big}{ending}")
+    delays = Delays()
+    url = f"{script_server.url}/_stream/sse{query}"
+    stream = SSEStream(url, on={"todos.updated": Todo}, backoff=fast(delays))
+    ctrl = Controller()
+    with pytest.raises(BodyTooLargeError, match=r"an event exceeds max_size=1048576 .*raise max_size") as info:
+        await asyncio.wait_for(stream.run(ctrl), timeout=10)
+    assert isinstance(info.value, RestLayerError)
+    assert (stream.connects, stream.applied, stream.last_event_id, delays.delays) == (1, 1, "1", [])
+    assert played.resumed_from == [""]  # no reconnect
+    assert ctrl.get(Todo, {"id": 1}) == Todo(id=1, title="small")
+    if ending:  # a whole event (not JSON: it is ignored, yet read) fits a larger max_size
+        roomy = SSEStream(url, on={"todos.updated": Todo}, max_size=2 << 20, backoff=fast())
+        async with StreamManager(ctrl, [roomy]):
+            await roomy.until(lambda s: s.last_event_id == "2")
+        assert (roomy.applied, roomy.ignored) == (1, 1)
+
+
+async def test_many_events_in_one_chunk_larger_than_max_size_are_all_taken(
+    script_server: LocalServer, script: ScriptFactory
+) -> None:
+    """The limit is per event: a burst of small events arriving together is no event over it."""
+    events = [updated(i, i, "t" * 50) for i in range(1, 201)]
+    frames = "".join(f"id: {i}\nevent: {e}\ndata: {d}\r\n\r\n" for i, e, d in events)
+    query, _ = script([], tail=frames)
+    stream = SSEStream(f"{script_server.url}/_stream/sse{query}", on={"todos.updated": Todo}, max_size=1000)
+    async with StreamManager(Controller(), [stream]):
+        await stream.until(lambda s: s.applied == 200)
+    assert stream.ignored == 0
+
+
 @pytest.mark.parametrize("url", ["ws://127.0.0.1:1/events", "ftp://example.com/e", "/events", "http://", "nota url"])
 async def test_a_url_no_event_stream_can_come_from_is_a_param_error(url: str) -> None:
     """It would fail every connect: refused at once rather than retried forever."""
@@ -462,6 +547,10 @@ async def decode_later(text: str) -> object:
     ("options", "match"),
     [
         ({"decode": None}, "decode="),
+        ({"backoff": {"initial": 1}}, "backoff= must be a Backoff"),  # each reconnect would fail: the stream dies
+        ({"backoff": object()}, "backoff= must be a Backoff"),
+        ({"max_size": 0}, "max_size= must be"),
+        ({"max_size": 1.5}, "max_size= must be"),
         ({"decode": decode_later}, "decode= must be a plain function, not an async one"),
         ({"timeout": "10"}, "timeout="),
         ({"timeout": httpx.Timeout(-1.0)}, "timeout="),

@@ -126,11 +126,26 @@ async def test_a_handshake_refused_with_a_client_error_ends_the_stream(script_se
     assert info.value.status == 403 and stream.closed and stream.connects == 0
 
 
-@pytest.mark.parametrize(("code", "status"), [(1008, 403), (4401, 401), (4403, 403), (4404, 404)])
+@pytest.mark.parametrize(
+    ("code", "status"),
+    [
+        (1002, 400),
+        (1003, 415),
+        (1007, 400),
+        (1008, 403),
+        (1009, 413),  # the server's own limit: a message of this client's was too big for it (not `max_size`)
+        (1010, 400),
+        (4401, 401),
+        (4403, 403),
+        (4404, 404),
+    ],
+)
 async def test_a_close_refusing_the_client_ends_the_stream(
     script_server: LocalServer, script: ScriptFactory, code: int, status: int
 ) -> None:
-    """Policy violation, or 4000 + an HTTP client error: every reconnect would be refused the same way."""
+    """A protocol error, unsupported data, an invalid payload, a policy violation, a message too big, a
+    missing extension, or 4000 + an HTTP client error: every reconnect would resend what was refused,
+    and be refused the same way."""
     events = [(i, "todos.updated", json.dumps({"id": i, "title": f"t{i}"})) for i in (1, 2)]
     query, played = script(events, drop_after=1, drop_code=code)
     delays = Delays()
@@ -168,7 +183,7 @@ async def test_a_close_refusing_the_client_before_its_first_message_ends_the_str
     assert (info.value.status, stream.connects, delays.delays) == (401, 1, [])
 
 
-@pytest.mark.parametrize("code", [4408, 4429, 4000])
+@pytest.mark.parametrize("code", [1001, 1011, 1012, 1013, 1014, 4408, 4429, 4000])
 async def test_a_close_that_may_pass_or_is_the_servers_own_reconnects(
     script_server: LocalServer, script: ScriptFactory, code: int
 ) -> None:

@@ -59,7 +59,9 @@ class StreamManager(Manager):
 
     `async with StreamManager(ctrl, [stream, ...]) as streams:` starts them and
     stops them on exit; or call `start()` (inside a running loop) and
-    `await aclose()`. `add()` starts a stream at once when already running.
+    `await aclose()` (`start()` again runs them anew). `add()` starts a stream at once when already
+    running. A stopped manager keeps no hold on its streams' status: a stream kept and reused
+    elsewhere keeps neither the manager nor its controller alive.
 
     Given to the controller as a manager (`Controller(managers=[StreamManager(streams=[...])])`),
     it also pauses the polling of `subscription()` / `live()` for keys a connected
@@ -159,8 +161,8 @@ class StreamManager(Manager):
         if self._running:
             _check_free(stream)  # before it is taken in: refused, it is not managed here
         self.streams.append(stream)
-        self._unlisten[stream] = stream.add_listener(self._status)
         if self._running:
+            self._listen(stream)
             self._launch(stream)
         return stream
 
@@ -180,6 +182,8 @@ class StreamManager(Manager):
             if not self._runs(stream):
                 _check_free(stream)
         self._running = True
+        for stream in self.streams:
+            self._listen(stream)
         if self not in controller.managers and self._close_watch is None:  # else its close calls `cleanup`
             self._close_watch = loop.create_task(_cleanup_on_close(self, controller), name="restlayer-stream-close")
             self._close_watch.add_done_callback(_report)
@@ -214,6 +218,17 @@ class StreamManager(Manager):
         finally:
             self._forget(stream)
 
+    def _listen(self, stream: Stream) -> None:
+        """Be told `stream`'s status (to pause or resume the polling it covers) while this manager runs it."""
+        if stream not in self._unlisten:
+            self._unlisten[stream] = stream.add_listener(self._status)
+
+    def _forget_all(self) -> None:
+        """Stop listening to every stream: a stream kept after the manager stopped must not keep it (and its
+        controller) alive."""
+        for stream in list(self._unlisten):
+            self._forget(stream)
+
     def _forget(self, stream: Stream) -> None:
         """Stop listening to `stream`: reused elsewhere, it must not keep this manager (and its controller) alive."""
         unlisten = self._unlisten.pop(stream, None)
@@ -233,11 +248,18 @@ class StreamManager(Manager):
         watch, self._close_watch = self._close_watch, None
         if watch is not None:
             tasks.append(watch)
-        await _stop(tasks, cancelled=closing)
+        try:
+            await _stop(tasks, cancelled=closing)  # their status listener resumes the polling the streams paused
+        finally:
+            self._forget_all()
 
     def cleanup(self) -> None:
-        """`Controller.close()`: cancel the streams' tasks (`await aclose()` also waits for them)."""
+        """`Controller.close()`: cancel the streams' tasks (`await aclose()` also waits for them).
+
+        Their status no longer matters (a closed controller polls nothing): the manager stops listening at once.
+        """
         self._running = False
+        self._forget_all()
         for task in self._tasks.values():
             task.cancel()
             self._closing.add(task)

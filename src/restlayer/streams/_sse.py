@@ -5,16 +5,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
-from collections.abc import AsyncGenerator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
+from typing import cast
 
 import httpx
 from httpx_sse import EventSource, ServerSentEvent, SSEError, aconnect_sse
 
-from restlayer.errors import ClosedError, RedirectError
+from restlayer.errors import BodyTooLargeError, ClosedError, RedirectError
 from restlayer.rest import get_client
 from restlayer.rest._client import hold, release
 from restlayer.streams._stream import (
+    DEFAULT_MAX_SIZE,
     Backoff,
     Covers,
     ServerStopped,
@@ -22,6 +24,7 @@ from restlayer.streams._stream import (
     check_url,
     checked_callable,
     decode_json,
+    frame_size,
     refused,
     seconds,
 )
@@ -50,6 +53,8 @@ class SSEStream(Stream):
     `httpx.AsyncClient` to use (default: restlayer's shared one; `url` may be
     relative to its `base_url`; once it is closed the stream ends with ClosedError);
     `timeout`: connect 10 s (also the most to wait for the reply's head), no read timeout.
+    An event is held in memory until it ends: one over `max_size` characters (1 Mi; None: no
+    limit), or a line that never ends growing past it, ends the stream with a BodyTooLargeError.
     A url that is not `http://` or `https://` raises ParamError.
     """
 
@@ -65,6 +70,7 @@ class SSEStream(Stream):
         decode: Callable[[str], object] = decode_json,
         client: httpx.AsyncClient | None = None,
         timeout: httpx.Timeout = DEFAULT_TIMEOUT,
+        max_size: int | None = DEFAULT_MAX_SIZE,
     ) -> None:
         super().__init__(url, on=on, name=name, backoff=backoff, headers=headers, covers=covers)
         check_url(url, ("http", "https"), relative=client is not None and bool(str(client.base_url)))
@@ -73,6 +79,7 @@ class SSEStream(Stream):
         self.decode = decode
         self.client = client
         self.timeout = _timeout(timeout)
+        self.max_size = frame_size(max_size)
 
     async def _messages(self) -> AsyncGenerator[Message | None, None]:
         if self.client is not None:
@@ -116,6 +123,8 @@ class SSEStream(Stream):
             _check_event_stream(response)  # a reply of another kind is no connection (and pauses no polling)
             await self._opened()
             named = False  # whether a frame of this connection named an event id yet
+            if self.max_size is not None:
+                source = EventSource(cast(httpx.Response, _Bounded(response, self.max_size, self.url)))
             async for sse in source.aiter_sse():
                 if named and not sse.id:  # the parser's id empties only on an `id:` with no value
                     self._forget_event_id()
@@ -165,6 +174,57 @@ class SSEStream(Stream):
             self.malformed(event, event_id, f"{type(exc).__name__}: {exc}")
             return None
         return Message(event, data, event_id)
+
+
+class _Bounded:
+    """The reply as `EventSource` reads it (its headers and text), refusing an event over `max_size` characters.
+
+    The SSE parser holds an event (and a line) until its end: a server sending one without end would
+    grow memory without bound. Events end at a blank line (two line ends: CR LF, LF or CR); the text
+    since the last one is counted as it arrives, so a line that never ends is refused too.
+    """
+
+    def __init__(self, response: httpx.Response, max_size: int, url: str) -> None:
+        self.response = response
+        self.headers = response.headers
+        self.max_size = max_size
+        self.url = url
+        #: Characters of the event under way (since the last blank line).
+        self.pending = 0
+        #: The last character of the previous chunk when a line end (a CR may be half of a CR LF).
+        self.tail = ""
+
+    async def aiter_text(self) -> AsyncIterator[str]:
+        async for text in self.response.aiter_text():
+            self._count(text)
+            yield text
+
+    async def aiter_lines(self) -> AsyncIterator[str]:  # what httpx-sse 0.4.0 reads
+        async for line in self.response.aiter_lines():
+            self.pending = 0 if not line else self.pending + len(line) + 1
+            self._check(self.pending)
+            yield line
+
+    def _count(self, text: str) -> None:
+        """Count `text` into the event under way; BodyTooLargeError when an event in it is over the limit."""
+        if not text:
+            return
+        joined = (self.tail + text).replace("\r\n", "\n").replace("\r", "\n")
+        events = joined.split("\n\n")  # the last one is under way
+        self._check(self.pending + len(events[0]))
+        for event in events[1:-1]:
+            self._check(len(event))
+        self.pending = len(events[-1]) if len(events) > 1 else self.pending + len(text)
+        self._check(self.pending)
+        self.tail = text[-1] if text[-1] in "\r\n" else ""
+
+    def _check(self, size: int) -> None:
+        if size > self.max_size:
+            raise BodyTooLargeError(
+                f"{self.url}: an event exceeds max_size={self.max_size} characters; not reconnecting: "
+                "raise max_size (None: no limit)",
+                status=400,
+            )
 
 
 def _not_followed(url: str, response: httpx.Response) -> RedirectError:

@@ -12,6 +12,7 @@ import contextlib
 import inspect
 import json
 import logging
+import math
 import random
 from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -72,19 +73,25 @@ def refused(url: str, status: int) -> StatusError | None:
     return StatusError(f"stream {url} answered {status}: refused, not reconnecting", status=status)
 
 
-#: WebSocket close code 1008 (policy violation): the server refuses this client, as an HTTP 403 would.
-_POLICY_VIOLATION = 1008
+#: WebSocket close codes refusing what this client sends, and the HTTP client error each stands for:
+#: protocol error (1002) and invalid payload (1007) a 400, unsupported data (1003) a 415, policy
+#: violation (1008) a 403, a message too big for the server (1009) a 413, a missing extension (1010,
+#: the client's own close code, as some servers send it) a 400. A reconnect sends the same messages
+#: (a resumed stream replays them too), to be refused the same way.
+_REFUSING_CLOSES = {1002: 400, 1003: 415, 1007: 400, 1008: 403, 1009: 413, 1010: 400}
 
 
 def refusing_status(code: int | None) -> int | None:
     """The HTTP client error a WebSocket close `code` stands for when it refuses the client; None otherwise.
 
-    1008 (policy violation) is a 403; 4400-4499 are 4000 + the HTTP status, as graphql-transport-ws
-    and many servers spell unauthorized (4401), forbidden (4403)... Like a refused handshake (see
-    `refused`), a reconnect would be refused again, except for the transient ones (4408, 4425, 4429).
+    1002, 1003, 1007, 1008, 1009 and 1010 refuse what the client sends or is (see `_REFUSING_CLOSES`);
+    4400-4499 are 4000 + the HTTP status, as graphql-transport-ws and many servers spell unauthorized
+    (4401), forbidden (4403)... Like a refused handshake (see `refused`), a reconnect would be refused
+    again, except for the transient ones (4408, 4425, 4429). Going away, internal errors, restarts
+    and overloads (1001, 1006, 1011-1014) are the server's own state: worth reconnecting.
     """
-    if code == _POLICY_VIOLATION:
-        return 403
+    if code in _REFUSING_CLOSES:
+        return _REFUSING_CLOSES[code]
     if code is None or not 4400 <= code < 4500 or code - 4000 in _TRANSIENT_CLIENT_ERRORS:
         return None
     return code - 4000
@@ -103,7 +110,8 @@ def refused_close(url: str, code: int | None, reason: str = "") -> StatusError |
 class Backoff:
     """Waits between reconnects: `initial * factor ** (n - 1)` seconds, at most `cap`,
     shortened by up to `jitter` (a fraction) at random. A server's own reconnection
-    time (SSE `retry:`) replaces `initial`."""
+    time (SSE `retry:`) replaces `initial`. `factor` is at least 1 (ParamError otherwise);
+    a stream waits at least `MIN_RECONNECT_WAIT` whatever the backoff says."""
 
     initial: float = 0.5
     factor: float = 2.0
@@ -121,6 +129,11 @@ class Backoff:
                 raise ParamError(f"Backoff: {name} must be a non-negative number, not {value!r}")
         if self.jitter > 1:
             raise ParamError(f"Backoff: jitter is a fraction in [0, 1], not {self.jitter!r}")
+        if self.factor < 1:
+            raise ParamError(
+                f"Backoff: factor must be >= 1 (waits that shrink would reconnect ever faster to a server "
+                f"that is down), not {self.factor!r}"
+            )
 
     def delay(self, failures: int, initial: float | None = None) -> float:
         """Seconds to wait after `failures` consecutive failed connections (1-based)."""
@@ -132,8 +145,22 @@ class Backoff:
         return min(self.cap, grown) * (1 - self.jitter * self.random())
 
 
+#: The least wait before a stream reconnects, in seconds, whatever its backoff gives (0 when `initial`
+#: or `cap` is 0): a server that is down or drops each connection at once must not be hit in a tight loop.
+MIN_RECONNECT_WAIT = 0.1
+
+
+#: Frames a stream takes in a row before letting the loop run other tasks: a burst read in one chunk
+#: (thousands of small events) comes without any pause, and would block the loop until all are applied.
+YIELD_EVERY = 100
+
+
 Covers = Union["Endpoint[object]", Iterable["Endpoint[object]"], Callable[[str], bool], None]
 """What a stream keeps fresh (its `covers=`): an endpoint, endpoints, or a predicate on store keys."""
+
+
+Listener = Callable[["Stream"], Awaitable[None] | None]
+"""What `Stream.add_listener` takes: a function of the stream, plain or async."""
 
 
 def _tests_keys(value: object) -> TypeIs[Endpoint[object]]:
@@ -169,6 +196,16 @@ def check_url(url: str, schemes: tuple[str, str], *, relative: bool = False) -> 
         )
 
 
+def _checked_backoff(backoff: object) -> Backoff:
+    """`backoff=` (a `Backoff`, or anything with its `delay` and `sleep`; None: the default one); ParamError
+    otherwise, rather than the stream dying with an AttributeError at its first reconnect."""
+    if backoff is None:
+        return Backoff()
+    if not (callable(getattr(backoff, "delay", None)) and callable(getattr(backoff, "sleep", None))):
+        raise ParamError(f"backoff= must be a Backoff (restlayer.streams), not {backoff!r}")
+    return backoff  # type: ignore[return-value]  # one like it: it has what a stream uses
+
+
 def _checked_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
     """`headers` as a dict; ParamError unless names and values are text that can be sent: ASCII, no CR, LF
     or NUL, as for requests (else every connect would fail, and be retried forever)."""
@@ -196,6 +233,9 @@ def frame_size(value: object) -> int | None:
 
 def frame_too_big(url: str, sent_code: int | None, max_size: int | None) -> BodyTooLargeError | None:
     """The error ending a socket at `url` that this client closed with `sent_code`, when for a message over `max_size`.
+
+    `sent_code` is that of a close this client started: one echoing the server's close (a server's
+    1009 refuses a message of this client's, see `refusing_status`) says nothing of `max_size`.
 
     Every reconnect would be sent that message again (a resumed stream replays it), to be refused
     again: only a larger `max_size` mends it. None for any other close.
@@ -275,11 +315,11 @@ class Stream:
             raise ParamError(f"{type(self).__name__} needs a url (str), not {url!r}")
         self.url = url
         self.name = name or url
-        self.backoff = backoff or Backoff()
+        self.backoff = _checked_backoff(backoff)
         self.headers = _checked_headers(headers)
         self._handle = handler_for(on)
         self._covers = _key_test(covers)
-        self._listeners: list[Callable[[Stream], Awaitable[None]]] = []
+        self._listeners: list[Listener] = []
         self.connected = False
         self.closed = False
         self._running = False  # `run` is under way (it refuses to run twice at once)
@@ -308,7 +348,9 @@ class Stream:
         A state that holds already returns at once, whatever the timeout (even 0). A stream that
         has ended (`closed`: its run returned or failed, and no new one started) changes no more:
         StreamTimeoutError at once, or as soon as it ends while waited for, not after `timeout`.
+        ParamError for a `timeout` that is no number of seconds (NaN would wait without end).
         """
+        _check_timeout(timeout)
         if predicate(self):
             return
         loop = asyncio.get_running_loop()
@@ -345,11 +387,15 @@ class Stream:
         """Whether this stream pushes the changes of the store key `key` (then polling it can pause)."""
         return self._covers(key)
 
-    def add_listener(self, listener: Callable[[Stream], Awaitable[None]]) -> Callable[[], None]:
-        """Await `listener(stream)` after each connect and each lost connection.
+    def add_listener(self, listener: Listener) -> Callable[[], None]:
+        """Call `listener(stream)` after each connect and each lost connection (awaited when it is async).
+
+        ParamError for something that cannot be called (it would fail at each status change, only in the log).
 
         Returns the function that removes it (a manager that stops managing the stream calls it).
         """
+        if not callable(listener):
+            raise ParamError(f"add_listener takes a function of the stream, not {listener!r}")
         self._listeners.append(listener)
 
         def remove() -> None:
@@ -362,7 +408,9 @@ class Stream:
         self._tick()
         for listener in list(self._listeners):
             try:
-                await listener(self)
+                called = listener(self)
+                if inspect.isawaitable(called):  # an async listener; a plain one has done its work already
+                    await called
             except Exception:
                 log.exception("stream %s: status listener failed", self.name)
 
@@ -425,11 +473,15 @@ class Stream:
                 applied = False  # only an applied message shows the server works: frames that are none do not
                 try:
                     async with contextlib.aclosing(self._messages()) as messages:
+                        taken = 0
                         async for message in messages:
                             if controller.closed:  # closed while messages were on their way: none is stored
                                 return
                             if message is not None and self.apply(controller, message):
                                 applied = True
+                            taken += 1
+                            if taken % YIELD_EVERY == 0:
+                                await asyncio.sleep(0)  # frames read at once come without a pause: let others run
                     reason = "the server ended the stream"
                 except ServerStopped as exc:
                     log.info("stream %s: closed by the server: %s", self.name, exc)
@@ -440,13 +492,18 @@ class Stream:
                     reason = f"{type(exc).__name__}: {exc}"
                 await self._lost(reason)
                 failures = 1 if applied else failures + 1
-                await self.backoff.sleep(self.backoff.delay(failures, self.server_retry))
+                await self.backoff.sleep(self._wait(failures))
         finally:
             was_connected, self.connected, self.closed = self.connected, False, True
             if was_connected:
                 await self._notify()  # what this stream covered must be polled again
             else:
                 self._tick()
+
+    def _wait(self, failures: int) -> float:
+        """Seconds to wait before reconnecting after `failures` connections in a row that applied nothing:
+        the backoff's delay, never less than `MIN_RECONNECT_WAIT`."""
+        return max(MIN_RECONNECT_WAIT, self.backoff.delay(failures, self.server_retry))
 
     async def _lost(self, reason: str) -> None:
         if not self.connected:
@@ -489,6 +546,15 @@ class Stream:
         if event_id is not None:
             self.last_event_id = event_id
         self._ignore(Message(event, None, event_id), f"malformed data ({reason})")
+
+
+def _check_timeout(timeout: object) -> None:
+    """ParamError unless `timeout` (of `until`) is a number of seconds: not a bool, nor NaN (asyncio would
+    raise a TypeError for a str, and wait without end for NaN); None and infinity wait without limit."""
+    if timeout is None:
+        return
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or math.isnan(timeout):
+        raise ParamError(f"until: timeout must be a number of seconds, not {timeout!r}")
 
 
 async def _until_set(event: asyncio.Event, work: Coroutine[object, object, None]) -> None:

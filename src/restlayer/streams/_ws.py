@@ -52,8 +52,10 @@ class WebSocketStream(Stream):
     ParamError; an `on_open` that raises ends it with a RestLayerError, its error the
     cause). Pings keep the connection checked (the library's keepalive).
     A handshake refused with a client error (401, 403, 404...), or a socket the server
-    closes with code 1008 (policy violation) or 4400-4499 (4000 + an HTTP client error,
-    e.g. 4401, 4403), ends the stream with a StatusError; a message over `max_size`
+    closes with a code refusing what the client sends or is (1002 protocol error, 1003 unsupported
+    data, 1007 invalid payload, 1008 policy violation, 1009 a message too big for the server,
+    1010 missing extension) or 4400-4499 (4000 + an HTTP client error, e.g. 4401, 4403), ends
+    the stream with a StatusError; a message over `max_size`
     bytes (1 MiB; None: no limit) with a BodyTooLargeError; other failures are retried.
     `subprotocols` are offered in the handshake (`Sec-WebSocket-Protocol`), for servers
     that refuse a client naming none of theirs; a server choosing one not offered ends
@@ -140,7 +142,8 @@ class WebSocketStream(Stream):
     def _final(self, exc: ConnectionClosedError) -> RestLayerError | None:
         """The error ending the stream after `exc` closed its socket (see `refused_close`, `frame_too_big`);
         None when a new connection may do better."""
-        too_big = frame_too_big(self.url, None if exc.sent is None else exc.sent.code, self.max_size)
+        started = exc.sent is not None and not exc.rcvd_then_sent  # this client closed first (not an echo)
+        too_big = frame_too_big(self.url, exc.sent.code if started and exc.sent else None, self.max_size)
         if too_big is not None:
             return too_big
         return None if exc.rcvd is None else refused_close(self.url, exc.rcvd.code, exc.rcvd.reason)
