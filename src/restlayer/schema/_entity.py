@@ -272,7 +272,7 @@ class Entity:
         An empty instance lets a reader hand it out before its members are read
         (cycles, deep data).
         """
-        if cls._checks_valid and cls.validate(record):
+        if cls._checks_valid and cls._call_hook("validate", record):
             return INVALID
         return object.__new__(cls) if cls._plain_build else None
 
@@ -301,9 +301,24 @@ class Entity:
                 value = None
             values[field] = value
         if obj is None:
-            return cls.from_json(values)
+            return cls._call_hook("from_json", values)  # type: ignore[no-any-return]
         object.__setattr__(obj, "__dict__", values)
         return obj
+
+    @classmethod
+    def _call_hook(cls, name: str, data: Mapping[str, object]) -> Any:  # what the hook returns
+        """Class hook `name` (`validate`, `from_json`) on a stored record, as a read calls it.
+
+        The user's code may raise anything: that is a RestLayerError naming the hook, the original as cause.
+        """
+        try:
+            return getattr(cls, name)(data)
+        except RestLayerError:
+            raise
+        except Exception as exc:
+            raise RestLayerError(
+                f"{cls.__name__}.{name} raised {type(exc).__name__}: {exc} (reading {cls.key} {data.get('id')!r})"
+            ) from exc
 
     @classmethod
     def has_entities(cls) -> bool:
