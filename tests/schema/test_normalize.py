@@ -443,3 +443,38 @@ def test_an_object_that_is_no_record_nor_pk_is_a_schema_error(schema: Any, value
     with pytest.raises(SchemaError, match=r"Expected an object or a primary key for entity (Todo|User), found") as info:
         normalize(schema, value, state=state)
     assert info.value.status == 400
+
+
+# ----- a user hook that raises ------------------------------------------------------------
+def _raising(hook: str) -> type[Entity]:
+    """An entity (key "Todo") whose `hook` raises a KeyError, as a hook with a bug does."""
+
+    def boom(*args: object) -> Any:
+        raise KeyError(f"no {hook}")
+
+    method: object = boom if hook == "pk" else classmethod(boom)
+    namespace: dict[str, object] = {"key": "Todo", "__annotations__": {"id": "int"}, "id": 0, hook: method}
+    return type(f"Raising_{hook}", (Entity,), namespace)
+
+
+@pytest.mark.parametrize(
+    "hook",
+    [
+        "pk",
+        "process",
+        "validate",
+        "merge",
+        "merge_with_store",
+        "merge_meta_with_store",
+        "should_update",
+        "should_reorder",
+    ],
+)
+def test_a_hook_that_raises_is_a_400_naming_it_and_stores_nothing(hook: str) -> None:
+    """It was the hook's own KeyError, outside the RestLayerError tree (`ctrl.set` raised it as is)."""
+    state = normalize(Todo, {"id": 1, "title": "kept"}, meta=meta(1000))
+    with pytest.raises(SchemaError, match=r"Raising_\w+\.\w+ raised KeyError: 'no ") as info:
+        normalize({"items": [_raising(hook)]}, {"items": [{"id": 1, "title": "new"}]}, state=state, meta=meta(2000))
+    assert info.value.status == 400 and info.value.schema == "Todo" and info.value.path == ("items", 0)
+    assert isinstance(info.value.__cause__, KeyError)
+    assert state.entities["Todo"]["1"] == {"id": 1, "title": "kept"}

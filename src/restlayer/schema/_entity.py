@@ -35,6 +35,23 @@ _MUTABLE = (list, dict, set, bytearray)
 _PK_CONTAINERS = (Mapping, list, tuple, set, frozenset, bytes, bytearray)
 
 
+def call_hook(schema: object, name: str, *args: object) -> Any:  # what the hook returns, checked by the caller
+    """`schema.name(*args)` while normalizing: a user hook (process, pk, validate, merge...) may raise anything.
+
+    Any failure but a RestLayerError is a SchemaError naming the hook, the original as `__cause__`: the
+    caller sees a RestLayerError (status 400) with where in the input it happened, and nothing is stored.
+    """
+    try:
+        return getattr(schema, name)(*args)
+    except RestLayerError:
+        raise
+    except Exception as exc:
+        label = getattr(schema, "__name__", type(schema).__name__)
+        raise SchemaError(
+            f"{label}.{name} raised {type(exc).__name__}: {exc}", schema=str(getattr(schema, "key", ""))
+        ) from exc
+
+
 def usable_pk(pk: str | None) -> str | None:
     """`pk`, or None when it cannot name an entity (missing, empty, or the text "undefined")."""
     return None if pk in _UNUSABLE_PKS else pk
@@ -341,9 +358,11 @@ class Entity:
             probe = object.__new__(cls._pk_view or _make_pk_view(cls))
             object.__setattr__(probe, "__dict__", dict(processed))
             try:
-                value = probe.pk(parent, key, args)
-            except AttributeError:  # pk() read a field the response does not have
-                return None
+                value = call_hook(probe, "pk", parent, key, args)
+            except SchemaError as exc:
+                if isinstance(exc.__cause__, AttributeError):  # pk() read a field the response does not have
+                    return None
+                raise
         return usable_pk(None if value is None else cls._pk_text(value))
 
     @classmethod
@@ -375,7 +394,7 @@ class Entity:
                 schema=cls.key,
             )
         args = ctx.args
-        processed = cls.process(value, parent, key, args)
+        processed = call_hook(cls, "process", value, parent, key, args)
         if processed is None:
             pk = cls.compute_pk(value, parent, key, args)
             if pk is None:
@@ -394,7 +413,7 @@ class Entity:
                     schema=cls.key,
                 )
             pk = ctx.placeholder()
-        message = cls.validate(processed)
+        message = call_hook(cls, "validate", processed)
         if message:
             raise SchemaError(f"{cls.key} is invalid: {message}", schema=cls.key)
         nested = cls.nested()
@@ -430,8 +449,10 @@ class Entity:
         else:
             try:
                 pk = cls.compute_pk(first, None, None, args)
-            except SchemaError:  # a container pk names no stored record: a read finds none
-                pk = None
+            except SchemaError as exc:
+                if exc.__cause__ is not None:  # pk() itself raised: the error, not a silent "not found"
+                    raise
+                pk = None  # a container pk names no stored record: a read finds none
             if pk is None:
                 pk = unvisit.lookup_index(cls, first)
         # Only a stored record (or the deletion marker) answers; a missing one is "not found".

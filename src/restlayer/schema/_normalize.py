@@ -25,6 +25,7 @@ from restlayer.schema._base import (
     normalize_members,
     schema_name,
 )
+from restlayer.schema._entity import call_hook
 from restlayer.schema._fast import normalizer
 from restlayer.schema._frozen import freeze, freeze_members
 
@@ -183,7 +184,12 @@ class Normalizer:
             self.pending_meta[key] = {}
         previous = table.get(pk, _ABSENT)
         if previous is not _ABSENT:
-            merged = schema.merge(previous, record) if isinstance(previous, Mapping) else record
+            if not isinstance(previous, Mapping):
+                merged = record
+            elif schema._plain_store:
+                merged = schema.merge(previous, record)
+            else:
+                merged = call_hook(schema, "merge", previous, record)
             table[pk] = merged
             if schema.indexes:
                 self._index(schema, pk, previous, merged)
@@ -203,8 +209,10 @@ class Normalizer:
                 self.pending_meta[key][pk] = self.meta
         else:
             existing_meta = self._stored_meta(key, pk)
-            table[pk] = schema.merge_with_store(existing_meta, self.meta, existing, record)
-            self.pending_meta[key][pk] = schema.merge_meta_with_store(existing_meta, self.meta, existing, record)
+            table[pk] = call_hook(schema, "merge_with_store", existing_meta, self.meta, existing, record)
+            self.pending_meta[key][pk] = call_hook(
+                schema, "merge_meta_with_store", existing_meta, self.meta, existing, record
+            )
         if schema.indexes:
             self._index(schema, pk, existing, table[pk])
 
