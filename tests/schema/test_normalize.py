@@ -478,3 +478,33 @@ def test_a_hook_that_raises_is_a_400_naming_it_and_stores_nothing(hook: str) -> 
     assert info.value.status == 400 and info.value.schema == "Todo" and info.value.path == ("items", 0)
     assert isinstance(info.value.__cause__, KeyError)
     assert state.entities["Todo"]["1"] == {"id": 1, "title": "kept"}
+
+
+def _returning(hook: str, value: object) -> type[Entity]:
+    """An entity (key "Todo") whose `hook` returns `value`, as a hook with a bug does."""
+    method = classmethod(lambda cls, *args: value)
+    namespace: dict[str, object] = {"key": "Todo", "__annotations__": {"id": "int"}, "id": 0, hook: method}
+    return type(f"Returning_{hook}", (Entity,), namespace)
+
+
+@pytest.mark.parametrize(
+    ("hook", "value", "named"),
+    [
+        ("merge", 5, r"merge returned int"),
+        ("merge", None, r"merge returned NoneType"),
+        ("merge_with_store", ["id", 1], r"merge_with_store returned list"),
+        ("merge_meta_with_store", 5, r"merge_meta_with_store returned 5"),
+        ("merge_meta_with_store", {"fetched_at": 1}, r"merge_meta_with_store returned \{'fetched_at': 1\}"),
+        ("process", [("id", 1)], r"process returned list"),
+    ],
+)
+def test_a_hook_returning_no_record_is_a_400_and_stores_nothing(hook: str, value: object, named: str) -> None:
+    """What `merge`/`merge_with_store` returned was stored as the record (`5`: later reads failed or gave an empty
+    instance), `merge_meta_with_store`'s as the meta (the next write failed), and `process` returning a list
+    raised a bare TypeError (or, a list of pairs, was stored as a dict)."""
+    state = normalize(Todo, {"id": 1, "title": "kept"}, meta=meta(1000))
+    with pytest.raises(SchemaError, match=rf"Returning_\w+\.{named}") as info:
+        normalize(_returning(hook, value), {"id": 1, "title": "new"}, state=state, meta=meta(2000))
+    assert info.value.status == 400 and info.value.schema == "Todo"
+    assert state.entities["Todo"]["1"] == {"id": 1, "title": "kept"}
+    assert state.entities_meta["Todo"]["1"]["fetched_at"] == 1000

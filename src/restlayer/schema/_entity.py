@@ -402,6 +402,11 @@ class Entity:
             ctx.invalidate(cls.key, pk)
             return pk
         if processed is value or processed.__class__ is not dict:
+            if not isinstance(processed, Mapping):
+                raise SchemaError(
+                    f"{cls.__name__}.process returned {type(processed).__name__}: expected a dict (or None to delete)",
+                    schema=cls.key,
+                )
             processed = dict(processed)  # never write into (or store) the caller's object
         pk = cls.compute_pk(processed, parent, key, args)
         if pk is None:

@@ -25,13 +25,13 @@ from restlayer.schema._base import (
     normalize_members,
     schema_name,
 )
-from restlayer.schema._entity import call_hook
+from restlayer.schema._entity import Entity, call_hook
 from restlayer.schema._fast import normalizer
 from restlayer.schema._frozen import freeze, freeze_members
 
 if TYPE_CHECKING:
     from restlayer.schema._collection import Collection
-    from restlayer.schema._entity import Entity, Meta
+    from restlayer.schema._entity import Meta
 
 #: Store tables: entity key -> pk -> stored record (JSON the schemas and readers read), or INVALID.
 Tables = PMap[str, PMap[str, Any]]
@@ -189,7 +189,7 @@ class Normalizer:
             elif schema._plain_store:
                 merged = schema.merge(previous, record)
             else:
-                merged = call_hook(schema, "merge", previous, record)
+                merged = _record_from(schema, "merge", call_hook(schema, "merge", previous, record))
             table[pk] = merged
             if schema.indexes:
                 self._index(schema, pk, previous, merged)
@@ -209,10 +209,10 @@ class Normalizer:
                 self.pending_meta[key][pk] = self.meta
         else:
             existing_meta = self._stored_meta(key, pk)
-            table[pk] = call_hook(schema, "merge_with_store", existing_meta, self.meta, existing, record)
-            self.pending_meta[key][pk] = call_hook(
-                schema, "merge_meta_with_store", existing_meta, self.meta, existing, record
-            )
+            merged = call_hook(schema, "merge_with_store", existing_meta, self.meta, existing, record)
+            table[pk] = _record_from(schema, "merge_with_store", merged)
+            merged_meta = call_hook(schema, "merge_meta_with_store", existing_meta, self.meta, existing, record)
+            self.pending_meta[key][pk] = _meta_from(schema, merged_meta)
         if schema.indexes:
             self._index(schema, pk, existing, table[pk])
 
@@ -259,6 +259,56 @@ class Normalizer:
             _merge_indexes(self.indexes, self.pending_indexes),
             merge_meta_tables(self.entities_meta, self.pending_meta, entities),
         )
+
+
+def _record_from(schema: type[Entity] | Collection[object], hook: str, value: object) -> Any:  # the stored form
+    """`value`, what an entity's store hook `hook` returned, when it can be stored: a record (or the deletion marker).
+
+    Anything else (a hook that forgot to return, or returned a list or a number) was stored as is,
+    and every later read of that entity failed or gave an empty instance.
+    """
+    if isinstance(value, Mapping) or value is INVALID or not isinstance(schema, type):  # a Collection stores lists
+        return value
+    if hook == "merge_with_store" and _inherited(schema, hook):  # Entity's own calls `merge`: that one returned it
+        hook = "merge"
+    raise SchemaError(
+        f"{_hook_owner(schema)}.{hook} returned {type(value).__name__}: expected the record to store (a dict)",
+        schema=schema.key,
+    )
+
+
+_META_FIELDS = ("fetched_at", "date", "expires_at")
+
+
+def _meta_from(schema: type[Entity] | Collection[object], meta: object) -> Meta:
+    """`meta`, what `merge_meta_with_store` returned, when it is a meta: numbers under its three fields.
+
+    Anything else was stored as is, and the entity's next write (or expiry check) failed on it.
+    """
+    if not isinstance(schema, type):  # a Collection's own (library) hook
+        return cast("Meta", meta)
+    if isinstance(meta, Mapping) and all(_is_number(meta.get(name)) for name in _META_FIELDS):
+        return meta
+    raise SchemaError(
+        f"{_hook_owner(schema)}.merge_meta_with_store returned {meta!r:.80}: expected a dict of "
+        "fetched_at, date and expires_at (numbers)",
+        schema=schema.key,
+    )
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _inherited(schema: object, hook: str) -> bool:
+    """Whether `schema` (an Entity class) keeps Entity's own `hook`."""
+    method = getattr(getattr(schema, hook, None), "__func__", None)
+    return method is not None and method is getattr(Entity, hook).__func__
+
+
+def _hook_owner(schema: object) -> str:
+    """The name a hook's class goes by in a message."""
+    return str(getattr(schema, "__name__", type(schema).__name__))
 
 
 def _merge_indexes(indexes: IndexTables, pending: dict[str, dict[str, dict[str, str | InvalidType]]]) -> IndexTables:
