@@ -11,7 +11,7 @@ import pytest
 
 from restlayer._pmap import PMap
 from restlayer.errors import ParamError, RestLayerError, SchemaError
-from restlayer.schema import INVALID, Entity, NormalizedResult, denormalize, normalize
+from restlayer.schema import INVALID, Collection, Entity, NormalizedResult, Union, denormalize, normalize
 
 from ._models import Todo, User, meta
 
@@ -508,3 +508,35 @@ def test_a_hook_returning_no_record_is_a_400_and_stores_nothing(hook: str, value
     assert info.value.status == 400 and info.value.schema == "Todo"
     assert state.entities["Todo"]["1"] == {"id": 1, "title": "kept"}
     assert state.entities_meta["Todo"]["1"]["fetched_at"] == 1000
+
+
+def _fails(*args: object) -> Any:
+    raise KeyError("user function")
+
+
+class _Item(Entity):
+    id: int = 0
+
+
+class _Holder(Entity):
+    id: int = 0
+    items: list[_Item] = []
+    schema = {"items": Collection([_Item], nest_key=_fails)}
+
+
+@pytest.mark.parametrize(
+    ("schema", "data", "args"),
+    [
+        ([Union({"a": _Item}, _fails)], [{"id": 1}], ()),
+        (Collection([_Item], args_key=_fails), [{"id": 1}], ({"owner": 1},)),
+        (_Holder, {"id": 1, "items": [{"id": 2}]}, ()),
+    ],
+    ids=["union attribute", "args_key", "nest_key"],
+)
+def test_a_schema_function_that_raises_is_a_400_and_stores_nothing(schema: Any, data: Any, args: Any) -> None:
+    """It was the function's bare KeyError from `normalize` and `ctrl.set` (a fetch wrapped it)."""
+    state = normalize(Todo, {"id": 1, "title": "kept"}, meta=meta(1000))
+    with pytest.raises(SchemaError, match=r"normalizing .+ raised KeyError: 'user function'") as info:
+        normalize(schema, data, args, state=state)
+    assert info.value.status == 400 and isinstance(info.value.__cause__, KeyError)
+    assert state.entities == {"Todo": {"1": {"id": 1, "title": "kept"}}}

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from restlayer._gc import no_gc
 from restlayer._pmap import EMPTY, OrderedPMap, PMap, merge_meta_tables, merge_tables
-from restlayer.errors import ParamError, SchemaError
+from restlayer.errors import ParamError, RestLayerError, SchemaError
 from restlayer.schema._base import (
     INVALID,
     InvalidType,
@@ -437,6 +437,17 @@ def _run(
             f'Unexpected input given to normalize. Expected type to be "object", found "{found}"',
             schema=schema_name(node),
         )
+    try:
+        return _walk(node, input, ctx, state)
+    except RestLayerError:
+        raise
+    except Exception as exc:  # a user function of the schema (a Union's attribute, a Collection's args_key...)
+        name = schema_name(node)
+        raise SchemaError(f"normalizing {name} raised {type(exc).__name__}: {exc}", schema=name) from exc
+
+
+def _walk(node: Node, input: object, ctx: Normalizer, state: object) -> tuple[Normalizer, object]:
+    """`_run`'s walk: the generated functions when there are, the general engine when too deep for them."""
     fast = normalizer(node)
     if fast is None:
         result = node.normalize_value(input, input, None, ctx)
@@ -444,7 +455,7 @@ def _run(
         try:
             result = fast(input, input, None, ctx)
         except RecursionError:  # deeper than the generated functions go: redo it all generally
-            ctx = Normalizer(ctx.args, ctx.meta, state, placeholders, placeholder_seed)
+            ctx = Normalizer(ctx.args, ctx.meta, state, ctx.placeholders, ctx.placeholder_seed)
             result = node.normalize_value(input, input, None, ctx)
     if ctx.deferred:
         ctx.finish_deferred()
