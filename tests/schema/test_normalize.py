@@ -11,7 +11,7 @@ import pytest
 
 from restlayer._pmap import PMap
 from restlayer.errors import ParamError, RestLayerError, SchemaError
-from restlayer.schema import INVALID, Collection, Entity, NormalizedResult, Union, denormalize, normalize
+from restlayer.schema import INVALID, Collection, Entity, MemoCache, NormalizedResult, Union, denormalize, normalize
 
 from ._models import Todo, User, meta
 
@@ -540,3 +540,38 @@ def test_a_schema_function_that_raises_is_a_400_and_stores_nothing(schema: Any, 
         normalize(schema, data, args, state=state)
     assert info.value.status == 400 and isinstance(info.value.__cause__, KeyError)
     assert state.entities == {"Todo": {"1": {"id": 1, "title": "kept"}}}
+
+
+class _UpdatesInPlace(Entity):
+    """A merge in a common Python idiom: the stored record updated in place and returned."""
+
+    id: int = 0
+    title: str = ""
+    done: bool = False
+
+    @classmethod
+    def merge(cls, existing: Any, incoming: Any) -> Any:
+        existing.update(incoming)
+        return existing
+
+    @classmethod
+    def merge_meta_with_store(cls, existing_meta: Any, incoming_meta: Any, existing: Any, incoming: Any) -> Any:
+        existing_meta.update(incoming_meta)
+        return existing_meta
+
+
+def test_a_store_hook_changing_the_stored_record_in_place_changes_no_earlier_state() -> None:
+    """The hooks were given the stored record and meta themselves: the earlier state changed with the new one,
+    and a memoized read of the new state kept showing the old title (the record was still the same object)."""
+    memo = MemoCache()
+    first = normalize(_UpdatesInPlace, {"id": 1, "title": "a"}, meta=meta(1000))
+    assert memo.denormalize(_UpdatesInPlace, "1", first.entities) == _UpdatesInPlace(id=1, title="a")
+    second = normalize(_UpdatesInPlace, {"id": 1, "title": "b"}, state=first, meta=meta(2000))
+    assert first.entities["_UpdatesInPlace"]["1"] == {"id": 1, "title": "a"}
+    assert first.entities_meta["_UpdatesInPlace"]["1"]["fetched_at"] == 1000
+    assert second.entities["_UpdatesInPlace"]["1"] == {"id": 1, "title": "b"}
+    assert second.entities_meta["_UpdatesInPlace"]["1"]["fetched_at"] == 2000
+    assert memo.denormalize(_UpdatesInPlace, "1", second.entities) == _UpdatesInPlace(id=1, title="b")
+    third = normalize([_UpdatesInPlace], [{"id": 1, "done": True}, {"id": 1, "title": "c"}], state=second)
+    assert second.entities["_UpdatesInPlace"]["1"] == {"id": 1, "title": "b"}
+    assert third.entities["_UpdatesInPlace"]["1"] == {"id": 1, "title": "c", "done": True}

@@ -189,7 +189,8 @@ class Normalizer:
             elif schema._plain_store:
                 merged = schema.merge(previous, record)
             else:
-                merged = _record_from(schema, "merge", call_hook(schema, "merge", previous, record))
+                # a copy: `previous` may be the stored record itself (a hook that kept it), see `_merge_with_store`
+                merged = _record_from(schema, "merge", call_hook(schema, "merge", dict(previous), record))
             table[pk] = merged
             if schema.indexes:
                 self._index(schema, pk, previous, merged)
@@ -208,13 +209,28 @@ class Normalizer:
                 table[pk] = schema.merge(existing, record)
                 self.pending_meta[key][pk] = self.meta
         else:
-            existing_meta = self._stored_meta(key, pk)
-            merged = call_hook(schema, "merge_with_store", existing_meta, self.meta, existing, record)
-            table[pk] = _record_from(schema, "merge_with_store", merged)
-            merged_meta = call_hook(schema, "merge_meta_with_store", existing_meta, self.meta, existing, record)
-            self.pending_meta[key][pk] = _meta_from(schema, merged_meta)
+            table[pk], self.pending_meta[key][pk] = self._merge_with_store(schema, key, pk, existing, record)
         if schema.indexes:
             self._index(schema, pk, existing, table[pk])
+
+    def _merge_with_store(
+        self, schema: type[Entity] | Collection[object], key: str, pk: str, existing: object, record: object
+    ) -> tuple[object, Meta]:
+        """The record and meta an entity's store hooks (`merge_with_store`, `merge_meta_with_store`) give.
+
+        The hooks get copies of the stored record and of both metas: a hook changing one in place
+        (`existing.update(incoming); return existing`, a common idiom) changed the stored state itself,
+        earlier states included, and as the record stayed the same object every memoized read kept
+        showing the old data. A copy returned unchanged is stored as the original (its readers keep it).
+        """
+        existing_meta = self._stored_meta(key, pk)
+        mine = dict(existing) if isinstance(existing, Mapping) and isinstance(schema, type) else existing
+        stored_meta, incoming_meta = dict(existing_meta), dict(self.meta)
+        merged = call_hook(schema, "merge_with_store", stored_meta, incoming_meta, mine, record)
+        if merged is mine and mine is not existing and mine == existing:
+            merged = existing
+        merged_meta = call_hook(schema, "merge_meta_with_store", stored_meta, incoming_meta, mine, record)
+        return _record_from(schema, "merge_with_store", merged), _meta_from(schema, merged_meta)
 
     def replace(self, key: str, pk: str, value: object) -> None:
         """Write `value` as is (collections merging a create, remove or move)."""
