@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import weakref
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -14,7 +14,7 @@ from restlayer.core import Controller, ExpiryStatus, NetworkManager, Response
 from restlayer.errors import NetworkError, ParamError, ProcessingError, ResetError, RestLayerError, SchemaError
 from restlayer.rest import RestEndpoint, resource
 from restlayer.schema import All, Collection, Entity, Query, normalize
-from tests._present import present
+from tests._present import present, record
 from tests.core._gate import Gates
 from tests.core._models import Clock, Todo, User, gets, other_tasks_done
 
@@ -696,3 +696,41 @@ async def test_watch_response_also_follows_errors_and_invalidation(ctrl: Control
     assert len(everything) == 2
     with pytest.raises(ParamError, match="callback must be callable"):
         ctrl.watch_response(res.status, code=404, callback=5)  # type: ignore[arg-type]
+
+
+class _FlakyTodo(Entity):
+    """A Todo whose `from_json` raises while `fails` is above zero (a user hook on the read path)."""
+
+    key = "Todo"
+    fails: ClassVar[int] = 0
+    id: int | None = None
+    userId: int = 1
+    title: str = ""
+    completed: bool = False
+
+    @classmethod
+    def from_json(cls, data: Any) -> Any:
+        if _FlakyTodo.fails > 0:
+            _FlakyTodo.fails -= 1
+            raise ValueError("cannot build")
+        return super().from_json(data)
+
+
+async def test_a_read_hook_that_raises_is_a_rest_layer_error_each_time_and_caches_nothing(
+    ctrl: Controller, api: Any
+) -> None:
+    """`fetch` raised the hook's bare ValueError, and later reads gave None (the failed build stayed cached as
+    "being built"). Each read raises a RestLayerError with the hook's error as its cause; once the hook
+    works, the stored data reads."""
+    get = resource(path="/todos/:id", schema=_FlakyTodo, url_prefix=api.url).get
+    _FlakyTodo.fails = 3
+    with pytest.raises(RestLayerError, match=r"_FlakyTodo\.from_json raised ValueError: cannot build") as info:
+        await ctrl.fetch(get, id=1)
+    assert isinstance(info.value.__cause__, ValueError)
+    for read in (lambda: ctrl.cache(get, id=1), lambda: ctrl.get_response(get, id=1)):
+        with pytest.raises(RestLayerError, match="from_json raised ValueError"):
+            read()
+    assert record(ctrl.get_state(), "Todo", "1")["title"] == "delectus aut autem"  # the reply was stored
+    todo = ctrl.cache(get, id=1)
+    assert todo == _FlakyTodo(id=1, userId=1, title="delectus aut autem", completed=False)
+    assert ctrl.get_response(get, id=1).data is todo

@@ -528,3 +528,20 @@ def test_a_read_by_a_container_pk_finds_nothing() -> None:
     stored = normalize(Todo, {"id": 1, "title": "kept"})
     assert MemoCache().query(Todo, [{"id": {"a": 1}}], stored) is None
     assert MemoCache().query(Todo, [{"id": 1}], stored) == Todo(id=1, title="kept")
+
+
+def test_a_read_through_a_pk_hook_that_raises_raises_naming_it() -> None:
+    """It was the hook's bare KeyError (from `ctrl.cache`/`get_response` of an endpoint never fetched)."""
+
+    class Slugged(Entity):
+        id: int = 0
+        slug: str = ""
+
+        def pk(self, parent: object = None, key: str | None = None, args: tuple[object, ...] = ()) -> str | None:
+            return str(self.__dict__["slug"])  # a bug: a KeyError where the pk view gives an AttributeError
+
+    stored = normalize(Slugged, {"id": 1, "slug": "a"})
+    assert MemoCache().query(Slugged, [{"slug": "a"}], stored) == Slugged(id=1, slug="a")
+    with pytest.raises(SchemaError, match=r"Slugged\.pk raised KeyError: 'slug'") as info:
+        MemoCache().query(Slugged, [{"id": 1}], stored)
+    assert isinstance(info.value.__cause__, KeyError)

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
+from restlayer.errors import RestLayerError
 from restlayer.schema import All, Collection, Denormalized, Entity, MemoCache, Query, denormalize, normalize
 from tests._present import present
 
@@ -280,3 +283,61 @@ def test_shared_key_class_runs_its_own_validate() -> None:
     memo = MemoCache()
     assert type(memo.denormalize(ArticleSummary, "2", r.entities)) is ArticleSummary
     assert memo.denormalize(Article, "2", r.entities) is None  # the summary lacks a body: invalid as an Article
+
+
+class _Flaky:
+    """How many more times `from_json` of the entities below raises (a user hook that fails, then recovers)."""
+
+    fails = 0
+
+
+class _Profile(Entity):
+    id: str = ""
+    bio: str = ""
+
+    @classmethod
+    def from_json(cls, data: Any) -> Any:
+        if _Flaky.fails > 0:
+            _Flaky.fails -= 1
+            raise ValueError("profile service down")
+        return super().from_json(data)
+
+
+class _Task(Entity):
+    id: str = ""
+    owner: _Owner | None = None
+
+
+class _Owner(Entity):
+    id: str = ""
+    name: str = ""
+    tasks: list[_Task] = []
+    profile: _Profile | None = None
+
+    schema = {"tasks": [_Task], "profile": _Profile}
+
+
+_Task.schema = {"owner": _Owner}
+
+
+def test_a_read_whose_hook_raises_leaves_nothing_half_built(each_engine: str) -> None:
+    """It raised a bare ValueError, and left its half-built instances cached: the owner being built when
+    `_Profile.from_json` raised (a later read of it: an empty `_Owner()`), and the task that came back to it
+    (a later read of the task: that empty owner). Each read now raises a RestLayerError (the hook's error as
+    the cause) while the hook fails, then gives the full data."""
+    r = normalize(
+        _Owner,
+        {"id": "o1", "name": "Ann", "tasks": [{"id": "t1", "owner": "o1"}], "profile": {"id": "p1", "bio": "hi"}},
+        meta=meta(1),
+    )
+    memo = MemoCache()
+    _Flaky.fails = 2
+    for _ in range(2):
+        with pytest.raises(RestLayerError, match=r"_Profile\.from_json raised ValueError: profile service") as info:
+            memo.denormalize(_Owner, r.result, r.entities)
+        assert isinstance(info.value.__cause__, ValueError)
+    task = memo.denormalize(_Task, "t1", r.entities)
+    assert task is not None and task.owner is not None
+    assert task.owner.name == "Ann" and task.owner.profile == _Profile(id="p1", bio="hi")
+    owner = memo.denormalize(_Owner, r.result, r.entities)
+    assert owner is task.owner and owner.tasks == [task]

@@ -11,7 +11,7 @@ import pytest
 
 from restlayer._pmap import PMap
 from restlayer.errors import ParamError, RestLayerError, SchemaError
-from restlayer.schema import INVALID, Entity, NormalizedResult, denormalize, normalize
+from restlayer.schema import INVALID, Collection, Entity, MemoCache, NormalizedResult, Union, denormalize, normalize
 
 from ._models import Todo, User, meta
 
@@ -443,3 +443,135 @@ def test_an_object_that_is_no_record_nor_pk_is_a_schema_error(schema: Any, value
     with pytest.raises(SchemaError, match=r"Expected an object or a primary key for entity (Todo|User), found") as info:
         normalize(schema, value, state=state)
     assert info.value.status == 400
+
+
+# ----- a user hook that raises ------------------------------------------------------------
+def _raising(hook: str) -> type[Entity]:
+    """An entity (key "Todo") whose `hook` raises a KeyError, as a hook with a bug does."""
+
+    def boom(*args: object) -> Any:
+        raise KeyError(f"no {hook}")
+
+    method: object = boom if hook == "pk" else classmethod(boom)
+    namespace: dict[str, object] = {"key": "Todo", "__annotations__": {"id": "int"}, "id": 0, hook: method}
+    return type(f"Raising_{hook}", (Entity,), namespace)
+
+
+@pytest.mark.parametrize(
+    "hook",
+    [
+        "pk",
+        "process",
+        "validate",
+        "merge",
+        "merge_with_store",
+        "merge_meta_with_store",
+        "should_update",
+        "should_reorder",
+    ],
+)
+def test_a_hook_that_raises_is_a_400_naming_it_and_stores_nothing(hook: str) -> None:
+    """It was the hook's own KeyError, outside the RestLayerError tree (`ctrl.set` raised it as is)."""
+    state = normalize(Todo, {"id": 1, "title": "kept"}, meta=meta(1000))
+    with pytest.raises(SchemaError, match=r"Raising_\w+\.\w+ raised KeyError: 'no ") as info:
+        normalize({"items": [_raising(hook)]}, {"items": [{"id": 1, "title": "new"}]}, state=state, meta=meta(2000))
+    assert info.value.status == 400 and info.value.schema == "Todo" and info.value.path == ("items", 0)
+    assert isinstance(info.value.__cause__, KeyError)
+    assert state.entities["Todo"]["1"] == {"id": 1, "title": "kept"}
+
+
+def _returning(hook: str, value: object) -> type[Entity]:
+    """An entity (key "Todo") whose `hook` returns `value`, as a hook with a bug does."""
+    method = classmethod(lambda cls, *args: value)
+    namespace: dict[str, object] = {"key": "Todo", "__annotations__": {"id": "int"}, "id": 0, hook: method}
+    return type(f"Returning_{hook}", (Entity,), namespace)
+
+
+@pytest.mark.parametrize(
+    ("hook", "value", "named"),
+    [
+        ("merge", 5, r"merge returned int"),
+        ("merge", None, r"merge returned NoneType"),
+        ("merge_with_store", ["id", 1], r"merge_with_store returned list"),
+        ("merge_meta_with_store", 5, r"merge_meta_with_store returned 5"),
+        ("merge_meta_with_store", {"fetched_at": 1}, r"merge_meta_with_store returned \{'fetched_at': 1\}"),
+        ("process", [("id", 1)], r"process returned list"),
+    ],
+)
+def test_a_hook_returning_no_record_is_a_400_and_stores_nothing(hook: str, value: object, named: str) -> None:
+    """What `merge`/`merge_with_store` returned was stored as the record (`5`: later reads failed or gave an empty
+    instance), `merge_meta_with_store`'s as the meta (the next write failed), and `process` returning a list
+    raised a bare TypeError (or, a list of pairs, was stored as a dict)."""
+    state = normalize(Todo, {"id": 1, "title": "kept"}, meta=meta(1000))
+    with pytest.raises(SchemaError, match=rf"Returning_\w+\.{named}") as info:
+        normalize(_returning(hook, value), {"id": 1, "title": "new"}, state=state, meta=meta(2000))
+    assert info.value.status == 400 and info.value.schema == "Todo"
+    assert state.entities["Todo"]["1"] == {"id": 1, "title": "kept"}
+    assert state.entities_meta["Todo"]["1"]["fetched_at"] == 1000
+
+
+def _fails(*args: object) -> Any:
+    raise KeyError("user function")
+
+
+class _Item(Entity):
+    id: int = 0
+
+
+class _Holder(Entity):
+    id: int = 0
+    items: list[_Item] = []
+    schema = {"items": Collection([_Item], nest_key=_fails)}
+
+
+@pytest.mark.parametrize(
+    ("schema", "data", "args"),
+    [
+        ([Union({"a": _Item}, _fails)], [{"id": 1}], ()),
+        (Collection([_Item], args_key=_fails), [{"id": 1}], ({"owner": 1},)),
+        (_Holder, {"id": 1, "items": [{"id": 2}]}, ()),
+    ],
+    ids=["union attribute", "args_key", "nest_key"],
+)
+def test_a_schema_function_that_raises_is_a_400_and_stores_nothing(schema: Any, data: Any, args: Any) -> None:
+    """It was the function's bare KeyError from `normalize` and `ctrl.set` (a fetch wrapped it)."""
+    state = normalize(Todo, {"id": 1, "title": "kept"}, meta=meta(1000))
+    with pytest.raises(SchemaError, match=r"normalizing .+ raised KeyError: 'user function'") as info:
+        normalize(schema, data, args, state=state)
+    assert info.value.status == 400 and isinstance(info.value.__cause__, KeyError)
+    assert state.entities == {"Todo": {"1": {"id": 1, "title": "kept"}}}
+
+
+class _UpdatesInPlace(Entity):
+    """A merge in a common Python idiom: the stored record updated in place and returned."""
+
+    id: int = 0
+    title: str = ""
+    done: bool = False
+
+    @classmethod
+    def merge(cls, existing: Any, incoming: Any) -> Any:
+        existing.update(incoming)
+        return existing
+
+    @classmethod
+    def merge_meta_with_store(cls, existing_meta: Any, incoming_meta: Any, existing: Any, incoming: Any) -> Any:
+        existing_meta.update(incoming_meta)
+        return existing_meta
+
+
+def test_a_store_hook_changing_the_stored_record_in_place_changes_no_earlier_state() -> None:
+    """The hooks were given the stored record and meta themselves: the earlier state changed with the new one,
+    and a memoized read of the new state kept showing the old title (the record was still the same object)."""
+    memo = MemoCache()
+    first = normalize(_UpdatesInPlace, {"id": 1, "title": "a"}, meta=meta(1000))
+    assert memo.denormalize(_UpdatesInPlace, "1", first.entities) == _UpdatesInPlace(id=1, title="a")
+    second = normalize(_UpdatesInPlace, {"id": 1, "title": "b"}, state=first, meta=meta(2000))
+    assert first.entities["_UpdatesInPlace"]["1"] == {"id": 1, "title": "a"}
+    assert first.entities_meta["_UpdatesInPlace"]["1"]["fetched_at"] == 1000
+    assert second.entities["_UpdatesInPlace"]["1"] == {"id": 1, "title": "b"}
+    assert second.entities_meta["_UpdatesInPlace"]["1"]["fetched_at"] == 2000
+    assert memo.denormalize(_UpdatesInPlace, "1", second.entities) == _UpdatesInPlace(id=1, title="b")
+    third = normalize([_UpdatesInPlace], [{"id": 1, "done": True}, {"id": 1, "title": "c"}], state=second)
+    assert second.entities["_UpdatesInPlace"]["1"] == {"id": 1, "title": "b"}
+    assert third.entities["_UpdatesInPlace"]["1"] == {"id": 1, "title": "c", "done": True}

@@ -275,6 +275,31 @@ class Unvisit:
                 if type(own) is list and own is not deps and not marks.isdisjoint(map(id, own)):
                     slots[pk] = (entry[0], entry[1], deps, *entry[3:])  # a stored list's entry keeps its schema
 
+    def abandon(self) -> None:
+        """Forget what this read left half-done after it raised: an entry still being built (an empty or
+        partly filled instance, its deps None), one holding this read's token (deep data never filled),
+        and every entry that read one of those (it may embed that instance).
+
+        Without this a later read took the half-built instance from the shared cache for a cycle back to
+        it, or a finished entry embedding it as still valid: an empty `Todo()` or None instead of the error.
+        """
+        token = self.token
+        broken: dict[str, set[str]] = {}
+        for owner, slots in self.cache.items():
+            dropped = [pk for pk, hit in slots.items() if type(hit) is tuple and (hit[2] is None or hit[2] is token)]
+            for pk in dropped:
+                del slots[pk]
+            if dropped:
+                broken.setdefault(owner if isinstance(owner, str) else owner.key, set()).update(dropped)
+        if broken:
+            for slots in self.cache.values():
+                for pk in [pk for pk, hit in slots.items() if type(hit) is tuple and _reads_any(hit[2], broken)]:
+                    del slots[pk]
+        self.deps = []
+        self.depth = 0
+        self.deferred = ()
+        self.cycles = {}
+
     def slots(self, owner: type[Entity] | str) -> Slots:
         """The cache entries of entity class (or collection key) `owner`, by pk."""
         slots = self.cache.get(owner)
@@ -387,6 +412,22 @@ class Unvisit:
             if isinstance(pk, str):  # not missing, not INVALID (a value no longer indexed)
                 return pk
         return None
+
+
+def _reads_any(deps: EntryDeps, broken: Mapping[str, set[str]]) -> bool:
+    """Whether the entry deps `deps` record a read of an entity key -> pks in `broken`."""
+    if type(deps) is not list:
+        return False
+    for dep in deps:
+        if isinstance(dep, DepRun):
+            pks = broken.get(dep.key)
+            if pks and not pks.isdisjoint(dep.pks):
+                return True
+        else:
+            pks = broken.get(dep[0])
+            if pks and dep[1] in pks:
+                return True
+    return False
 
 
 def deps_valid(entities: Mapping[str, Mapping[str, object]], deps: Sequence[DepItem], start: int = 0) -> bool:

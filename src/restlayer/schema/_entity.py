@@ -35,6 +35,23 @@ _MUTABLE = (list, dict, set, bytearray)
 _PK_CONTAINERS = (Mapping, list, tuple, set, frozenset, bytes, bytearray)
 
 
+def call_hook(schema: object, name: str, *args: object) -> Any:  # what the hook returns, checked by the caller
+    """`schema.name(*args)` while normalizing: a user hook (process, pk, validate, merge...) may raise anything.
+
+    Any failure but a RestLayerError is a SchemaError naming the hook, the original as `__cause__`: the
+    caller sees a RestLayerError (status 400) with where in the input it happened, and nothing is stored.
+    """
+    try:
+        return getattr(schema, name)(*args)
+    except RestLayerError:
+        raise
+    except Exception as exc:
+        label = getattr(schema, "__name__", type(schema).__name__)
+        raise SchemaError(
+            f"{label}.{name} raised {type(exc).__name__}: {exc}", schema=str(getattr(schema, "key", ""))
+        ) from exc
+
+
 def usable_pk(pk: str | None) -> str | None:
     """`pk`, or None when it cannot name an entity (missing, empty, or the text "undefined")."""
     return None if pk in _UNUSABLE_PKS else pk
@@ -283,7 +300,7 @@ class Entity:
         An empty instance lets a reader hand it out before its members are read
         (cycles, deep data).
         """
-        if cls._checks_valid and cls.validate(record):
+        if cls._checks_valid and cls._call_hook("validate", record):
             return INVALID
         return object.__new__(cls) if cls._plain_build else None
 
@@ -312,9 +329,24 @@ class Entity:
                 value = None
             values[field] = value
         if obj is None:
-            return cls.from_json(values)
+            return cls._call_hook("from_json", values)  # type: ignore[no-any-return]
         object.__setattr__(obj, "__dict__", values)
         return obj
+
+    @classmethod
+    def _call_hook(cls, name: str, data: Mapping[str, object]) -> Any:  # what the hook returns
+        """Class hook `name` (`validate`, `from_json`) on a stored record, as a read calls it.
+
+        The user's code may raise anything: that is a RestLayerError naming the hook, the original as cause.
+        """
+        try:
+            return getattr(cls, name)(data)
+        except RestLayerError:
+            raise
+        except Exception as exc:
+            raise RestLayerError(
+                f"{cls.__name__}.{name} raised {type(exc).__name__}: {exc} (reading {cls.key} {data.get('id')!r})"
+            ) from exc
 
     @classmethod
     def has_entities(cls) -> bool:
@@ -337,9 +369,11 @@ class Entity:
             probe = object.__new__(cls._pk_view or _make_pk_view(cls))
             object.__setattr__(probe, "__dict__", dict(processed))
             try:
-                value = probe.pk(parent, key, args)
-            except AttributeError:  # pk() read a field the response does not have
-                return None
+                value = call_hook(probe, "pk", parent, key, args)
+            except SchemaError as exc:
+                if isinstance(exc.__cause__, AttributeError):  # pk() read a field the response does not have
+                    return None
+                raise
         return usable_pk(None if value is None else cls._pk_text(value))
 
     @classmethod
@@ -371,7 +405,7 @@ class Entity:
                 schema=cls.key,
             )
         args = ctx.args
-        processed = cls.process(value, parent, key, args)
+        processed = call_hook(cls, "process", value, parent, key, args)
         if processed is None:
             pk = cls.compute_pk(value, parent, key, args)
             if pk is None:
@@ -379,6 +413,11 @@ class Entity:
             ctx.invalidate(cls.key, pk)
             return pk
         if processed is value or processed.__class__ is not dict:
+            if not isinstance(processed, Mapping):
+                raise SchemaError(
+                    f"{cls.__name__}.process returned {type(processed).__name__}: expected a dict (or None to delete)",
+                    schema=cls.key,
+                )
             processed = dict(processed)  # never write into (or store) the caller's object
         pk = cls.compute_pk(processed, parent, key, args)
         if pk is None:
@@ -390,7 +429,7 @@ class Entity:
                     schema=cls.key,
                 )
             pk = ctx.placeholder()
-        message = cls.validate(processed)
+        message = call_hook(cls, "validate", processed)
         if message:
             raise SchemaError(f"{cls.key} is invalid: {message}", schema=cls.key)
         nested = cls.nested()
@@ -426,8 +465,10 @@ class Entity:
         else:
             try:
                 pk = cls.compute_pk(first, None, None, args)
-            except SchemaError:  # a container pk names no stored record: a read finds none
-                pk = None
+            except SchemaError as exc:
+                if exc.__cause__ is not None:  # pk() itself raised: the error, not a silent "not found"
+                    raise
+                pk = None  # a container pk names no stored record: a read finds none
             if pk is None:
                 pk = unvisit.lookup_index(cls, first)
         # Only a stored record (or the deletion marker) answers; a missing one is "not found".

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Protocol, TypeAlias, TypeGuard, TypeVar, cast
 
 from restlayer._pmap import changed_between
 from restlayer._text import to_text
-from restlayer.errors import SchemaError
+from restlayer.errors import RestLayerError, SchemaError
 from restlayer.schema import _exec
 from restlayer.schema._base import INVALID, MAX_DEPTH, Node
 from restlayer.schema._containers import Array, Object
@@ -942,23 +942,29 @@ def denormalize_with(unvisit: Unvisit, node: Node | None, input: object, tracked
     With `tracked=False` the read may leave `unvisit.deps` incomplete (nobody reads them).
     """
     fn = denormalizer(node, tracked) if input is not None else None
-    if fn is None:
-        return unvisit(node, input)
     try:
-        value = fn(input, unvisit)
-    except RecursionError:
-        # Too deep for the generated functions: forget this read's half-built instances
-        # and let the general engine do the whole read.
-        cache = unvisit.cache
-        if not tracked:  # a one-off read's own cache (the executor files half-built instances as built)
-            cache.clear()
-        for slots in cache.values():
-            for pk in [pk for pk, hit in slots.items() if hit.__class__ is tuple and hit[2] is None]:
-                del slots[pk]
-        unvisit.deps = []
-        unvisit.depth = 0
-        unvisit.deferred = ()
-        return unvisit(node, input)
-    if unvisit.deferred:  # deep data: the general engine left entities to finish
-        unvisit.finish_deferred()
-    return value
+        if fn is None:
+            return unvisit(node, input)
+        try:
+            value = fn(input, unvisit)
+        except RecursionError:
+            # Too deep for the generated functions: forget this read's half-built instances
+            # and let the general engine do the whole read.
+            _abandon(unvisit, tracked)
+            return unvisit(node, input)
+        if unvisit.deferred:  # deep data: the general engine left entities to finish
+            unvisit.finish_deferred()
+        return value
+    except BaseException as exc:  # a user hook (from_json, validate...) raised, or the caller was cancelled
+        _abandon(unvisit, tracked)  # nothing half-built stays cached: the next read raises again
+        if isinstance(exc, RestLayerError) or not isinstance(exc, Exception):
+            raise
+        what = node.__name__ if isinstance(node, type) else repr(node)
+        raise RestLayerError(f"reading {what} raised {type(exc).__name__}: {exc}") from exc
+
+
+def _abandon(unvisit: Unvisit, tracked: bool) -> None:
+    """Forget what a read that raised left half-done in its instance cache (see `Unvisit.abandon`)."""
+    if not tracked:  # a one-off read's own cache (the executor files half-built instances as built)
+        unvisit.cache.clear()
+    unvisit.abandon()

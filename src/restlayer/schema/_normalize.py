@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from restlayer._gc import no_gc
 from restlayer._pmap import EMPTY, OrderedPMap, PMap, merge_meta_tables, merge_tables
-from restlayer.errors import ParamError, SchemaError
+from restlayer.errors import ParamError, RestLayerError, SchemaError
 from restlayer.schema._base import (
     INVALID,
     InvalidType,
@@ -25,12 +25,13 @@ from restlayer.schema._base import (
     normalize_members,
     schema_name,
 )
+from restlayer.schema._entity import Entity, call_hook
 from restlayer.schema._fast import normalizer
 from restlayer.schema._frozen import freeze, freeze_members
 
 if TYPE_CHECKING:
     from restlayer.schema._collection import Collection
-    from restlayer.schema._entity import Entity, Meta
+    from restlayer.schema._entity import Meta
 
 #: Store tables: entity key -> pk -> stored record (JSON the schemas and readers read), or INVALID.
 Tables = PMap[str, PMap[str, Any]]
@@ -183,7 +184,13 @@ class Normalizer:
             self.pending_meta[key] = {}
         previous = table.get(pk, _ABSENT)
         if previous is not _ABSENT:
-            merged = schema.merge(previous, record) if isinstance(previous, Mapping) else record
+            if not isinstance(previous, Mapping):
+                merged = record
+            elif schema._plain_store:
+                merged = schema.merge(previous, record)
+            else:
+                # a copy: `previous` may be the stored record itself (a hook that kept it), see `_merge_with_store`
+                merged = _record_from(schema, "merge", call_hook(schema, "merge", dict(previous), record))
             table[pk] = merged
             if schema.indexes:
                 self._index(schema, pk, previous, merged)
@@ -202,11 +209,28 @@ class Normalizer:
                 table[pk] = schema.merge(existing, record)
                 self.pending_meta[key][pk] = self.meta
         else:
-            existing_meta = self._stored_meta(key, pk)
-            table[pk] = schema.merge_with_store(existing_meta, self.meta, existing, record)
-            self.pending_meta[key][pk] = schema.merge_meta_with_store(existing_meta, self.meta, existing, record)
+            table[pk], self.pending_meta[key][pk] = self._merge_with_store(schema, key, pk, existing, record)
         if schema.indexes:
             self._index(schema, pk, existing, table[pk])
+
+    def _merge_with_store(
+        self, schema: type[Entity] | Collection[object], key: str, pk: str, existing: object, record: object
+    ) -> tuple[object, Meta]:
+        """The record and meta an entity's store hooks (`merge_with_store`, `merge_meta_with_store`) give.
+
+        The hooks get copies of the stored record and of both metas: a hook changing one in place
+        (`existing.update(incoming); return existing`, a common idiom) changed the stored state itself,
+        earlier states included, and as the record stayed the same object every memoized read kept
+        showing the old data. A copy returned unchanged is stored as the original (its readers keep it).
+        """
+        existing_meta = self._stored_meta(key, pk)
+        mine = dict(existing) if isinstance(existing, Mapping) and isinstance(schema, type) else existing
+        stored_meta, incoming_meta = dict(existing_meta), dict(self.meta)
+        merged = call_hook(schema, "merge_with_store", stored_meta, incoming_meta, mine, record)
+        if merged is mine and mine is not existing and mine == existing:
+            merged = existing
+        merged_meta = call_hook(schema, "merge_meta_with_store", stored_meta, incoming_meta, mine, record)
+        return _record_from(schema, "merge_with_store", merged), _meta_from(schema, merged_meta)
 
     def replace(self, key: str, pk: str, value: object) -> None:
         """Write `value` as is (collections merging a create, remove or move)."""
@@ -251,6 +275,56 @@ class Normalizer:
             _merge_indexes(self.indexes, self.pending_indexes),
             merge_meta_tables(self.entities_meta, self.pending_meta, entities),
         )
+
+
+def _record_from(schema: type[Entity] | Collection[object], hook: str, value: object) -> Any:  # the stored form
+    """`value`, what an entity's store hook `hook` returned, when it can be stored: a record (or the deletion marker).
+
+    Anything else (a hook that forgot to return, or returned a list or a number) was stored as is,
+    and every later read of that entity failed or gave an empty instance.
+    """
+    if isinstance(value, Mapping) or value is INVALID or not isinstance(schema, type):  # a Collection stores lists
+        return value
+    if hook == "merge_with_store" and _inherited(schema, hook):  # Entity's own calls `merge`: that one returned it
+        hook = "merge"
+    raise SchemaError(
+        f"{_hook_owner(schema)}.{hook} returned {type(value).__name__}: expected the record to store (a dict)",
+        schema=schema.key,
+    )
+
+
+_META_FIELDS = ("fetched_at", "date", "expires_at")
+
+
+def _meta_from(schema: type[Entity] | Collection[object], meta: object) -> Meta:
+    """`meta`, what `merge_meta_with_store` returned, when it is a meta: numbers under its three fields.
+
+    Anything else was stored as is, and the entity's next write (or expiry check) failed on it.
+    """
+    if not isinstance(schema, type):  # a Collection's own (library) hook
+        return cast("Meta", meta)
+    if isinstance(meta, Mapping) and all(_is_number(meta.get(name)) for name in _META_FIELDS):
+        return meta
+    raise SchemaError(
+        f"{_hook_owner(schema)}.merge_meta_with_store returned {meta!r:.80}: expected a dict of "
+        "fetched_at, date and expires_at (numbers)",
+        schema=schema.key,
+    )
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _inherited(schema: object, hook: str) -> bool:
+    """Whether `schema` (an Entity class) keeps Entity's own `hook`."""
+    method = getattr(getattr(schema, hook, None), "__func__", None)
+    return method is not None and method is getattr(Entity, hook).__func__
+
+
+def _hook_owner(schema: object) -> str:
+    """The name a hook's class goes by in a message."""
+    return str(getattr(schema, "__name__", type(schema).__name__))
 
 
 def _merge_indexes(indexes: IndexTables, pending: dict[str, dict[str, dict[str, str | InvalidType]]]) -> IndexTables:
@@ -379,6 +453,17 @@ def _run(
             f'Unexpected input given to normalize. Expected type to be "object", found "{found}"',
             schema=schema_name(node),
         )
+    try:
+        return _walk(node, input, ctx, state)
+    except RestLayerError:
+        raise
+    except Exception as exc:  # a user function of the schema (a Union's attribute, a Collection's args_key...)
+        name = schema_name(node)
+        raise SchemaError(f"normalizing {name} raised {type(exc).__name__}: {exc}", schema=name) from exc
+
+
+def _walk(node: Node, input: object, ctx: Normalizer, state: object) -> tuple[Normalizer, object]:
+    """`_run`'s walk: the generated functions when there are, the general engine when too deep for them."""
     fast = normalizer(node)
     if fast is None:
         result = node.normalize_value(input, input, None, ctx)
@@ -386,7 +471,7 @@ def _run(
         try:
             result = fast(input, input, None, ctx)
         except RecursionError:  # deeper than the generated functions go: redo it all generally
-            ctx = Normalizer(ctx.args, ctx.meta, state, placeholders, placeholder_seed)
+            ctx = Normalizer(ctx.args, ctx.meta, state, ctx.placeholders, ctx.placeholder_seed)
             result = node.normalize_value(input, input, None, ctx)
     if ctx.deferred:
         ctx.finish_deferred()
