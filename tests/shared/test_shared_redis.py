@@ -18,7 +18,7 @@ import pytest
 import redis.asyncio as aioredis
 from redis.crc import key_slot
 
-from examples.redis_server import RedisServer
+from examples.redis_server import RedisServer, free_port
 from restlayer.core import Controller, SharedManager
 from restlayer.errors import ClosedError, ParamError, ResetError, SharedStoreError
 from restlayer.rest import RestEndpoint, resource
@@ -833,3 +833,35 @@ async def test_an_announced_row_started_at_an_infinite_time_is_ignored(
     assert "malformed" in caplog.text
     edited = await reader.fetch(res.Todo.partial_update, {"id": 1}, {"title": "edited"})
     assert edited.title == "edited" and title(reader.get(Todo, {"id": 1})) == "edited"
+
+
+@pytest.mark.parametrize("refusal", ["out of memory", "read-only replica"])
+async def test_a_redis_refusing_writes_is_not_an_outage(
+    private_redis: RedisServer, make: Make, res: Any, caplog: pytest.LogCaptureFixture, refusal: str
+) -> None:
+    """Taken for a lost connection, every refused write reconnected and expired all local data (two warnings each)."""
+    ctrl = make(private_redis.url)
+    await started(ctrl)
+    await ctrl.fetch(res.Todo.get, id=1)
+    await shared(ctrl).flush()
+    fresh_until = ctrl.get_response(res.Todo.get, id=1).expires_at
+    admin = aioredis.Redis.from_url(private_redis.url)
+    try:
+        if refusal == "out of memory":
+            await admin.config_set("maxmemory-policy", "noeviction")
+            await admin.config_set("maxmemory", "1")
+        else:
+            await admin.replicaof("127.0.0.1", free_port())
+        with caplog.at_level(logging.WARNING, logger="restlayer.shared"):
+            for todo_id in (2, 3):
+                assert (await asyncio.wait_for(ctrl.fetch(res.Todo.get, id=todo_id), 10)).id == todo_id
+                await shared(ctrl).flush()
+        await (admin.config_set("maxmemory", "0") if refusal == "out of memory" else admin.replicaof("NO", "ONE"))
+        seen = shared(ctrl).received
+        await ctrl.fetch(res.Todo.get, id=4)
+        await until(ctrl, lambda: shared(ctrl).received > seen)  # its own announcement of todo 4 came back
+    finally:
+        await admin.aclose()
+    assert caplog.text.count("refused a write") == 1 and "unreachable" not in caplog.text
+    assert shared(ctrl).online
+    assert ctrl.get_response(res.Todo.get, id=1).expires_at == fresh_until  # not expired as after an outage

@@ -133,6 +133,7 @@ class SharedManager(Manager):
         self._controller: Controller | None = None
         self._replaying = False
         self._reported = False
+        self._refusing = False  # a refusal was logged and no write succeeded since
         self._ever_offline = False
         self._started = False
         self._closed = False
@@ -304,6 +305,19 @@ class SharedManager(Manager):
             log.warning("shared store unreachable (%s); working on the local store until it is back", error)
         self._kick.set()
 
+    def _failed(self, error: SharedStoreError) -> None:
+        """A store call failed: refused by a store that answered, or the store is unreachable (offline).
+
+        A refusal (Redis out of memory, a read-only replica) skips that one operation: going
+        offline would reconnect at once and expire the local data after every write, with
+        two warnings each time, while nothing was missed.
+        """
+        if not error.refused:
+            self._went_offline(error)
+        elif not self._refusing:
+            self._refusing = True
+            log.warning("the shared store refused a write (%s); changes stay local until it accepts them", error)
+
     def _came_online(self) -> None:
         rejoined = self._ever_offline
         self.online = True
@@ -466,13 +480,18 @@ class SharedManager(Manager):
             await self.store.write(write)
         except SharedStoreError as exc:
             _raise_if_cancelling(exc)
-            self._went_offline(exc)
+            self._failed(exc)
+            if exc.refused:
+                await self._release_unwritten(write)
+            return
         except (TypeError, ValueError, RecursionError) as exc:
             if _encodes(write):  # the values are JSON: the store itself failed
                 log.exception("the shared store %r failed to write; skipped", self.store)
             else:  # a value JSON cannot hold: kept local only
                 log.warning("not shared (not JSON): %s", exc)
             await self._release_unwritten(write)
+            return
+        self._refusing = False  # stored: a later refusal is a new one, worth a warning
 
     async def _release_unwritten(self, write: Write) -> None:
         """Release the locks a write that was not stored would have released (others need not wait them out)."""
@@ -496,7 +515,7 @@ class SharedManager(Manager):
             return await build()
         except SharedStoreError as exc:
             _raise_if_cancelling(exc)
-            self._went_offline(exc)
+            self._failed(exc)
         except Exception:
             log.exception("a shared-store write could not be built (a test_key raised?); skipped")
         return None
@@ -525,7 +544,7 @@ class SharedManager(Manager):
             await written
             found = await self._find(controller, key) if self.online else None
         except SharedStoreError as exc:
-            self._went_offline(exc)
+            self._failed(exc)
             found = None
         except Exception:  # a backend's own bug: its callers must still be answered, from the network
             log.exception("reading %s from the shared store failed unexpectedly; fetching it", key)
@@ -564,7 +583,7 @@ class SharedManager(Manager):
                     return
             except SharedStoreError as exc:
                 _raise_if_cancelling(exc)
-                self._went_offline(exc)
+                self._failed(exc)
                 return
 
     async def _find(self, controller: Controller, key: str) -> Snapshot | str | None:
@@ -634,7 +653,7 @@ class SharedManager(Manager):
             await self._add_missing(controller, first, reset)
         except SharedStoreError as exc:
             _raise_if_cancelling(exc)
-            self._went_offline(exc)
+            self._failed(exc)
         except Exception:  # a backend's own bug: the snapshot is stored, answer with it
             log.exception("reading the entities of %s from the shared store failed unexpectedly", first.key)
         dropped = controller.resets != reset

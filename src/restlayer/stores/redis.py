@@ -180,11 +180,18 @@ class RedisStore:
     # ----- connection ---------------------------------------------------------------------------
     @contextlib.asynccontextmanager
     async def _calls(self) -> AsyncIterator[aioredis.Redis]:
-        """The client, with every Redis or socket failure turned into SharedStoreError."""
+        """The client, with every Redis or socket failure turned into SharedStoreError.
+
+        An error reply (`ResponseError`: out of memory, a read-only replica) is one `refused`:
+        Redis answered, so reconnecting would not help and the store is not offline.
+        """
         if self._client is None:
             raise SharedStoreError("RedisStore is not open")
         try:
             yield self._client
+        except ResponseError as exc:  # the server answered: the connection is fine, this call was refused
+            log.debug("redis refused a call", exc_info=True)
+            raise SharedStoreError(f"redis at {self.url} refused: {exc}", refused=True) from exc
         except _FAILURES as exc:
             log.debug("redis call failed", exc_info=True)
             raise SharedStoreError(f"redis at {self.url}: {exc}") from exc
