@@ -865,3 +865,56 @@ async def test_a_redis_refusing_writes_is_not_an_outage(
     assert caplog.text.count("refused a write") == 1 and "unreachable" not in caplog.text
     assert shared(ctrl).online
     assert ctrl.get_response(res.Todo.get, id=1).expires_at == fresh_until  # not expired as after an outage
+
+
+async def test_an_edit_made_while_redis_was_down_is_shared_when_it_is_back(
+    private_redis: RedisServer, make: Make, res: Any, api: Any
+) -> None:
+    """Dropped, the Redis that restarted from its snapshot kept the pre-edit row as fresh for every process."""
+    ctrl = make(private_redis.url)
+    await started(ctrl)
+    await ctrl.fetch(res.Todo.get, id=1)
+    await shared(ctrl).flush()
+    admin = aioredis.Redis.from_url(private_redis.url)
+    try:
+        await admin.save()  # the restarted server loads this snapshot: todo 1 as first fetched
+    finally:
+        await admin.aclose()
+    private_redis.stop()
+    await asyncio.wait_for(ctrl.fetch(res.Todo.get, id=3), 10)  # notices Redis is gone
+    assert not shared(ctrl).online
+    ctrl.set(Todo, {"id": 1}, {"id": 1, "title": "edited while redis was down"})
+    private_redis.start()
+    await asyncio.wait_for(shared(ctrl).wait_online(), 20)
+    await asyncio.wait_for(shared(ctrl).flush(), 10)
+    other = make(private_redis.url)
+    await started(other)
+    todo = await asyncio.wait_for(other.suspense(res.Todo.get, id=1), 10)
+    assert todo.title == "edited while redis was down" and len(gets(api, "/todos/1")) == 1
+
+
+async def test_more_edits_while_redis_was_down_than_are_kept_expire_every_shared_key(
+    private_redis: RedisServer, make: Make, res: Any, api: Any
+) -> None:
+    """The oldest edits kept for the rejoin are dropped past the limit: the rows they replaced must not stay fresh."""
+    ctrl = make(private_redis.url)
+    await started(ctrl)
+    await ctrl.fetch(res.Todo.get, id=1)
+    await shared(ctrl).flush()
+    admin = aioredis.Redis.from_url(private_redis.url)
+    try:
+        await admin.save()
+    finally:
+        await admin.aclose()
+    private_redis.stop()
+    await asyncio.wait_for(ctrl.fetch(res.Todo.get, id=3), 10)  # notices Redis is gone
+    ctrl.set(Todo, {"id": 1}, {"id": 1, "title": "edited while redis was down"})
+    for todo_id in range(1000, 2001):
+        ctrl.set(Todo, {"id": todo_id}, {"id": todo_id, "title": "filler"})
+    private_redis.start()
+    await asyncio.wait_for(shared(ctrl).wait_online(), 20)
+    await asyncio.wait_for(shared(ctrl).flush(), 30)
+    other = make(private_redis.url)
+    await started(other)
+    await asyncio.wait_for(other.suspense(res.Todo.get, id=1), 10)
+    assert len(gets(api, "/todos/1")) == 2  # expired in Redis: fetched again, not the pre-edit row as fresh

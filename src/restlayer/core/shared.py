@@ -13,7 +13,8 @@ backend). `SharedManager`, a manager given the backend, adds three things:
   key's lock and sends the request, or waits for the holder's announcement.
 
 When the backend is unreachable the controller works locally, logs once and
-rejoins (expiring its local data, a coarse resync) when the backend is back.
+rejoins (expiring its local data, a coarse resync) when the backend is back,
+handing over first the writes it made meanwhile (a bounded number).
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ import json
 import logging
 import math
 import weakref
+from collections import deque
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
@@ -112,6 +114,7 @@ Queued = Write | Callable[[], Awaitable[Write]] | asyncio.Future[None]
 _ATTACHED: weakref.WeakValueDictionary[int, SharedManager] = weakref.WeakValueDictionary()
 _ATTEMPTS = 8  # rounds of read / lock / wait before a waiter fetches without the lock
 _FILL_ROUNDS = 4  # levels of entities a read-through looks for beyond its snapshot's rows
+_MISSED_MAX = 1000  # writes kept while the backend is unreachable, handed over when it is back
 
 
 class SharedManager(Manager):
@@ -141,6 +144,11 @@ class SharedManager(Manager):
         self._online_event = asyncio.Event()
         self._kick = asyncio.Event()
         self._queue: asyncio.Queue[Queued] = asyncio.Queue()
+        # writes made while the backend was unreachable, in order, handed over first when it is back;
+        # `_overflowed`: older ones were dropped, so every shared key is expired before the rest
+        self._missed: deque[Write | Callable[[], Awaitable[Write]]] = deque()
+        self._overflowed = False
+        self._given_up = False  # the store refused to open for good: nothing is kept for it
         self._pending: dict[str, list[act.Fetch]] = {}
         self._waiters: dict[str, list[asyncio.Future[str]]] = {}
         # endpoint key -> the token of its fleet lock, held by whichever request of the key replies next (the
@@ -290,6 +298,8 @@ class SharedManager(Manager):
         """The store refused to open for good: work on the local store only, without retrying."""
         log.error("the shared store %r cannot be used, working on the local store only: %s", self.store, error)
         self._reported = True  # said above: no "unreachable ... until it is back" warning
+        self._given_up = True
+        self._missed.clear()
         self._went_offline(error)
         self._first.set()
 
@@ -327,6 +337,8 @@ class SharedManager(Manager):
         if rejoined:
             log.warning("shared store reachable again; local data expired to re-read it")
             self._replay(act.ExpireAll(lambda key: True))
+        if self._missed or self._overflowed:  # wake the write loop: the missed writes go first
+            self._enqueue(asyncio.get_running_loop().create_future())
 
     # ----- announcements ----------------------------------------------------------------------
     def _on_patch(self, patch: Patch) -> None:
@@ -395,7 +407,9 @@ class SharedManager(Manager):
         elif isinstance(action, act.Reset) and self.clear_on_reset:
             self._enqueue(Write(Patch(), clear=True, now=controller.now()))
 
-    def _matching(self, controller: Controller, action: act.InvalidateAll | act.ExpireAll) -> Queued:
+    def _matching(
+        self, controller: Controller, action: act.InvalidateAll | act.ExpireAll
+    ) -> Callable[[], Awaitable[Write]]:
         """A write of every local or shared key passing the action's test (the shared keys read later)."""
         local = [key for key in controller.get_committed_state().meta if action.test_key(key)]
         invalidate = isinstance(action, act.InvalidateAll)
@@ -442,14 +456,19 @@ class SharedManager(Manager):
 
     # ----- writing ----------------------------------------------------------------------------
     def _may_write(self) -> bool:
-        """Online, or still connecting (writes then wait for the connection)."""
-        return self.online or not self._first.is_set()
+        """Whether changes are queued for the backend: unless it refused to open for good.
+
+        While it is unreachable they are kept (`_missed`) and handed over when it is back:
+        dropped, the other processes would keep the rows they replaced as fresh, and the
+        backend would hand them to every process reading through.
+        """
+        return not self._given_up
 
     def _enqueue(self, item: Queued) -> None:
         self._queue.put_nowait(item)
 
     async def _write_loop(self) -> None:
-        """Hand queued writes to the backend in order; while offline they are dropped.
+        """Hand queued writes to the backend in order; while offline they are kept for the rejoin.
 
         A write failing with an error the backend does not turn into `SharedStoreError`
         (a bug of its own) is logged and skipped: the loop must go on, or every later
@@ -460,38 +479,81 @@ class SharedManager(Manager):
             item = await self._queue.get()
             try:
                 if isinstance(item, asyncio.Future):
+                    await self._hand_over_missed()  # a read-through waiting on it must find them stored
                     if not item.done():
                         item.set_result(None)
-                elif self.online:
-                    await self._write_one(item)
+                elif not await self._write_online(item):
+                    self._miss(item)
             except Exception:
                 log.exception("a shared-store write failed unexpectedly; skipped")
             finally:
                 self._queue.task_done()
             _raise_if_cancelling()
 
-    async def _write_one(self, item: Write | Callable[[], Awaitable[Write]]) -> None:
+    async def _write_online(self, item: Write | Callable[[], Awaitable[Write]]) -> bool:
+        """Hand `item` over after the writes missed while offline; False when the backend is unreachable."""
+        return await self._hand_over_missed() and self.online and await self._write_one(item)
+
+    async def _hand_over_missed(self) -> bool:
+        """Hand over, in order, the writes kept while the backend was unreachable; False when it is again."""
+        if self.online and self._overflowed and self._controller is not None:
+            if not await self._write_one(self._matching(self._controller, act.ExpireAll(lambda key: True))):
+                return False
+            self._overflowed = False
+        while self.online and self._missed:
+            missed = self._missed[0]
+            if isinstance(missed, Write) and self._controller is not None:  # key lifetimes dated from now
+                missed = replace(missed, now=self._controller.now())
+            if not await self._write_one(missed):
+                return False
+            self._missed.popleft()
+        return self.online
+
+    def _miss(self, item: Write | Callable[[], Awaitable[Write]]) -> None:
+        """Keep a write the backend could not take, for when it is back (at most `_MISSED_MAX`).
+
+        Lock releases are left out (the locks went with the connection). Past the limit the
+        oldest are dropped and `_overflowed` set: every shared key is then expired first.
+        """
+        if self._given_up or self._closed:
+            return
+        if isinstance(item, Write):
+            item = replace(item, patch=replace(item.patch, released=()), unlock=())
+            if not item.patch and not item.clear:
+                return
+        if len(self._missed) >= _MISSED_MAX:
+            self._missed.popleft()
+            self._overflowed = True
+        self._missed.append(item)
+
+    async def _write_one(self, item: Write | Callable[[], Awaitable[Write]]) -> bool:
+        """Hand one write to the backend; False when it turned out unreachable (the write is to be kept).
+
+        A write the backend refused, or one holding a value JSON cannot, is skipped (True).
+        """
         if isinstance(item, Write):
             self._held.difference_update(item.unlock)
         write = item if isinstance(item, Write) else await self._built(item)
         if write is None:
-            return
+            return self.online
         try:
             await self.store.write(write)
         except SharedStoreError as exc:
             _raise_if_cancelling(exc)
             self._failed(exc)
-            if exc.refused:
-                await self._release_unwritten(write)
-            return
+            if not exc.refused:
+                return False
+            await self._release_unwritten(write)
+            return True
         except (TypeError, ValueError, RecursionError) as exc:
             if _encodes(write):  # the values are JSON: the store itself failed
                 log.exception("the shared store %r failed to write; skipped", self.store)
             else:  # a value JSON cannot hold: kept local only
                 log.warning("not shared (not JSON): %s", exc)
             await self._release_unwritten(write)
-            return
+            return True
         self._refusing = False  # stored: a later refusal is a new one, worth a warning
+        return True
 
     async def _release_unwritten(self, write: Write) -> None:
         """Release the locks a write that was not stored would have released (others need not wait them out)."""
