@@ -277,6 +277,21 @@ async def test_reset_clears_the_namespace_only_when_asked(make: Make, res: Any, 
     assert [n async for n in raw.scan_iter(match=pattern)] == []
 
 
+async def test_a_reset_clearing_the_namespace_makes_the_other_processes_drop_their_copies(
+    make: Make, res: Any, api: Any
+) -> None:
+    """Told nothing, the others went on serving what the reset cleared as fresh until it expired."""
+    keeper, clearer = make(), make(clear_on_reset=True)
+    await started(keeper, clearer)
+    await keeper.fetch(res.Todo.get, id=1)
+    await shared(keeper).flush()
+    clearer.reset_entire_store()
+    await shared(clearer).flush()
+    await until(keeper, lambda: keeper.cache(res.Todo.get, id=1) is None)
+    assert (await asyncio.wait_for(keeper.suspense(res.Todo.get, id=1), 10)).id == 1
+    assert len(gets(api, "/todos/1")) == 2  # fetched again, as after a reset of its own
+
+
 async def test_unreachable_at_start_works_locally_then_rejoins(
     private_redis: RedisServer, make: Make, res: Any, api: Any, caplog: pytest.LogCaptureFixture
 ) -> None:

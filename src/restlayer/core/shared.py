@@ -123,8 +123,8 @@ class SharedManager(Manager):
     `lock_ms` (milliseconds or a `datetime.timedelta`) bounds how long other processes wait
     for a dead fetching process before fetching themselves (a live one extends its lock every
     `lock_ms / 3`);
-    `clear_on_reset` makes `reset_entire_store` clear the shared store too
-    (otherwise a reset is local).
+    `clear_on_reset` makes `reset_entire_store` clear the shared store too, and
+    invalidate the keys it held in the other processes (otherwise a reset is local).
     """
 
     def __init__(self, store: SharedStore, *, lock_ms: int | timedelta = 30_000, clear_on_reset: bool = False) -> None:
@@ -405,7 +405,21 @@ class SharedManager(Manager):
         elif isinstance(action, (act.InvalidateAll, act.ExpireAll)):
             self._enqueue(self._matching(controller, action))
         elif isinstance(action, act.Reset) and self.clear_on_reset:
-            self._enqueue(Write(Patch(), clear=True, now=controller.now()))
+            self._enqueue(self._cleared(controller))
+
+    def _cleared(self, controller: Controller) -> Callable[[], Awaitable[Write]]:
+        """The write clearing the shared store, announcing every endpoint key it held as invalidated.
+
+        The other processes hold copies of those keys: told nothing, they would go on serving
+        what the reset dropped until it expired (and hand it on through their next writes).
+        Invalidated, not reset, there: their own requests in flight are not failed.
+        """
+
+        async def build() -> Write:
+            keys = tuple(sorted(await self.store.keys()))  # read before the clear deletes them
+            return Write(Patch(invalidated=keys), clear=True, now=controller.now())
+
+        return build
 
     def _matching(
         self, controller: Controller, action: act.InvalidateAll | act.ExpireAll
