@@ -933,3 +933,27 @@ async def test_more_edits_while_redis_was_down_than_are_kept_expire_every_shared
     await started(other)
     await asyncio.wait_for(other.suspense(res.Todo.get, id=1), 10)
     assert len(gets(api, "/todos/1")) == 2  # expired in Redis: fetched again, not the pre-edit row as fresh
+
+
+async def test_fleets_in_two_databases_of_one_server_do_not_merge_each_others_rows(
+    redis_server: RedisServer, namespace: str, res: Any
+) -> None:
+    """Redis publishes to the clients of every database: the other database's fleet took these rows as its own."""
+    base = redis_server.url.rsplit("/", 1)[0]
+    first = Controller(shared=SharedManager(RedisStore(f"{base}/0", namespace=namespace)))
+    second = Controller(shared=SharedManager(RedisStore(f"{base}/1", namespace=namespace)))
+    try:
+        await started(first, second)
+        await second.fetch(res.Todo.get, id=1)
+        await shared(second).flush()
+        first.set(Todo, {"id": 1}, {"id": 1, "title": "the other database's"})
+        await shared(first).flush()
+        seen = shared(second).received
+        second.set(Todo, {"id": 2}, {"id": 2, "title": "its own"})  # announced after the other's, in order
+        await until(second, lambda: shared(second).received > seen)
+        assert title(second.get(Todo, {"id": 2})) == "its own"
+        assert title(second.get(Todo, {"id": 1})) == "delectus aut autem"
+    finally:
+        for ctrl in (first, second):
+            ctrl.close()
+            await shared(ctrl).wait_closed()
