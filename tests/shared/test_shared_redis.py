@@ -957,3 +957,21 @@ async def test_fleets_in_two_databases_of_one_server_do_not_merge_each_others_ro
         for ctrl in (first, second):
             ctrl.close()
             await shared(ctrl).wait_closed()
+
+
+async def test_a_write_redis_drops_the_connection_for_is_not_retried_for_good(
+    private_redis: RedisServer, make: Make, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Kept and sent again at each rejoin, it would take the store offline for good, holding back the rest."""
+    admin = aioredis.Redis.from_url(private_redis.url)
+    try:
+        await admin.config_set("client-query-buffer-limit", "1mb")  # Redis closes the connection of a larger call
+    finally:
+        await admin.aclose()
+    writer, reader = make(private_redis.url), make(private_redis.url)
+    await started(writer, reader)
+    with caplog.at_level(logging.WARNING, logger="restlayer.shared"):
+        writer.set(Todo, {"id": 1}, {"id": 1, "title": "x" * 3_000_000})
+        writer.set(Todo, {"id": 2}, {"id": 2, "title": "shared after it"})
+        await until(reader, lambda: title(reader.get(Todo, {"id": 2})) == "shared after it")
+    assert "dropped a shared-store write" in caplog.text

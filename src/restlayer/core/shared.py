@@ -115,6 +115,7 @@ _ATTACHED: weakref.WeakValueDictionary[int, SharedManager] = weakref.WeakValueDi
 _ATTEMPTS = 8  # rounds of read / lock / wait before a waiter fetches without the lock
 _FILL_ROUNDS = 4  # levels of entities a read-through looks for beyond its snapshot's rows
 _MISSED_MAX = 1000  # writes kept while the backend is unreachable, handed over when it is back
+_MISSED_TRIES = 3  # rejoins in a row a kept write may fail on before it is dropped (it may be what fails)
 
 
 class SharedManager(Manager):
@@ -148,6 +149,7 @@ class SharedManager(Manager):
         # `_overflowed`: older ones were dropped, so every shared key is expired before the rest
         self._missed: deque[Write | Callable[[], Awaitable[Write]]] = deque()
         self._overflowed = False
+        self._tries = 0  # rejoins in a row on which the oldest kept write failed
         self._given_up = False  # the store refused to open for good: nothing is kept for it
         self._pending: dict[str, list[act.Fetch]] = {}
         self._waiters: dict[str, list[asyncio.Future[str]]] = {}
@@ -515,12 +517,35 @@ class SharedManager(Manager):
                 return False
             self._overflowed = False
         while self.online and self._missed:
-            missed = self._missed[0]
-            if isinstance(missed, Write) and self._controller is not None:  # key lifetimes dated from now
-                missed = replace(missed, now=self._controller.now())
-            if not await self._write_one(missed):
+            if not await self._hand_over_oldest():
                 return False
-            self._missed.popleft()
+        return self.online
+
+    async def _hand_over_oldest(self) -> bool:
+        """Hand over the oldest kept write; False (still kept) when the backend is unreachable again.
+
+        A write that fails on `_MISSED_TRIES` rejoins in a row (one Redis drops the connection
+        for, too large for its query buffer, say), or fails unexpectedly, is dropped and every
+        shared key expired instead (`_overflowed`): kept, it would hold back every later write
+        and take the store offline again at each rejoin, for good.
+        """
+        missed = self._missed[0]
+        if isinstance(missed, Write) and self._controller is not None:  # key lifetimes dated from now
+            missed = replace(missed, now=self._controller.now())
+        try:
+            written: bool | None = await self._write_one(missed)
+        except Exception:
+            log.exception("a shared-store write kept while offline failed unexpectedly; dropped")
+            written = None
+        if written is False:
+            self._tries += 1
+            if self._tries < _MISSED_TRIES:
+                return False
+            log.warning("dropped a shared-store write that failed on %d reconnections in a row", self._tries)
+        self._missed.popleft()
+        self._tries = 0
+        if not written:
+            self._overflowed = True  # the dropped write's keys (and all others) are expired in the store
         return self.online
 
     def _miss(self, item: Write | Callable[[], Awaitable[Write]]) -> None:
