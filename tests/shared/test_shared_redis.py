@@ -20,7 +20,7 @@ from redis.crc import key_slot
 
 from examples.redis_server import RedisServer, free_port
 from restlayer.core import Controller, SharedManager
-from restlayer.errors import ClosedError, ParamError, ResetError, SharedStoreError
+from restlayer.errors import ClosedError, ParamError, ResetError, SharedStoreError, StatusError
 from restlayer.rest import RestEndpoint, resource
 from restlayer.stores import RedisStore
 from tests.core._models import Clock, Todo, gets
@@ -975,3 +975,21 @@ async def test_a_write_redis_drops_the_connection_for_is_not_retried_for_good(
         writer.set(Todo, {"id": 2}, {"id": 2, "title": "shared after it"})
         await until(reader, lambda: title(reader.get(Todo, {"id": 2})) == "shared after it")
     assert "dropped a shared-store write" in caplog.text
+
+
+async def test_a_shared_copy_of_an_entity_deleted_since_is_fetched_again_as_in_the_deleting_process(
+    make: Make, res: Any, api: Any
+) -> None:
+    """Read through, the copy named the deleted row and suspense answered None without a request."""
+    deleter = make()
+    await started(deleter)
+    await deleter.fetch(res.Todo.get, id=1)
+    await deleter.fetch(res.Todo.delete, id=1)
+    await shared(deleter).flush()
+    reader = make()  # a process started since: it holds nothing of todo 1
+    await started(reader)
+    for ctrl in (deleter, reader):
+        with pytest.raises(StatusError) as caught:
+            await asyncio.wait_for(ctrl.suspense(res.Todo.get, id=1), 10)
+        assert caught.value.status == 404
+    assert len(gets(api, "/todos/1")) == 3

@@ -36,6 +36,7 @@ from restlayer.core import _actions as act
 from restlayer.core._patch import EntityRow, IndexRow, Meta, Patch, merge_patch
 from restlayer.core._read import read_response
 from restlayer.core.endpoint import keys_pages_as_one
+from restlayer.core.expiry import ExpiryStatus
 from restlayer.core.manager import Manager, Next
 from restlayer.errors import ClosedError, ParamError, ResetError, SharedStoreError
 from restlayer.schema import INVALID, MemoCache
@@ -758,6 +759,9 @@ class SharedManager(Manager):
         except Exception:  # a backend's own bug: the snapshot is stored, answer with it
             log.exception("reading the entities of %s from the shared store failed unexpectedly", first.key)
         dropped = controller.resets != reset
+        if not dropped and _reads_deleted(controller, first):
+            log.debug("the shared copy of %s names an entity deleted since; fetching it", first.key)
+            return False
         for action in actions:
             if action.future is not None and not action.future.done():
                 if dropped:  # a reset came while the rows were read: like a request in flight, dropped
@@ -845,6 +849,14 @@ def _fresh(controller: Controller, key: str) -> bool:
         and meta.get("error") is None
         and controller.now() <= meta.get("expires_at", 0)
     )
+
+
+def _reads_deleted(controller: Controller, fetch: act.Fetch) -> bool:
+    """Whether the stored result of `fetch` reads as invalid: a shared copy naming an entity deleted
+    after it was fetched (a newer row of `None`). The process that deleted it holds the same rows and
+    fetches the key again (`suspense` then raises the 404): served as is, the copy would answer `None`."""
+    response = read_response(MemoCache(), fetch.endpoint, fetch.args, controller.get_committed_state())[0]
+    return response.expiry_status == ExpiryStatus.INVALID
 
 
 def _holds(state: State, key: str, meta: Meta) -> bool:
