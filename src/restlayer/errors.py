@@ -266,4 +266,16 @@ class SharedStoreError(RestLayerError):
 
     The controller catches it and keeps working on its local store; a store
     backend raises it for every failure of its own transport.
+
+    `refused` is True when the store answered but refused the operation (Redis out
+    of memory under `noeviction`, a read-only replica after a failover): the
+    connection works, so the controller skips that operation and stays connected
+    instead of reconnecting and expiring its local data as after an outage.
     """
+
+    refused: bool = False
+
+    def __init__(self, message: str, *, refused: bool = False) -> None:
+        super().__init__(message)
+        if refused:
+            self.refused = True

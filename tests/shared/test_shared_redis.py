@@ -18,9 +18,9 @@ import pytest
 import redis.asyncio as aioredis
 from redis.crc import key_slot
 
-from examples.redis_server import RedisServer
+from examples.redis_server import RedisServer, free_port
 from restlayer.core import Controller, SharedManager
-from restlayer.errors import ClosedError, ParamError, ResetError, SharedStoreError
+from restlayer.errors import ClosedError, ParamError, ResetError, SharedStoreError, StatusError
 from restlayer.rest import RestEndpoint, resource
 from restlayer.stores import RedisStore
 from tests.core._models import Clock, Todo, gets
@@ -275,6 +275,21 @@ async def test_reset_clears_the_namespace_only_when_asked(make: Make, res: Any, 
     clearer.reset_entire_store()
     await shared(clearer).flush()
     assert [n async for n in raw.scan_iter(match=pattern)] == []
+
+
+async def test_a_reset_clearing_the_namespace_makes_the_other_processes_drop_their_copies(
+    make: Make, res: Any, api: Any
+) -> None:
+    """Told nothing, the others went on serving what the reset cleared as fresh until it expired."""
+    keeper, clearer = make(), make(clear_on_reset=True)
+    await started(keeper, clearer)
+    await keeper.fetch(res.Todo.get, id=1)
+    await shared(keeper).flush()
+    clearer.reset_entire_store()
+    await shared(clearer).flush()
+    await until(keeper, lambda: keeper.cache(res.Todo.get, id=1) is None)
+    assert (await asyncio.wait_for(keeper.suspense(res.Todo.get, id=1), 10)).id == 1
+    assert len(gets(api, "/todos/1")) == 2  # fetched again, as after a reset of its own
 
 
 async def test_unreachable_at_start_works_locally_then_rejoins(
@@ -833,3 +848,148 @@ async def test_an_announced_row_started_at_an_infinite_time_is_ignored(
     assert "malformed" in caplog.text
     edited = await reader.fetch(res.Todo.partial_update, {"id": 1}, {"title": "edited"})
     assert edited.title == "edited" and title(reader.get(Todo, {"id": 1})) == "edited"
+
+
+@pytest.mark.parametrize("refusal", ["out of memory", "read-only replica"])
+async def test_a_redis_refusing_writes_is_not_an_outage(
+    private_redis: RedisServer, make: Make, res: Any, caplog: pytest.LogCaptureFixture, refusal: str
+) -> None:
+    """Taken for a lost connection, every refused write reconnected and expired all local data (two warnings each)."""
+    ctrl = make(private_redis.url)
+    await started(ctrl)
+    await ctrl.fetch(res.Todo.get, id=1)
+    await shared(ctrl).flush()
+    fresh_until = ctrl.get_response(res.Todo.get, id=1).expires_at
+    admin = aioredis.Redis.from_url(private_redis.url)
+    try:
+        if refusal == "out of memory":
+            await admin.config_set("maxmemory-policy", "noeviction")
+            await admin.config_set("maxmemory", "1")
+        else:
+            await admin.replicaof("127.0.0.1", free_port())
+        with caplog.at_level(logging.WARNING, logger="restlayer.shared"):
+            for todo_id in (2, 3):
+                assert (await asyncio.wait_for(ctrl.fetch(res.Todo.get, id=todo_id), 10)).id == todo_id
+                await shared(ctrl).flush()
+        await (admin.config_set("maxmemory", "0") if refusal == "out of memory" else admin.replicaof("NO", "ONE"))
+        seen = shared(ctrl).received
+        await ctrl.fetch(res.Todo.get, id=4)
+        await until(ctrl, lambda: shared(ctrl).received > seen)  # its own announcement of todo 4 came back
+    finally:
+        await admin.aclose()
+    assert caplog.text.count("refused a write") == 1 and "unreachable" not in caplog.text
+    assert shared(ctrl).online
+    assert ctrl.get_response(res.Todo.get, id=1).expires_at == fresh_until  # not expired as after an outage
+
+
+async def test_an_edit_made_while_redis_was_down_is_shared_when_it_is_back(
+    private_redis: RedisServer, make: Make, res: Any, api: Any
+) -> None:
+    """Dropped, the Redis that restarted from its snapshot kept the pre-edit row as fresh for every process."""
+    ctrl = make(private_redis.url)
+    await started(ctrl)
+    await ctrl.fetch(res.Todo.get, id=1)
+    await shared(ctrl).flush()
+    admin = aioredis.Redis.from_url(private_redis.url)
+    try:
+        await admin.save()  # the restarted server loads this snapshot: todo 1 as first fetched
+    finally:
+        await admin.aclose()
+    private_redis.stop()
+    await asyncio.wait_for(ctrl.fetch(res.Todo.get, id=3), 10)  # notices Redis is gone
+    assert not shared(ctrl).online
+    ctrl.set(Todo, {"id": 1}, {"id": 1, "title": "edited while redis was down"})
+    private_redis.start()
+    await asyncio.wait_for(shared(ctrl).wait_online(), 20)
+    await asyncio.wait_for(shared(ctrl).flush(), 10)
+    other = make(private_redis.url)
+    await started(other)
+    todo = await asyncio.wait_for(other.suspense(res.Todo.get, id=1), 10)
+    assert todo.title == "edited while redis was down" and len(gets(api, "/todos/1")) == 1
+
+
+async def test_more_edits_while_redis_was_down_than_are_kept_expire_every_shared_key(
+    private_redis: RedisServer, make: Make, res: Any, api: Any
+) -> None:
+    """The oldest edits kept for the rejoin are dropped past the limit: the rows they replaced must not stay fresh."""
+    ctrl = make(private_redis.url)
+    await started(ctrl)
+    await ctrl.fetch(res.Todo.get, id=1)
+    await shared(ctrl).flush()
+    admin = aioredis.Redis.from_url(private_redis.url)
+    try:
+        await admin.save()
+    finally:
+        await admin.aclose()
+    private_redis.stop()
+    await asyncio.wait_for(ctrl.fetch(res.Todo.get, id=3), 10)  # notices Redis is gone
+    ctrl.set(Todo, {"id": 1}, {"id": 1, "title": "edited while redis was down"})
+    for todo_id in range(1000, 2001):
+        ctrl.set(Todo, {"id": todo_id}, {"id": todo_id, "title": "filler"})
+    private_redis.start()
+    await asyncio.wait_for(shared(ctrl).wait_online(), 20)
+    await asyncio.wait_for(shared(ctrl).flush(), 30)
+    other = make(private_redis.url)
+    await started(other)
+    await asyncio.wait_for(other.suspense(res.Todo.get, id=1), 10)
+    assert len(gets(api, "/todos/1")) == 2  # expired in Redis: fetched again, not the pre-edit row as fresh
+
+
+async def test_fleets_in_two_databases_of_one_server_do_not_merge_each_others_rows(
+    redis_server: RedisServer, namespace: str, res: Any
+) -> None:
+    """Redis publishes to the clients of every database: the other database's fleet took these rows as its own."""
+    base = redis_server.url.rsplit("/", 1)[0]
+    first = Controller(shared=SharedManager(RedisStore(f"{base}/0", namespace=namespace)))
+    second = Controller(shared=SharedManager(RedisStore(f"{base}/1", namespace=namespace)))
+    try:
+        await started(first, second)
+        await second.fetch(res.Todo.get, id=1)
+        await shared(second).flush()
+        first.set(Todo, {"id": 1}, {"id": 1, "title": "the other database's"})
+        await shared(first).flush()
+        seen = shared(second).received
+        second.set(Todo, {"id": 2}, {"id": 2, "title": "its own"})  # announced after the other's, in order
+        await until(second, lambda: shared(second).received > seen)
+        assert title(second.get(Todo, {"id": 2})) == "its own"
+        assert title(second.get(Todo, {"id": 1})) == "delectus aut autem"
+    finally:
+        for ctrl in (first, second):
+            ctrl.close()
+            await shared(ctrl).wait_closed()
+
+
+async def test_a_write_redis_drops_the_connection_for_is_not_retried_for_good(
+    private_redis: RedisServer, make: Make, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Kept and sent again at each rejoin, it would take the store offline for good, holding back the rest."""
+    admin = aioredis.Redis.from_url(private_redis.url)
+    try:
+        await admin.config_set("client-query-buffer-limit", "1mb")  # Redis closes the connection of a larger call
+    finally:
+        await admin.aclose()
+    writer, reader = make(private_redis.url), make(private_redis.url)
+    await started(writer, reader)
+    with caplog.at_level(logging.WARNING, logger="restlayer.shared"):
+        writer.set(Todo, {"id": 1}, {"id": 1, "title": "x" * 3_000_000})
+        writer.set(Todo, {"id": 2}, {"id": 2, "title": "shared after it"})
+        await until(reader, lambda: title(reader.get(Todo, {"id": 2})) == "shared after it")
+    assert "dropped a shared-store write" in caplog.text
+
+
+async def test_a_shared_copy_of_an_entity_deleted_since_is_fetched_again_as_in_the_deleting_process(
+    make: Make, res: Any, api: Any
+) -> None:
+    """Read through, the copy named the deleted row and suspense answered None without a request."""
+    deleter = make()
+    await started(deleter)
+    await deleter.fetch(res.Todo.get, id=1)
+    await deleter.fetch(res.Todo.delete, id=1)
+    await shared(deleter).flush()
+    reader = make()  # a process started since: it holds nothing of todo 1
+    await started(reader)
+    for ctrl in (deleter, reader):
+        with pytest.raises(StatusError) as caught:
+            await asyncio.wait_for(ctrl.suspense(res.Todo.get, id=1), 10)
+        assert caught.value.status == 404
+    assert len(gets(api, "/todos/1")) == 3

@@ -13,7 +13,8 @@ backend). `SharedManager`, a manager given the backend, adds three things:
   key's lock and sends the request, or waits for the holder's announcement.
 
 When the backend is unreachable the controller works locally, logs once and
-rejoins (expiring its local data, a coarse resync) when the backend is back.
+rejoins (expiring its local data, a coarse resync) when the backend is back,
+handing over first the writes it made meanwhile (a bounded number).
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ import json
 import logging
 import math
 import weakref
+from collections import deque
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
@@ -34,6 +36,7 @@ from restlayer.core import _actions as act
 from restlayer.core._patch import EntityRow, IndexRow, Meta, Patch, merge_patch
 from restlayer.core._read import read_response
 from restlayer.core.endpoint import keys_pages_as_one
+from restlayer.core.expiry import ExpiryStatus
 from restlayer.core.manager import Manager, Next
 from restlayer.errors import ClosedError, ParamError, ResetError, SharedStoreError
 from restlayer.schema import INVALID, MemoCache
@@ -112,6 +115,8 @@ Queued = Write | Callable[[], Awaitable[Write]] | asyncio.Future[None]
 _ATTACHED: weakref.WeakValueDictionary[int, SharedManager] = weakref.WeakValueDictionary()
 _ATTEMPTS = 8  # rounds of read / lock / wait before a waiter fetches without the lock
 _FILL_ROUNDS = 4  # levels of entities a read-through looks for beyond its snapshot's rows
+_MISSED_MAX = 1000  # writes kept while the backend is unreachable, handed over when it is back
+_MISSED_TRIES = 3  # rejoins in a row a kept write may fail on before it is dropped (it may be what fails)
 
 
 class SharedManager(Manager):
@@ -120,8 +125,8 @@ class SharedManager(Manager):
     `lock_ms` (milliseconds or a `datetime.timedelta`) bounds how long other processes wait
     for a dead fetching process before fetching themselves (a live one extends its lock every
     `lock_ms / 3`);
-    `clear_on_reset` makes `reset_entire_store` clear the shared store too
-    (otherwise a reset is local).
+    `clear_on_reset` makes `reset_entire_store` clear the shared store too, and
+    invalidate the keys it held in the other processes (otherwise a reset is local).
     """
 
     def __init__(self, store: SharedStore, *, lock_ms: int | timedelta = 30_000, clear_on_reset: bool = False) -> None:
@@ -133,6 +138,7 @@ class SharedManager(Manager):
         self._controller: Controller | None = None
         self._replaying = False
         self._reported = False
+        self._refusing = False  # a refusal was logged and no write succeeded since
         self._ever_offline = False
         self._started = False
         self._closed = False
@@ -140,6 +146,12 @@ class SharedManager(Manager):
         self._online_event = asyncio.Event()
         self._kick = asyncio.Event()
         self._queue: asyncio.Queue[Queued] = asyncio.Queue()
+        # writes made while the backend was unreachable, in order, handed over first when it is back;
+        # `_overflowed`: older ones were dropped, so every shared key is expired before the rest
+        self._missed: deque[Write | Callable[[], Awaitable[Write]]] = deque()
+        self._overflowed = False
+        self._tries = 0  # rejoins in a row on which the oldest kept write failed
+        self._given_up = False  # the store refused to open for good: nothing is kept for it
         self._pending: dict[str, list[act.Fetch]] = {}
         self._waiters: dict[str, list[asyncio.Future[str]]] = {}
         # endpoint key -> the token of its fleet lock, held by whichever request of the key replies next (the
@@ -289,6 +301,8 @@ class SharedManager(Manager):
         """The store refused to open for good: work on the local store only, without retrying."""
         log.error("the shared store %r cannot be used, working on the local store only: %s", self.store, error)
         self._reported = True  # said above: no "unreachable ... until it is back" warning
+        self._given_up = True
+        self._missed.clear()
         self._went_offline(error)
         self._first.set()
 
@@ -304,6 +318,19 @@ class SharedManager(Manager):
             log.warning("shared store unreachable (%s); working on the local store until it is back", error)
         self._kick.set()
 
+    def _failed(self, error: SharedStoreError) -> None:
+        """A store call failed: refused by a store that answered, or the store is unreachable (offline).
+
+        A refusal (Redis out of memory, a read-only replica) skips that one operation: going
+        offline would reconnect at once and expire the local data after every write, with
+        two warnings each time, while nothing was missed.
+        """
+        if not error.refused:
+            self._went_offline(error)
+        elif not self._refusing:
+            self._refusing = True
+            log.warning("the shared store refused a write (%s); changes stay local until it accepts them", error)
+
     def _came_online(self) -> None:
         rejoined = self._ever_offline
         self.online = True
@@ -313,6 +340,8 @@ class SharedManager(Manager):
         if rejoined:
             log.warning("shared store reachable again; local data expired to re-read it")
             self._replay(act.ExpireAll(lambda key: True))
+        if self._missed or self._overflowed:  # wake the write loop: the missed writes go first
+            self._enqueue(asyncio.get_running_loop().create_future())
 
     # ----- announcements ----------------------------------------------------------------------
     def _on_patch(self, patch: Patch) -> None:
@@ -379,9 +408,25 @@ class SharedManager(Manager):
         elif isinstance(action, (act.InvalidateAll, act.ExpireAll)):
             self._enqueue(self._matching(controller, action))
         elif isinstance(action, act.Reset) and self.clear_on_reset:
-            self._enqueue(Write(Patch(), clear=True, now=controller.now()))
+            self._enqueue(self._cleared(controller))
 
-    def _matching(self, controller: Controller, action: act.InvalidateAll | act.ExpireAll) -> Queued:
+    def _cleared(self, controller: Controller) -> Callable[[], Awaitable[Write]]:
+        """The write clearing the shared store, announcing every endpoint key it held as invalidated.
+
+        The other processes hold copies of those keys: told nothing, they would go on serving
+        what the reset dropped until it expired (and hand it on through their next writes).
+        Invalidated, not reset, there: their own requests in flight are not failed.
+        """
+
+        async def build() -> Write:
+            keys = tuple(sorted(await self.store.keys()))  # read before the clear deletes them
+            return Write(Patch(invalidated=keys), clear=True, now=controller.now())
+
+        return build
+
+    def _matching(
+        self, controller: Controller, action: act.InvalidateAll | act.ExpireAll
+    ) -> Callable[[], Awaitable[Write]]:
         """A write of every local or shared key passing the action's test (the shared keys read later)."""
         local = [key for key in controller.get_committed_state().meta if action.test_key(key)]
         invalidate = isinstance(action, act.InvalidateAll)
@@ -428,14 +473,19 @@ class SharedManager(Manager):
 
     # ----- writing ----------------------------------------------------------------------------
     def _may_write(self) -> bool:
-        """Online, or still connecting (writes then wait for the connection)."""
-        return self.online or not self._first.is_set()
+        """Whether changes are queued for the backend: unless it refused to open for good.
+
+        While it is unreachable they are kept (`_missed`) and handed over when it is back:
+        dropped, the other processes would keep the rows they replaced as fresh, and the
+        backend would hand them to every process reading through.
+        """
+        return not self._given_up
 
     def _enqueue(self, item: Queued) -> None:
         self._queue.put_nowait(item)
 
     async def _write_loop(self) -> None:
-        """Hand queued writes to the backend in order; while offline they are dropped.
+        """Hand queued writes to the backend in order; while offline they are kept for the rejoin.
 
         A write failing with an error the backend does not turn into `SharedStoreError`
         (a bug of its own) is logged and skipped: the loop must go on, or every later
@@ -446,33 +496,104 @@ class SharedManager(Manager):
             item = await self._queue.get()
             try:
                 if isinstance(item, asyncio.Future):
+                    await self._hand_over_missed()  # a read-through waiting on it must find them stored
                     if not item.done():
                         item.set_result(None)
-                elif self.online:
-                    await self._write_one(item)
+                elif not await self._write_online(item):
+                    self._miss(item)
             except Exception:
                 log.exception("a shared-store write failed unexpectedly; skipped")
             finally:
                 self._queue.task_done()
             _raise_if_cancelling()
 
-    async def _write_one(self, item: Write | Callable[[], Awaitable[Write]]) -> None:
+    async def _write_online(self, item: Write | Callable[[], Awaitable[Write]]) -> bool:
+        """Hand `item` over after the writes missed while offline; False when the backend is unreachable."""
+        return await self._hand_over_missed() and self.online and await self._write_one(item)
+
+    async def _hand_over_missed(self) -> bool:
+        """Hand over, in order, the writes kept while the backend was unreachable; False when it is again."""
+        if self.online and self._overflowed and self._controller is not None:
+            if not await self._write_one(self._matching(self._controller, act.ExpireAll(lambda key: True))):
+                return False
+            self._overflowed = False
+        while self.online and self._missed:
+            if not await self._hand_over_oldest():
+                return False
+        return self.online
+
+    async def _hand_over_oldest(self) -> bool:
+        """Hand over the oldest kept write; False (still kept) when the backend is unreachable again.
+
+        A write that fails on `_MISSED_TRIES` rejoins in a row (one Redis drops the connection
+        for, too large for its query buffer, say), or fails unexpectedly, is dropped and every
+        shared key expired instead (`_overflowed`): kept, it would hold back every later write
+        and take the store offline again at each rejoin, for good.
+        """
+        missed = self._missed[0]
+        if isinstance(missed, Write) and self._controller is not None:  # key lifetimes dated from now
+            missed = replace(missed, now=self._controller.now())
+        try:
+            written: bool | None = await self._write_one(missed)
+        except Exception:
+            log.exception("a shared-store write kept while offline failed unexpectedly; dropped")
+            written = None
+        if written is False:
+            self._tries += 1
+            if self._tries < _MISSED_TRIES:
+                return False
+            log.warning("dropped a shared-store write that failed on %d reconnections in a row", self._tries)
+        self._missed.popleft()
+        self._tries = 0
+        if not written:
+            self._overflowed = True  # the dropped write's keys (and all others) are expired in the store
+        return self.online
+
+    def _miss(self, item: Write | Callable[[], Awaitable[Write]]) -> None:
+        """Keep a write the backend could not take, for when it is back (at most `_MISSED_MAX`).
+
+        Lock releases are left out (the locks went with the connection). Past the limit the
+        oldest are dropped and `_overflowed` set: every shared key is then expired first.
+        """
+        if self._given_up or self._closed:
+            return
+        if isinstance(item, Write):
+            item = replace(item, patch=replace(item.patch, released=()), unlock=())
+            if not item.patch and not item.clear:
+                return
+        if len(self._missed) >= _MISSED_MAX:
+            self._missed.popleft()
+            self._overflowed = True
+        self._missed.append(item)
+
+    async def _write_one(self, item: Write | Callable[[], Awaitable[Write]]) -> bool:
+        """Hand one write to the backend; False when it turned out unreachable (the write is to be kept).
+
+        A write the backend refused, or one holding a value JSON cannot, is skipped (True).
+        """
         if isinstance(item, Write):
             self._held.difference_update(item.unlock)
         write = item if isinstance(item, Write) else await self._built(item)
         if write is None:
-            return
+            return self.online
         try:
             await self.store.write(write)
         except SharedStoreError as exc:
             _raise_if_cancelling(exc)
-            self._went_offline(exc)
+            self._failed(exc)
+            if not exc.refused:
+                return False
+            await self._release_unwritten(write)
+            return True
         except (TypeError, ValueError, RecursionError) as exc:
             if _encodes(write):  # the values are JSON: the store itself failed
                 log.exception("the shared store %r failed to write; skipped", self.store)
             else:  # a value JSON cannot hold: kept local only
                 log.warning("not shared (not JSON): %s", exc)
             await self._release_unwritten(write)
+            return True
+        self._refusing = False  # stored: a later refusal is a new one, worth a warning
+        return True
 
     async def _release_unwritten(self, write: Write) -> None:
         """Release the locks a write that was not stored would have released (others need not wait them out)."""
@@ -496,7 +617,7 @@ class SharedManager(Manager):
             return await build()
         except SharedStoreError as exc:
             _raise_if_cancelling(exc)
-            self._went_offline(exc)
+            self._failed(exc)
         except Exception:
             log.exception("a shared-store write could not be built (a test_key raised?); skipped")
         return None
@@ -525,7 +646,7 @@ class SharedManager(Manager):
             await written
             found = await self._find(controller, key) if self.online else None
         except SharedStoreError as exc:
-            self._went_offline(exc)
+            self._failed(exc)
             found = None
         except Exception:  # a backend's own bug: its callers must still be answered, from the network
             log.exception("reading %s from the shared store failed unexpectedly; fetching it", key)
@@ -564,7 +685,7 @@ class SharedManager(Manager):
                     return
             except SharedStoreError as exc:
                 _raise_if_cancelling(exc)
-                self._went_offline(exc)
+                self._failed(exc)
                 return
 
     async def _find(self, controller: Controller, key: str) -> Snapshot | str | None:
@@ -634,10 +755,13 @@ class SharedManager(Manager):
             await self._add_missing(controller, first, reset)
         except SharedStoreError as exc:
             _raise_if_cancelling(exc)
-            self._went_offline(exc)
+            self._failed(exc)
         except Exception:  # a backend's own bug: the snapshot is stored, answer with it
             log.exception("reading the entities of %s from the shared store failed unexpectedly", first.key)
         dropped = controller.resets != reset
+        if not dropped and _reads_deleted(controller, first):
+            log.debug("the shared copy of %s names an entity deleted since; fetching it", first.key)
+            return False
         for action in actions:
             if action.future is not None and not action.future.done():
                 if dropped:  # a reset came while the rows were read: like a request in flight, dropped
@@ -725,6 +849,14 @@ def _fresh(controller: Controller, key: str) -> bool:
         and meta.get("error") is None
         and controller.now() <= meta.get("expires_at", 0)
     )
+
+
+def _reads_deleted(controller: Controller, fetch: act.Fetch) -> bool:
+    """Whether the stored result of `fetch` reads as invalid: a shared copy naming an entity deleted
+    after it was fetched (a newer row of `None`). The process that deleted it holds the same rows and
+    fetches the key again (`suspense` then raises the 404): served as is, the copy would answer `None`."""
+    response = read_response(MemoCache(), fetch.endpoint, fetch.args, controller.get_committed_state())[0]
+    return response.expiry_status == ExpiryStatus.INVALID
 
 
 def _holds(state: State, key: str, meta: Meta) -> bool:

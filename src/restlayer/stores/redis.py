@@ -8,7 +8,8 @@ lives on one cluster node; spread load with several namespaces.
 
 Layout (``P`` = ``rl:{namespace}:``): ``P e:<json [entity key, pk]>`` and
 ``P r:<endpoint key>`` are hashes (``f`` = fetched_at, ``d`` = JSON, ``x`` = expired),
-``P l:<endpoint key>`` the fleet-wide fetch lock, ``P announce`` the channel.
+``P l:<endpoint key>`` the fleet-wide fetch lock, ``P announce`` the channel (``P announce@<db>``
+for a database other than 0: Redis publishes to every database's clients).
 """
 
 from __future__ import annotations
@@ -102,12 +103,26 @@ def _foreign(error: object) -> bool:
     return isinstance(error, ResponseError) and str(error).startswith("WRONGTYPE")
 
 
-def _check_url(url: str) -> None:
-    """SharedStoreError for a URL redis-py cannot connect with (found now, not in the background at first use)."""
+def _database(url: str) -> int:
+    """The database number `url` selects (0 when it names none).
+
+    SharedStoreError for a URL redis-py cannot connect with (found now, not in the background at first use).
+    """
     try:
-        parse_url(url)
+        db = parse_url(url).get("db")
     except (TypeError, ValueError) as exc:
         raise SharedStoreError(f"invalid Redis URL {url!r}: {exc}") from exc
+    return int(db or 0)
+
+
+def _channel(prefix: str, db: int) -> str:
+    """The namespace's announcement channel in database `db`.
+
+    Redis delivers a publication to the subscribers of every database, so two fleets on one
+    server in different databases (production and staging, say) under the same namespace would
+    merge each other's rows; the database number (past 0, whose name stays as it was) keeps them apart.
+    """
+    return f"{prefix}announce" if db == 0 else f"{prefix}announce@{db}"
 
 
 def _seconds(timeout: object) -> float:
@@ -144,14 +159,14 @@ class RedisStore:
     ) -> None:
         if not namespace or any(c in namespace for c in "{}"):
             raise SharedStoreError(f"namespace {namespace!r} must be non-empty and without braces")
-        _check_url(url)
+        db = _database(url)
         self.url = url
         self.namespace = namespace
         self.keep_ms = length_ms(keep_ms, "RedisStore: keep_ms", zero_ok=True)
         self.timeout = _seconds(timeout)
         self.max_connections = _pool_size(max_connections)
         self.prefix = f"rl:{{{namespace}}}:"
-        self.channel = self.prefix + "announce"
+        self.channel = _channel(self.prefix, db)
         self.source = secrets.token_hex(8)
         self._client: aioredis.Redis | None = None
         self._listener: aioredis.Redis | None = None
@@ -180,11 +195,18 @@ class RedisStore:
     # ----- connection ---------------------------------------------------------------------------
     @contextlib.asynccontextmanager
     async def _calls(self) -> AsyncIterator[aioredis.Redis]:
-        """The client, with every Redis or socket failure turned into SharedStoreError."""
+        """The client, with every Redis or socket failure turned into SharedStoreError.
+
+        An error reply (`ResponseError`: out of memory, a read-only replica) is one `refused`:
+        Redis answered, so reconnecting would not help and the store is not offline.
+        """
         if self._client is None:
             raise SharedStoreError("RedisStore is not open")
         try:
             yield self._client
+        except ResponseError as exc:  # the server answered: the connection is fine, this call was refused
+            log.debug("redis refused a call", exc_info=True)
+            raise SharedStoreError(f"redis at {self.url} refused: {exc}", refused=True) from exc
         except _FAILURES as exc:
             log.debug("redis call failed", exc_info=True)
             raise SharedStoreError(f"redis at {self.url}: {exc}") from exc
