@@ -24,6 +24,7 @@ from restlayer import (
 from restlayer.graphql import GQLEndpoint, GQLEvents, GQLNetworkError, GQLSubscription
 from restlayer.graphql._subscription import reopens
 from restlayer.streams import Backoff
+from restlayer.streams._stream import MIN_RECONNECT_WAIT
 from tests.streams._script import GQL_CONNECTS, GQL_HANDSHAKES, GQL_SCRIPTS
 
 QUERY = "subscription { todoChanged { id title } }"
@@ -323,6 +324,26 @@ async def test_a_dropped_connection_is_reopened_after_the_backoff_and_delivery_r
     assert titles_of(received) == ["connection_init", "subscribe"] * 4
     assert received[1] == received[3] == received[5] == received[7]  # the same operation each time
     assert ctrl.get(Todo, {"id": 1}) == Todo(id=1, title="b")
+
+
+async def test_a_backoff_of_no_wait_still_waits_the_least_reconnect_wait(scripted: Scripted) -> None:
+    """`Backoff(initial=0)` (or `cap=0`) must not reconnect in a tight loop to a server that drops each connection:
+    a subscription waits at least the floor streams wait."""
+    delays = Delays()
+    sub, _ = scripted(
+        [
+            "DROP",
+            nxt({"data": {"todoChanged": {"id": 1, "title": "back"}}}),
+            json.dumps({"id": "1", "type": "complete"}),
+        ],
+        backoff=Backoff(initial=0, jitter=0, sleep=delays),
+        retries=None,
+    )
+    events = sub.events(Controller())
+    async with events:
+        seen = [data["todoChanged"].title async for data in events]
+    assert seen == ["back"]
+    assert delays.delays == [MIN_RECONNECT_WAIT]
 
 
 @pytest.mark.parametrize("code", [1011, 1008, 4400, 4401, 4403, 4409, 4500])

@@ -305,7 +305,7 @@ class GQLEvents(Generic[T_co]):
                     raise TransportError(
                         f"{sub.ws_url}: gave up after {sub.retries} reconnects: {lost}", status=500
                     ) from lost
-                wait = backoff.delay(failures)
+                wait = _reconnect_wait(backoff, failures)
                 log.warning("GraphQL subscription %s: %s; reconnecting in %.2fs", sub.endpoint.name, lost, wait)
                 await _unless_closed(closing, backoff.sleep(wait))
         except ClosedError:
@@ -331,6 +331,15 @@ def _default_backoff() -> ReconnectBackoff:
             "GraphQL subscriptions need the 'streams' extra: pip install 'restlayer[streams]'"
         ) from exc
     return Backoff()
+
+
+def _reconnect_wait(backoff: ReconnectBackoff, failures: int) -> float:
+    """Seconds to wait before reconnect number `failures`: the backoff's delay, never less than the floor
+    streams keep (`Backoff(initial=0)` or `cap=0` gives 0: a server dropping each connection at once
+    would be hit in a tight loop). The streams extra is installed: a connection was opened already."""
+    from restlayer.streams._stream import MIN_RECONNECT_WAIT
+
+    return max(MIN_RECONNECT_WAIT, backoff.delay(failures))
 
 
 async def _unless_closed(closing: asyncio.Event, step: Awaitable[T]) -> T:
