@@ -398,3 +398,10 @@ def test_bad_stream_options_raise_param_error() -> None:
     for name in ("initial", "factor", "cap", "jitter"):  # a NaN wait would be no wait: a tight reconnect loop
         with pytest.raises(ParamError, match=f"Backoff: {name} must be a non-negative number"):
             Backoff(**{name: float("nan")})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("name", ["initial", "factor", "cap"])
+def test_a_backoff_of_infinite_seconds_is_a_param_error(name: str) -> None:
+    """An infinite wait would never reconnect (the stream or subscription silently stays down)."""
+    with pytest.raises(ParamError, match=f"Backoff: {name} must be a finite"):
+        Backoff(**{name: float("inf")})  # type: ignore[arg-type]
