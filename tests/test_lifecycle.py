@@ -225,3 +225,25 @@ async def test_a_factory_that_raises_is_a_param_error_with_its_error_as_cause(
     with pytest.raises(ParamError, match="configure_client: the factory raised RuntimeError: no certificates") as info:
         await RestEndpoint(path="/_test/echo", url_prefix=api.url)()
     assert type(info.value.__cause__) is RuntimeError
+
+
+@pytest.mark.parametrize(
+    ("headers", "match"),
+    [
+        ({"X-A": "a\r\nX-B: b"}, "header 'X-A' value contains a line break"),
+        ({"bad name": "v"}, "'bad name' is not a valid header name"),
+        ({"Authorization": "Bearer a\0b"}, "header 'Authorization' value contains a line break or NUL"),
+        ([("X-A", " padded")], "header 'X-A' value starts or ends with whitespace"),
+    ],
+    ids=["line-break", "name", "nul", "padded"],
+)
+async def test_configure_client_refuses_headers_no_request_could_send(
+    api: Any, headers: object, match: str, default_client_config: None
+) -> None:
+    """Checked as an endpoint's own headers are: else every request fails when sent, as a transport
+    failure (status 500) error policies take for a server down, not the caller's mistake."""
+    await restlayer.aclose()
+    with pytest.raises(ParamError, match=f"configure_client: {match}"):
+        configure_client(headers=headers)
+    seen = await RestEndpoint(path="/_test/echo", url_prefix=api.url)()
+    assert seen["path"] == "/_test/echo"  # the refused headers were not kept

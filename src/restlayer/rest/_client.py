@@ -75,6 +75,17 @@ def _check_values(options: dict[str, object]) -> None:
             f"configure_client: httpx.AsyncClient refused {', '.join(sorted(options))}: {type(exc).__name__}: {exc}"
         ) from exc
     _check_timeout(trial.timeout)
+    if options.get("headers") is not None:
+        _check_client_headers(options["headers"])
+
+
+def _check_client_headers(headers: object) -> None:
+    """The shared clients' headers pass the check an endpoint's own do (a token name, ASCII value, no CR, LF or
+    NUL, no padding): else every request would fail only when sent, as a transport failure (status 500) that
+    error policies take for a server down rather than the caller's mistake."""
+    from restlayer.rest.endpoint import _check_headers  # imported here: the endpoint module imports this one
+
+    _check_headers(headers, "configure_client")
 
 
 def _check_timeout(timeout: httpx.Timeout) -> None:
