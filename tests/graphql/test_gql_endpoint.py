@@ -275,6 +275,23 @@ async def test_a_content_mode_other_than_json_is_refused_when_defined(api: Local
     assert len(api.requests) == 1
 
 
+async def test_a_path_is_refused_when_defined_as_every_operation_posts_to_the_url(api: LocalServer) -> None:
+    """`path=` was silently ignored: the request went to the url alone, not where the caller asked."""
+    with pytest.raises(ParamError, match="GQLEndpoint sends every operation to its url: path='/graphql'"):
+        GQLEndpoint(api.url, path="/graphql")
+    gql = GQLEndpoint(f"{api.url}/graphql")
+    with pytest.raises(ParamError, match="path='/v2'"):
+        gql.query(USER_QUERY, {"user": User}, path="/v2")
+
+    class Routed(GQLEndpoint[Any]):
+        path = "/graphql"
+
+    with pytest.raises(ParamError, match="path='/graphql'"):
+        Routed(api.url)
+    assert await gql.query(USER_QUERY)({"id": "1"}) == {"user": {"id": "1", "name": "Leanne Graham"}}
+    assert [r.path for r in api.requests] == ["/graphql"]
+
+
 async def test_an_error_reply_over_max_body_size_is_a_body_too_large_error(api: LocalServer) -> None:
     """The error reply was cut at max_body_size and then parsed: "not JSON: Unterminated string", a wrong reason."""
     ep = GQLEndpoint(f"{api.url}/_test/500", max_body_size=10).query("query { x }")

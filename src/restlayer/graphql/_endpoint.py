@@ -101,6 +101,16 @@ def _check_content(endpoint: RestEndpoint[object, ...]) -> None:
         )
 
 
+def _check_no_path(path: object) -> None:
+    """Refuse a `path` (an option or a subclass attribute): every operation is POSTed to the url alone,
+    so a path would be silently ignored and the request sent elsewhere than the caller meant."""
+    if path != "":
+        raise ParamError(
+            f"GQLEndpoint sends every operation to its url: path={path!r} would be ignored; "
+            "give the whole address as the url (GQLEndpoint('https://api.example.com/graphql'))"
+        )
+
+
 class GQLEndpoint(RestEndpoint[T_co]):
     """`await ep(variables)` POSTs `{"query", "variables"}` to `url` and returns `data`.
 
@@ -111,6 +121,7 @@ class GQLEndpoint(RestEndpoint[T_co]):
     def __init__(self, url: str | None = None, **options: object) -> None:
         if url is not None:
             options["url_prefix"] = url
+        _check_no_path(options.get("path", getattr(type(self), "path", "")))
         options.setdefault("path", "")
         options.setdefault("body", None)
         options.setdefault("side_effect", type(self).side_effect)
