@@ -323,6 +323,8 @@ class Stream:
     ) -> None:
         if not isinstance(url, str) or not url:
             raise ParamError(f"{type(self).__name__} needs a url (str), not {url!r}")
+        if name is not None and not isinstance(name, str):  # what logs, task names and errors call it by
+            raise ParamError(f"{type(self).__name__}: name= must be a str or None, not {name!r}")
         self.url = url
         self.name = name or url
         self.backoff = _checked_backoff(backoff)
