@@ -200,8 +200,17 @@ async def test_a_factory_returning_something_else_is_named(api: Any, default_cli
 
 @pytest.mark.parametrize(
     "options",
-    [{"timeout": "30"}, {"timeout": -1}, {"limits": 5}, {"headers": 5}, {"proxy": 5}, {"transport": "http"}],
-    ids=["timeout-str", "timeout-negative", "limits", "headers", "proxy", "transport"],
+    [
+        {"timeout": "30"},
+        {"timeout": -1},
+        {"limits": 5},
+        {"headers": 5},
+        {"proxy": 5},
+        {"transport": "http"},
+        {"follow_redirects": "no"},  # else taken for true: redirects followed
+        {"follow_redirects": None},
+    ],
+    ids=["timeout-str", "timeout-negative", "limits", "headers", "proxy", "transport", "follow-str", "follow-none"],
 )
 def test_configure_client_rejects_bad_option_values_at_once(
     options: dict[str, object], default_client_config: None

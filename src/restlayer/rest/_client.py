@@ -75,6 +75,9 @@ def _check_values(options: dict[str, object]) -> None:
             f"configure_client: httpx.AsyncClient refused {', '.join(sorted(options))}: {type(exc).__name__}: {exc}"
         ) from exc
     _check_timeout(trial.timeout)
+    follow = options.get("follow_redirects", True)
+    if not isinstance(follow, bool):  # httpx keeps any value, and every request reads its truth ("no" is yes)
+        raise ParamError(f"configure_client: follow_redirects must be True or False, not {follow!r}")
     if options.get("headers") is not None:
         _check_client_headers(options["headers"])
 
