@@ -489,6 +489,24 @@ def test_bad_reconnect_options_raise_param_error() -> None:
 
 
 @pytest.mark.parametrize(
+    ("where", "ws_url"),
+    [
+        ("http://127.0.0.1:9/graphql", 5),
+        ("http://127.0.0.1:9/graphql", "http://127.0.0.1:9/graphql"),
+        ("http://127.0.0.1:9/graphql", "not a url"),
+        ("http://127.0.0.1:9/graphql", "ws:///graphql"),
+        ("http://127.0.0.1:9/graphql", "ws://[::1/graphql"),
+        ("ftp://127.0.0.1:9/graphql", None),  # no WebSocket address follows from it
+    ],
+)
+def test_a_ws_url_no_socket_can_open_is_a_param_error_when_defined(where: str, ws_url: object) -> None:
+    """Else the first connect failed as a soft transport error (status 500), or with a bare AttributeError."""
+    gql = GQLEndpoint(where)
+    with pytest.raises(ParamError, match=r"subscription ws_url must be a ws:// or wss:// address"):
+        gql.subscription(QUERY, ws_url=ws_url)  # type: ignore[call-overload]
+
+
+@pytest.mark.parametrize(
     ("code", "reopened"),
     [
         (None, True),  # no close frame at all: the TCP connection dropped (1006)

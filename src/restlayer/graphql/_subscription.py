@@ -19,6 +19,7 @@ import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Final, Generic, Protocol, cast, overload
+from urllib.parse import urlsplit
 
 from restlayer._typing import T, T_co
 from restlayer.errors import ClosedError, NetworkError, ParamError, RestLayerError, TransportError
@@ -118,7 +119,7 @@ class GQLSubscription(Generic[T_co]):
             # 0 (or NaN) would time out every handshake and acknowledgement
             raise ParamError(f"subscription open_timeout must be a number of seconds > 0, not {open_timeout!r}")
         self.endpoint = endpoint
-        self.ws_url = ws_url
+        self.ws_url = _checked_ws_url(ws_url)
         self.open_timeout = open_timeout
         self.backoff = backoff
         self.retries = retries
@@ -188,6 +189,26 @@ def _checked_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
             raise ParamError(f"subscription headers map names to values, both str, not {name!r}: {value!r}")
     _check_headers(checked, "subscription headers")  # what a handshake cannot carry: CR, LF, NUL, non-ASCII
     return checked
+
+
+def _checked_ws_url(url: object) -> str:
+    """`url`; ParamError unless a `ws://` or `wss://` address naming a host. Else the first connect would fail
+    as a transport error (status 500, taken for a server down) or a bare error, for the caller's mistake."""
+    if not isinstance(url, str) or not _ws_address(url):
+        raise ParamError(
+            f"subscription ws_url must be a ws:// or wss:// address naming a host, not {url!r} "
+            "(it follows from an http:// or https:// endpoint url; give ws_url= for any other)"
+        )
+    return url
+
+
+def _ws_address(url: str) -> bool:
+    """Whether `url` is a `ws://` or `wss://` address naming a host."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # not a url at all (an unclosed IPv6 bracket, say)
+        return False
+    return parts.scheme.lower() in ("ws", "wss") and bool(parts.netloc)
 
 
 def _checked_params(params: object) -> dict[str, object]:
