@@ -209,8 +209,27 @@ async def test_a_factory_returning_something_else_is_named(api: Any, default_cli
         {"transport": "http"},
         {"follow_redirects": "no"},  # else taken for true: redirects followed
         {"follow_redirects": None},
+        {"max_redirects": "5"},  # else a bare TypeError at the first redirect
+        {"max_redirects": 1.5},
+        {"max_redirects": -1},
+        {"event_hooks": {"request": [5]}},  # else a bare TypeError at the first request
+        {"event_hooks": {"sent": [print]}},
     ],
-    ids=["timeout-str", "timeout-negative", "limits", "headers", "proxy", "transport", "follow-str", "follow-none"],
+    ids=[
+        "timeout-str",
+        "timeout-negative",
+        "limits",
+        "headers",
+        "proxy",
+        "transport",
+        "follow-str",
+        "follow-none",
+        "max-redirects-str",
+        "max-redirects-float",
+        "max-redirects-negative",
+        "hook-not-callable",
+        "hook-unknown-event",
+    ],
 )
 def test_configure_client_rejects_bad_option_values_at_once(
     options: dict[str, object], default_client_config: None
