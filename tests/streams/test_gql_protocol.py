@@ -478,6 +478,14 @@ def test_bad_authentication_options_raise_param_error(options: dict[str, Any], m
         gql.subscription(QUERY, **options)
 
 
+@pytest.mark.parametrize("name", ["sec-websocket-protocol", "Host", "Upgrade", "Sec-WebSocket-Key", "connection"])
+def test_a_header_of_the_handshake_itself_is_a_param_error(name: str) -> None:
+    """The library writes them: given too, the handshake carried the header twice and the server refused it."""
+    gql = GQLEndpoint("http://127.0.0.1:9/graphql")
+    with pytest.raises(ParamError, match=f"subscription headers: '{name}' is the WebSocket handshake's own"):
+        gql.subscription(QUERY, headers={name: "x"})
+
+
 def test_bad_reconnect_options_raise_param_error() -> None:
     gql = GQLEndpoint("http://127.0.0.1:9/graphql")
     with pytest.raises(ParamError, match="retries must be a count"):

@@ -389,6 +389,10 @@ async def subscribe_later(last_event_id: str | None) -> list[dict[str, Any]]:
         ({"headers": {"Authorization": None}}, "headers="),
         ({"headers": {"X-A": "a\r\nX-B: b"}}, "headers=: header 'X-A' value contains a line break"),
         ({"headers": {"Authorization": "Bearer é"}}, "headers=: header 'Authorization' value is not ASCII"),
+        # the handshake's own: sent twice, the server refuses the handshake (retried forever)
+        ({"headers": {"sec-websocket-protocol": "feed.v1"}}, "'sec-websocket-protocol' is the WebSocket handshake's"),
+        ({"headers": {"Host": "other"}}, "headers=: 'Host' is the WebSocket handshake's own"),
+        ({"headers": {"Sec-WebSocket-Key": "abc"}}, "'Sec-WebSocket-Key' is the WebSocket handshake's own"),
     ],
 )
 def test_options_every_connect_would_fail_with_are_param_errors(options: dict[str, Any], match: str) -> None:

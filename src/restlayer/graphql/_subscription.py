@@ -21,6 +21,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Final, Generic, Protocol, cast, overload
 from urllib.parse import urlsplit
 
+from restlayer._handshake import check_handshake_headers
 from restlayer._typing import T, T_co
 from restlayer.errors import ClosedError, NetworkError, ParamError, RestLayerError, TransportError
 from restlayer.graphql._errors import GQLNetworkError
@@ -188,6 +189,7 @@ def _checked_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
         if not isinstance(name, str) or not isinstance(value, str):
             raise ParamError(f"subscription headers map names to values, both str, not {name!r}: {value!r}")
     _check_headers(checked, "subscription headers")  # what a handshake cannot carry: CR, LF, NUL, non-ASCII
+    check_handshake_headers(checked, "subscription headers")  # its own (the protocol is graphql-transport-ws)
     return checked
 
 
