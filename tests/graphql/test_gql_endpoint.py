@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import math
 import socket
 import urllib.parse
 from typing import Any
@@ -44,7 +45,9 @@ def test_key_is_query_and_compact_variables_in_given_order() -> None:
 
 
 @pytest.mark.parametrize(
-    ("value", "named"), [(datetime.date(2024, 1, 2), "date"), ({1, 2}, "set")], ids=["date", "set"]
+    ("value", "named"),
+    [(datetime.date(2024, 1, 2), "date"), ({1, 2}, "set"), (math.nan, "nan"), (-math.inf, "-inf")],
+    ids=["date", "set", "nan", "infinity"],  # NaN was keyed (and sent by a subscription) as `NaN`: no JSON
 )
 async def test_variables_json_cannot_encode_are_a_param_error_naming_the_member(
     api: LocalServer, get_user: GQLEndpoint, value: object, named: str

@@ -37,6 +37,8 @@ def test_variables_json_cannot_encode_are_refused_before_any_socket_opens() -> N
     changed = gql.subscription(TODO_CHANGED, {"todoChanged": Todo})
     with pytest.raises(ParamError, match=r"variables\['id'\]: datetime is not JSON-serializable"):
         changed.events(Controller(), {"id": datetime.datetime(2024, 1, 2)})
+    with pytest.raises(ParamError, match=r"variables\['id'\]: nan is not valid JSON"):
+        changed.events(Controller(), {"id": float("nan")})  # else sent as `NaN`, which no server can read
 
 
 async def test_subscription_events_are_stored_like_query_results(api: LocalServer) -> None:

@@ -468,6 +468,7 @@ async def test_an_event_over_max_size_ends_the_subscription_and_a_larger_max_siz
         ({"headers": {"X-A": "a\r\nX-B: b"}}, "header 'X-A' value contains a line break"),
         ({"connection_params": "token"}, "connection_params must be a mapping"),
         ({"connection_params": {"when": object()}}, "connection_params cannot be sent as JSON"),
+        ({"connection_params": {"ttl": float("inf")}}, "connection_params cannot be sent as JSON"),  # not `Infinity`
         ({"open_timeout": -1}, "open_timeout must be a number"),
         ({"max_size": 0}, "max_size must be a number of bytes"),
     ],

@@ -78,11 +78,12 @@ def _operation_label(get_query: Callable[..., str]) -> str | None:
 def _key_json(variables: object, name: str) -> str:
     """Compact JSON of the variables, member order kept (the key's second half).
 
-    Variables json cannot encode (a `datetime`, a `set`) are a `ParamError` naming the
-    operation and the member at fault: they could be neither keyed nor sent.
+    Variables json cannot encode (a `datetime`, a `set`, NaN or an infinity, which have no JSON
+    form) are a `ParamError` naming the operation and the member at fault: they could be neither
+    keyed nor sent (a request refuses them; a subscription would send `NaN` to its server).
     """
     try:
-        return json.dumps(variables, separators=(",", ":"), ensure_ascii=False)
+        return json.dumps(variables, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError, RecursionError) as exc:
         where = unencodable(variables, "variables") or exc
         raise ParamError(f"{name}: the GraphQL variables cannot be sent as JSON: {where}") from exc

@@ -219,7 +219,7 @@ def _checked_params(params: object) -> dict[str, object]:
         raise ParamError(f"subscription connection_params must be a mapping with str keys, not {params!r}")
     payload = dict(params)
     try:
-        json.dumps(payload)
+        json.dumps(payload, allow_nan=False)  # NaN or an infinity would go as `NaN`, which is no JSON
     except (TypeError, ValueError, RecursionError) as exc:
         raise ParamError(f"subscription connection_params cannot be sent as JSON: {exc}") from exc
     return payload
