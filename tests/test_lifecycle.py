@@ -200,8 +200,36 @@ async def test_a_factory_returning_something_else_is_named(api: Any, default_cli
 
 @pytest.mark.parametrize(
     "options",
-    [{"timeout": "30"}, {"timeout": -1}, {"limits": 5}, {"headers": 5}, {"proxy": 5}, {"transport": "http"}],
-    ids=["timeout-str", "timeout-negative", "limits", "headers", "proxy", "transport"],
+    [
+        {"timeout": "30"},
+        {"timeout": -1},
+        {"limits": 5},
+        {"headers": 5},
+        {"proxy": 5},
+        {"transport": "http"},
+        {"follow_redirects": "no"},  # else taken for true: redirects followed
+        {"follow_redirects": None},
+        {"max_redirects": "5"},  # else a bare TypeError at the first redirect
+        {"max_redirects": 1.5},
+        {"max_redirects": -1},
+        {"event_hooks": {"request": [5]}},  # else a bare TypeError at the first request
+        {"event_hooks": {"sent": [print]}},
+    ],
+    ids=[
+        "timeout-str",
+        "timeout-negative",
+        "limits",
+        "headers",
+        "proxy",
+        "transport",
+        "follow-str",
+        "follow-none",
+        "max-redirects-str",
+        "max-redirects-float",
+        "max-redirects-negative",
+        "hook-not-callable",
+        "hook-unknown-event",
+    ],
 )
 def test_configure_client_rejects_bad_option_values_at_once(
     options: dict[str, object], default_client_config: None
@@ -225,3 +253,25 @@ async def test_a_factory_that_raises_is_a_param_error_with_its_error_as_cause(
     with pytest.raises(ParamError, match="configure_client: the factory raised RuntimeError: no certificates") as info:
         await RestEndpoint(path="/_test/echo", url_prefix=api.url)()
     assert type(info.value.__cause__) is RuntimeError
+
+
+@pytest.mark.parametrize(
+    ("headers", "match"),
+    [
+        ({"X-A": "a\r\nX-B: b"}, "header 'X-A' value contains a line break"),
+        ({"bad name": "v"}, "'bad name' is not a valid header name"),
+        ({"Authorization": "Bearer a\0b"}, "header 'Authorization' value contains a line break or NUL"),
+        ([("X-A", " padded")], "header 'X-A' value starts or ends with whitespace"),
+    ],
+    ids=["line-break", "name", "nul", "padded"],
+)
+async def test_configure_client_refuses_headers_no_request_could_send(
+    api: Any, headers: object, match: str, default_client_config: None
+) -> None:
+    """Checked as an endpoint's own headers are: else every request fails when sent, as a transport
+    failure (status 500) error policies take for a server down, not the caller's mistake."""
+    await restlayer.aclose()
+    with pytest.raises(ParamError, match=f"configure_client: {match}"):
+        configure_client(headers=headers)
+    seen = await RestEndpoint(path="/_test/echo", url_prefix=api.url)()
+    assert seen["path"] == "/_test/echo"  # the refused headers were not kept

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import math
 import socket
 import urllib.parse
 from typing import Any
@@ -44,7 +45,9 @@ def test_key_is_query_and_compact_variables_in_given_order() -> None:
 
 
 @pytest.mark.parametrize(
-    ("value", "named"), [(datetime.date(2024, 1, 2), "date"), ({1, 2}, "set")], ids=["date", "set"]
+    ("value", "named"),
+    [(datetime.date(2024, 1, 2), "date"), ({1, 2}, "set"), (math.nan, "nan"), (-math.inf, "-inf")],
+    ids=["date", "set", "nan", "infinity"],  # NaN was keyed (and sent by a subscription) as `NaN`: no JSON
 )
 async def test_variables_json_cannot_encode_are_a_param_error_naming_the_member(
     api: LocalServer, get_user: GQLEndpoint, value: object, named: str
@@ -273,6 +276,23 @@ async def test_a_content_mode_other_than_json_is_refused_when_defined(api: Local
         GQLEndpoint(f"{api.url}/graphql", content=content)
     assert await gql.query(USER_QUERY, content="json")({"id": "1"}) == {"user": {"id": "1", "name": "Leanne Graham"}}
     assert len(api.requests) == 1
+
+
+async def test_a_path_is_refused_when_defined_as_every_operation_posts_to_the_url(api: LocalServer) -> None:
+    """`path=` was silently ignored: the request went to the url alone, not where the caller asked."""
+    with pytest.raises(ParamError, match="GQLEndpoint sends every operation to its url: path='/graphql'"):
+        GQLEndpoint(api.url, path="/graphql")
+    gql = GQLEndpoint(f"{api.url}/graphql")
+    with pytest.raises(ParamError, match="path='/v2'"):
+        gql.query(USER_QUERY, {"user": User}, path="/v2")
+
+    class Routed(GQLEndpoint[Any]):
+        path = "/graphql"
+
+    with pytest.raises(ParamError, match="path='/graphql'"):
+        Routed(api.url)
+    assert await gql.query(USER_QUERY)({"id": "1"}) == {"user": {"id": "1", "name": "Leanne Graham"}}
+    assert [r.path for r in api.requests] == ["/graphql"]
 
 
 async def test_an_error_reply_over_max_body_size_is_a_body_too_large_error(api: LocalServer) -> None:

@@ -7,11 +7,12 @@ from typing import Any
 import pytest
 
 from examples.todo_api import LocalServer
+from restlayer import Controller
 from restlayer.graphql import GQLEndpoint
 from restlayer.rest import ExtendedResource, RestEndpoint, resource
 from restlayer.schema import denormalize, normalize
-from tests.graphql.conftest import TODO_QUERY, UPDATE_TODO, last
-from tests.graphql.schemas import Todo
+from tests.graphql.conftest import TODO_QUERY, UPDATE_TODO, USER_QUERY, last
+from tests.graphql.schemas import Todo, User
 
 
 def hybrid(url: str) -> ExtendedResource:
@@ -76,3 +77,21 @@ async def test_graphql_mutation_then_rest_read(api: LocalServer, todos: Extended
     assert last(api).path == "/todos/4"
     await todos.partial_update({"id": 4}, {"title": "rest title"})
     assert (await todos.gql_get({"id": "4"}))["todo"]["title"] == "rest title"
+
+
+async def test_a_numeric_id_of_a_gql_entity_is_stored_and_read_as_its_text(api: LocalServer) -> None:
+    """`GQLEntity.id` is a str (a GraphQL ID): a REST member's numeric id (`1`) is the same entity, stored and
+    returned as `"1"`, not an int its type does not allow."""
+    users = resource(path="/users/:id", schema=User, url_prefix=api.url).extend(
+        lambda base: {"gql_get": GQLEndpoint(f"{api.url}/graphql").query(USER_QUERY, {"user": User})}
+    )
+    async with Controller() as ctrl:
+        over_rest = await ctrl.fetch(users.get, {"id": 1})
+        assert over_rest.id == "1" and over_rest.name == "Leanne Graham"
+        stored: Any = ctrl.get_state()["entities"]["User"]
+        assert stored["1"]["id"] == "1"
+        api.db.update("users", 1, {"name": "renamed"})
+        over_gql = await ctrl.fetch(users.gql_get, {"id": "1"})
+        user = ctrl.get(User, {"id": 1})
+        assert over_gql["user"] is user and user is not None
+        assert user.id == "1" and user.name == "renamed"

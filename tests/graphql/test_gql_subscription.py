@@ -37,6 +37,8 @@ def test_variables_json_cannot_encode_are_refused_before_any_socket_opens() -> N
     changed = gql.subscription(TODO_CHANGED, {"todoChanged": Todo})
     with pytest.raises(ParamError, match=r"variables\['id'\]: datetime is not JSON-serializable"):
         changed.events(Controller(), {"id": datetime.datetime(2024, 1, 2)})
+    with pytest.raises(ParamError, match=r"variables\['id'\]: nan is not valid JSON"):
+        changed.events(Controller(), {"id": float("nan")})  # else sent as `NaN`, which no server can read
 
 
 async def test_subscription_events_are_stored_like_query_results(api: LocalServer) -> None:
@@ -116,7 +118,7 @@ async def test_a_server_restarted_on_the_same_port_is_reconnected_and_the_subscr
     restart = Restart(first)
     try:
         gql = GQLEndpoint(f"{first.url}/graphql")
-        backoff = Backoff(initial=0.05, factor=2, jitter=0, sleep=restart)
+        backoff = Backoff(initial=0.1, factor=2, jitter=0, sleep=restart)
         changed = gql.subscription(TODO_CHANGED, {"todoChanged": Todo}, backoff=backoff)
         events = changed.events(ctrl, {"id": "1"})
         async with events, httpx.AsyncClient() as other:
@@ -135,7 +137,7 @@ async def test_a_server_restarted_on_the_same_port_is_reconnected_and_the_subscr
         await asyncio.to_thread(first.stop)
         if restart.new is not None:
             await asyncio.to_thread(restart.new.stop)
-    assert restart.delays == [0.05, 0.1]  # lost, then refused while the server was down
+    assert restart.delays == [0.1, 0.2]  # lost, then refused while the server was down
     assert events.connects == 2
     stored = ctrl.get(Todo, {"id": 1})
     assert stored is not None and stored.title == "after restart"

@@ -271,6 +271,8 @@ class TestOptionChecks:
             ({"request_init": 5}, "request_init must be a mapping"),
             ({"request_init": {"bogus": 1}}, "request_init has unknown option.s. bogus"),
             ({"request_init": {"timeout": "x"}}, "request_init timeout must be a positive number"),
+            ({"request_init": {"follow_redirects": "no"}}, "follow_redirects must be True or False, not 'no'"),
+            ({"request_init": {"follow_redirects": 0}}, "follow_redirects must be True or False, not 0"),
             ({"client": 5}, "client must be an httpx.AsyncClient or None, not 5"),
             ({"process": 5}, "process must be callable, not 5"),
             ({"get_headers": "x"}, "get_headers must be callable"),

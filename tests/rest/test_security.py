@@ -145,6 +145,19 @@ async def test_get_redirects_are_still_followed(api: LocalServer) -> None:
     assert (seen["method"], seen["path"]) == ("GET", "/_test/echo")
 
 
+async def test_follow_redirects_given_by_get_request_init_that_is_no_bool_is_a_param_error(api: LocalServer) -> None:
+    """`"no"` would count as true: the redirect followed when the caller asked not to."""
+
+    class NoFollow(RestEndpoint):
+        async def get_request_init(self, body: object) -> dict[str, object]:
+            return {**await super().get_request_init(body), "follow_redirects": "no"}
+
+    ep = NoFollow(path="/_test/redirect", url_prefix=api.url)
+    with pytest.raises(ParamError, match="follow_redirects must be True or False, not 'no'"):
+        await ep({"to": f"{api.url}/_test/echo", "code": 301})
+    assert api.requests == []
+
+
 # -- path params -----------------------------------------------------------------------------
 
 

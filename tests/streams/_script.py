@@ -38,6 +38,8 @@ class Script:
     tail: str = ""
     #: The last event id each connection resumed from ("" when none), in order.
     resumed_from: list[str] = field(default_factory=list)
+    #: The request headers of each SSE connection as sent, in order (names in lower case, repeats kept).
+    sent_headers: list[list[tuple[str, str]]] = field(default_factory=list)
     dropped: bool = False
     #: The close code of the WebSocket connection dropped after `drop_after` events.
     drop_code: int = 1011
@@ -68,6 +70,7 @@ async def sse(request: Request) -> Response:
     script = SCRIPTS[request.query_params["key"]]
     last = request.headers.get("last-event-id", "")
     script.resumed_from.append(last)
+    script.sent_headers.append([(name.decode(), value.decode()) for name, value in request.headers.raw])
     if script.status != 200:
         moved = {"location": "/_stream/moved"} if 300 <= script.status < 400 else None
         return Response(status_code=script.status, headers=moved)

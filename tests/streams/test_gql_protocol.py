@@ -24,6 +24,7 @@ from restlayer import (
 from restlayer.graphql import GQLEndpoint, GQLEvents, GQLNetworkError, GQLSubscription
 from restlayer.graphql._subscription import reopens
 from restlayer.streams import Backoff
+from restlayer.streams._stream import MIN_RECONNECT_WAIT
 from tests.streams._script import GQL_CONNECTS, GQL_HANDSHAKES, GQL_SCRIPTS
 
 QUERY = "subscription { todoChanged { id title } }"
@@ -325,6 +326,26 @@ async def test_a_dropped_connection_is_reopened_after_the_backoff_and_delivery_r
     assert ctrl.get(Todo, {"id": 1}) == Todo(id=1, title="b")
 
 
+async def test_a_backoff_of_no_wait_still_waits_the_least_reconnect_wait(scripted: Scripted) -> None:
+    """`Backoff(initial=0)` (or `cap=0`) must not reconnect in a tight loop to a server that drops each connection:
+    a subscription waits at least the floor streams wait."""
+    delays = Delays()
+    sub, _ = scripted(
+        [
+            "DROP",
+            nxt({"data": {"todoChanged": {"id": 1, "title": "back"}}}),
+            json.dumps({"id": "1", "type": "complete"}),
+        ],
+        backoff=Backoff(initial=0, jitter=0, sleep=delays),
+        retries=None,
+    )
+    events = sub.events(Controller())
+    async with events:
+        seen = [data["todoChanged"].title async for data in events]
+    assert seen == ["back"]
+    assert delays.delays == [MIN_RECONNECT_WAIT]
+
+
 @pytest.mark.parametrize("code", [1011, 1008, 4400, 4401, 4403, 4409, 4500])
 async def test_a_close_refusing_the_operation_raises_instead_of_reconnecting(scripted: Scripted, code: int) -> None:
     delays = Delays()
@@ -447,6 +468,7 @@ async def test_an_event_over_max_size_ends_the_subscription_and_a_larger_max_siz
         ({"headers": {"X-A": "a\r\nX-B: b"}}, "header 'X-A' value contains a line break"),
         ({"connection_params": "token"}, "connection_params must be a mapping"),
         ({"connection_params": {"when": object()}}, "connection_params cannot be sent as JSON"),
+        ({"connection_params": {"ttl": float("inf")}}, "connection_params cannot be sent as JSON"),  # not `Infinity`
         ({"open_timeout": -1}, "open_timeout must be a number"),
         ({"max_size": 0}, "max_size must be a number of bytes"),
     ],
@@ -457,6 +479,14 @@ def test_bad_authentication_options_raise_param_error(options: dict[str, Any], m
         gql.subscription(QUERY, **options)
 
 
+@pytest.mark.parametrize("name", ["sec-websocket-protocol", "Host", "Upgrade", "Sec-WebSocket-Key", "connection"])
+def test_a_header_of_the_handshake_itself_is_a_param_error(name: str) -> None:
+    """The library writes them: given too, the handshake carried the header twice and the server refused it."""
+    gql = GQLEndpoint("http://127.0.0.1:9/graphql")
+    with pytest.raises(ParamError, match=f"subscription headers: '{name}' is the WebSocket handshake's own"):
+        gql.subscription(QUERY, headers={name: "x"})
+
+
 def test_bad_reconnect_options_raise_param_error() -> None:
     gql = GQLEndpoint("http://127.0.0.1:9/graphql")
     with pytest.raises(ParamError, match="retries must be a count"):
@@ -465,6 +495,24 @@ def test_bad_reconnect_options_raise_param_error() -> None:
         gql.subscription(QUERY, retries=True)
     with pytest.raises(ParamError, match=r"backoff must be a restlayer\.streams\.Backoff"):
         gql.subscription(QUERY, backoff=0.5)  # type: ignore[call-overload]
+
+
+@pytest.mark.parametrize(
+    ("where", "ws_url"),
+    [
+        ("http://127.0.0.1:9/graphql", 5),
+        ("http://127.0.0.1:9/graphql", "http://127.0.0.1:9/graphql"),
+        ("http://127.0.0.1:9/graphql", "not a url"),
+        ("http://127.0.0.1:9/graphql", "ws:///graphql"),
+        ("http://127.0.0.1:9/graphql", "ws://[::1/graphql"),
+        ("ftp://127.0.0.1:9/graphql", None),  # no WebSocket address follows from it
+    ],
+)
+def test_a_ws_url_no_socket_can_open_is_a_param_error_when_defined(where: str, ws_url: object) -> None:
+    """Else the first connect failed as a soft transport error (status 500), or with a bare AttributeError."""
+    gql = GQLEndpoint(where)
+    with pytest.raises(ParamError, match=r"subscription ws_url must be a ws:// or wss:// address"):
+        gql.subscription(QUERY, ws_url=ws_url)  # type: ignore[call-overload]
 
 
 @pytest.mark.parametrize(

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import json
 import logging
+import re
 import weakref
 from collections.abc import Callable
 
@@ -134,6 +136,33 @@ async def test_a_stream_runs_in_one_manager_at_a_time(script_server: LocalServer
             await stream.until(lambda s: s.connects == 2)
     assert played.resumed_from == ["", "1"] and stream.applied == 1
     second.close()
+
+
+async def test_a_stream_run_directly_is_refused_by_a_manager_up_front(
+    script_server: LocalServer, script: ScriptFactory
+) -> None:
+    """`start()` and `add()` refuse a stream `await stream.run(ctrl)` runs already (as one another manager
+    runs), instead of starting a task that fails with "already running" only in the log."""
+    query, _ = script([event(1)])
+    stream = SSEStream(f"{script_server.url}/_stream/sse{query}", on={"todos.updated": Todo})
+    ctrl = Controller()
+    running = asyncio.ensure_future(stream.run(ctrl))
+    try:
+        await stream.until(lambda s: s.applied == 1)
+        manager = StreamManager(ctrl, [stream])
+        with pytest.raises(RestLayerError, match=f"stream {re.escape(stream.name)} is already running"):
+            manager.start()
+        async with StreamManager(ctrl) as other:
+            with pytest.raises(RestLayerError, match=f"stream {re.escape(stream.name)} is already running"):
+                other.add(stream)
+            assert other.streams == []
+    finally:
+        running.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await running
+    async with StreamManager(ctrl, [stream]):  # free again: a manager runs it
+        await stream.until(lambda s: s.connects == 2)
+    ctrl.close()
 
 
 async def test_a_removed_stream_keeps_nothing_of_its_manager(script_server: LocalServer, script: ScriptFactory) -> None:

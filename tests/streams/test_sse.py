@@ -476,6 +476,23 @@ async def test_a_last_event_id_header_given_starts_the_stream_and_the_seen_id_re
     assert stream.applied == 1  # event 2 only: the server resumed after 1, then after 2
 
 
+@pytest.mark.parametrize("spelling", [str.lower, str.upper, str.title])
+async def test_accept_and_cache_control_given_in_any_spelling_are_sent_once(
+    script_server: LocalServer, script: ScriptFactory, spelling: Callable[[str], str]
+) -> None:
+    """An event stream asks for `text/event-stream`, uncached: given in another spelling than the library's
+    own, the header went twice (the server may read either)."""
+    query, played = script([updated(1, 1, "a")])
+    given = {spelling("Accept"): "application/json", spelling("Cache-Control"): "max-age=60", "X-Feed": "1"}
+    stream = SSEStream(f"{script_server.url}/_stream/sse{query}", on={"todos.updated": Todo}, headers=given)
+    async with StreamManager(Controller(), [stream]):
+        await stream.until(lambda s: s.applied == 1)
+    sent = played.sent_headers[0]
+    assert [value for name, value in sent if name == "accept"] == ["text/event-stream"]
+    assert [value for name, value in sent if name == "cache-control"] == ["no-store"]
+    assert ("x-feed", "1") in sent
+
+
 async def test_an_id_only_frame_wakes_whoever_waits_for_that_last_event_id(script_server: LocalServer) -> None:
     key = uuid.uuid4().hex
     stream = SSEStream(f"{script_server.url}/_stream/paced?key={key}", on={}, backoff=fast())

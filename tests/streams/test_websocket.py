@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -13,7 +14,15 @@ import pytest
 
 from examples.todo_api import LocalServer
 from restlayer import All, BodyTooLargeError, Controller, Entity, ParamError, RestLayerError, StatusError
-from restlayer.streams import Backoff, Message, Stream, StreamManager, WebSocketStream, parse_json_message
+from restlayer.streams import (
+    Backoff,
+    Message,
+    SSEStream,
+    Stream,
+    StreamManager,
+    WebSocketStream,
+    parse_json_message,
+)
 from tests.streams._script import Script
 
 ScriptFactory = Callable[..., tuple[str, Script]]
@@ -380,6 +389,10 @@ async def subscribe_later(last_event_id: str | None) -> list[dict[str, Any]]:
         ({"headers": {"Authorization": None}}, "headers="),
         ({"headers": {"X-A": "a\r\nX-B: b"}}, "headers=: header 'X-A' value contains a line break"),
         ({"headers": {"Authorization": "Bearer é"}}, "headers=: header 'Authorization' value is not ASCII"),
+        # the handshake's own: sent twice, the server refuses the handshake (retried forever)
+        ({"headers": {"sec-websocket-protocol": "feed.v1"}}, "'sec-websocket-protocol' is the WebSocket handshake's"),
+        ({"headers": {"Host": "other"}}, "headers=: 'Host' is the WebSocket handshake's own"),
+        ({"headers": {"Sec-WebSocket-Key": "abc"}}, "'Sec-WebSocket-Key' is the WebSocket handshake's own"),
     ],
 )
 def test_options_every_connect_would_fail_with_are_param_errors(options: dict[str, Any], match: str) -> None:
@@ -398,3 +411,20 @@ def test_bad_stream_options_raise_param_error() -> None:
     for name in ("initial", "factor", "cap", "jitter"):  # a NaN wait would be no wait: a tight reconnect loop
         with pytest.raises(ParamError, match=f"Backoff: {name} must be a non-negative number"):
             Backoff(**{name: float("nan")})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("name", ["initial", "factor", "cap"])
+def test_a_backoff_of_infinite_seconds_is_a_param_error(name: str) -> None:
+    """An infinite wait would never reconnect (the stream or subscription silently stays down)."""
+    with pytest.raises(ParamError, match=f"Backoff: {name} must be a finite"):
+        Backoff(**{name: float("inf")})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("kind", [SSEStream, WebSocketStream])
+@pytest.mark.parametrize("name", [123, b"feed", ["feed"]])
+def test_a_stream_name_that_is_no_str_is_a_param_error(kind: type[Stream], name: object) -> None:
+    """The name is what logs, task names and errors call the stream by: `name=123` was kept as an int."""
+    url = "ws://127.0.0.1:1/ws" if kind is WebSocketStream else "http://127.0.0.1:1/events"
+    with pytest.raises(ParamError, match=f"name= must be a str or None, not {re.escape(repr(name))}"):
+        kind(url, on={}, name=name)  # type: ignore[arg-type]
+    assert kind(url, on={}, name=None).name == url

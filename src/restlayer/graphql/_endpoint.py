@@ -78,11 +78,12 @@ def _operation_label(get_query: Callable[..., str]) -> str | None:
 def _key_json(variables: object, name: str) -> str:
     """Compact JSON of the variables, member order kept (the key's second half).
 
-    Variables json cannot encode (a `datetime`, a `set`) are a `ParamError` naming the
-    operation and the member at fault: they could be neither keyed nor sent.
+    Variables json cannot encode (a `datetime`, a `set`, NaN or an infinity, which have no JSON
+    form) are a `ParamError` naming the operation and the member at fault: they could be neither
+    keyed nor sent (a request refuses them; a subscription would send `NaN` to its server).
     """
     try:
-        return json.dumps(variables, separators=(",", ":"), ensure_ascii=False)
+        return json.dumps(variables, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError, RecursionError) as exc:
         where = unencodable(variables, "variables") or exc
         raise ParamError(f"{name}: the GraphQL variables cannot be sent as JSON: {where}") from exc
@@ -101,6 +102,16 @@ def _check_content(endpoint: RestEndpoint[object, ...]) -> None:
         )
 
 
+def _check_no_path(path: object) -> None:
+    """Refuse a `path` (an option or a subclass attribute): every operation is POSTed to the url alone,
+    so a path would be silently ignored and the request sent elsewhere than the caller meant."""
+    if path != "":
+        raise ParamError(
+            f"GQLEndpoint sends every operation to its url: path={path!r} would be ignored; "
+            "give the whole address as the url (GQLEndpoint('https://api.example.com/graphql'))"
+        )
+
+
 class GQLEndpoint(RestEndpoint[T_co]):
     """`await ep(variables)` POSTs `{"query", "variables"}` to `url` and returns `data`.
 
@@ -111,6 +122,7 @@ class GQLEndpoint(RestEndpoint[T_co]):
     def __init__(self, url: str | None = None, **options: object) -> None:
         if url is not None:
             options["url_prefix"] = url
+        _check_no_path(options.get("path", getattr(type(self), "path", "")))
         options.setdefault("path", "")
         options.setdefault("body", None)
         options.setdefault("side_effect", type(self).side_effect)

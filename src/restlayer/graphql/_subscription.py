@@ -19,7 +19,9 @@ import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Final, Generic, Protocol, cast, overload
+from urllib.parse import urlsplit
 
+from restlayer._handshake import check_handshake_headers
 from restlayer._typing import T, T_co
 from restlayer.errors import ClosedError, NetworkError, ParamError, RestLayerError, TransportError
 from restlayer.graphql._errors import GQLNetworkError
@@ -118,7 +120,7 @@ class GQLSubscription(Generic[T_co]):
             # 0 (or NaN) would time out every handshake and acknowledgement
             raise ParamError(f"subscription open_timeout must be a number of seconds > 0, not {open_timeout!r}")
         self.endpoint = endpoint
-        self.ws_url = ws_url
+        self.ws_url = _checked_ws_url(ws_url)
         self.open_timeout = open_timeout
         self.backoff = backoff
         self.retries = retries
@@ -187,7 +189,28 @@ def _checked_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
         if not isinstance(name, str) or not isinstance(value, str):
             raise ParamError(f"subscription headers map names to values, both str, not {name!r}: {value!r}")
     _check_headers(checked, "subscription headers")  # what a handshake cannot carry: CR, LF, NUL, non-ASCII
+    check_handshake_headers(checked, "subscription headers")  # its own (the protocol is graphql-transport-ws)
     return checked
+
+
+def _checked_ws_url(url: object) -> str:
+    """`url`; ParamError unless a `ws://` or `wss://` address naming a host. Else the first connect would fail
+    as a transport error (status 500, taken for a server down) or a bare error, for the caller's mistake."""
+    if not isinstance(url, str) or not _ws_address(url):
+        raise ParamError(
+            f"subscription ws_url must be a ws:// or wss:// address naming a host, not {url!r} "
+            "(it follows from an http:// or https:// endpoint url; give ws_url= for any other)"
+        )
+    return url
+
+
+def _ws_address(url: str) -> bool:
+    """Whether `url` is a `ws://` or `wss://` address naming a host."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # not a url at all (an unclosed IPv6 bracket, say)
+        return False
+    return parts.scheme.lower() in ("ws", "wss") and bool(parts.netloc)
 
 
 def _checked_params(params: object) -> dict[str, object]:
@@ -196,7 +219,7 @@ def _checked_params(params: object) -> dict[str, object]:
         raise ParamError(f"subscription connection_params must be a mapping with str keys, not {params!r}")
     payload = dict(params)
     try:
-        json.dumps(payload)
+        json.dumps(payload, allow_nan=False)  # NaN or an infinity would go as `NaN`, which is no JSON
     except (TypeError, ValueError, RecursionError) as exc:
         raise ParamError(f"subscription connection_params cannot be sent as JSON: {exc}") from exc
     return payload
@@ -305,7 +328,7 @@ class GQLEvents(Generic[T_co]):
                     raise TransportError(
                         f"{sub.ws_url}: gave up after {sub.retries} reconnects: {lost}", status=500
                     ) from lost
-                wait = backoff.delay(failures)
+                wait = _reconnect_wait(backoff, failures)
                 log.warning("GraphQL subscription %s: %s; reconnecting in %.2fs", sub.endpoint.name, lost, wait)
                 await _unless_closed(closing, backoff.sleep(wait))
         except ClosedError:
@@ -331,6 +354,15 @@ def _default_backoff() -> ReconnectBackoff:
             "GraphQL subscriptions need the 'streams' extra: pip install 'restlayer[streams]'"
         ) from exc
     return Backoff()
+
+
+def _reconnect_wait(backoff: ReconnectBackoff, failures: int) -> float:
+    """Seconds to wait before reconnect number `failures`: the backoff's delay, never less than the floor
+    streams keep (`Backoff(initial=0)` or `cap=0` gives 0: a server dropping each connection at once
+    would be hit in a tight loop). The streams extra is installed: a connection was opened already."""
+    from restlayer.streams._stream import MIN_RECONNECT_WAIT
+
+    return max(MIN_RECONNECT_WAIT, backoff.delay(failures))
 
 
 async def _unless_closed(closing: asyncio.Event, step: Awaitable[T]) -> T:

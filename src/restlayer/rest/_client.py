@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import weakref
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from http.cookiejar import CookieJar, DefaultCookiePolicy
 
@@ -75,6 +75,42 @@ def _check_values(options: dict[str, object]) -> None:
             f"configure_client: httpx.AsyncClient refused {', '.join(sorted(options))}: {type(exc).__name__}: {exc}"
         ) from exc
     _check_timeout(trial.timeout)
+    _check_max_redirects(options.get("max_redirects", 0))
+    _check_event_hooks(options.get("event_hooks"))
+    follow = options.get("follow_redirects", True)
+    if not isinstance(follow, bool):  # httpx keeps any value, and every request reads its truth ("no" is yes)
+        raise ParamError(f"configure_client: follow_redirects must be True or False, not {follow!r}")
+    if options.get("headers") is not None:
+        _check_client_headers(options["headers"])
+
+
+def _check_max_redirects(count: object) -> None:
+    """A count >= 0: httpx keeps any value, and the first redirect then fails with a bare TypeError."""
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        raise ParamError(f"configure_client: max_redirects must be a count >= 0, not {count!r}")
+
+
+def _check_event_hooks(hooks: object) -> None:
+    """`{"request": [...], "response": [...]}` of functions: httpx ignores any other event name (a typo
+    installs no hook) and keeps what is no function, for the first request to fail with a bare TypeError."""
+    if hooks is None:
+        return
+    if not isinstance(hooks, Mapping) or not set(hooks) <= {"request", "response"}:
+        raise ParamError(
+            f"configure_client: event_hooks maps 'request' and 'response' to lists of functions, not {hooks!r}"
+        )
+    for event, functions in hooks.items():
+        if not isinstance(functions, (list, tuple)) or not all(callable(hook) for hook in functions):
+            raise ParamError(f"configure_client: event_hooks[{event!r}] must be a list of functions, not {functions!r}")
+
+
+def _check_client_headers(headers: object) -> None:
+    """The shared clients' headers pass the check an endpoint's own do (a token name, ASCII value, no CR, LF or
+    NUL, no padding): else every request would fail only when sent, as a transport failure (status 500) that
+    error policies take for a server down rather than the caller's mistake."""
+    from restlayer.rest.endpoint import _check_headers  # imported here: the endpoint module imports this one
+
+    _check_headers(headers, "configure_client")
 
 
 def _check_timeout(timeout: httpx.Timeout) -> None:

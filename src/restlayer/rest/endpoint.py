@@ -558,7 +558,11 @@ class RestEndpoint(Generic[T_co, Params, Args]):
         client = self.client or get_client()
         kwargs = dict(init)
         method = str(kwargs.pop("method", self.method))
-        follow = bool(kwargs.pop("follow_redirects", client.follow_redirects))
+        follow = (
+            _checked_follow(kwargs.pop("follow_redirects"), self.name)
+            if "follow_redirects" in kwargs
+            else bool(client.follow_redirects)  # the client's own setting, as httpx reads it
+        )
         auth = kwargs.pop("auth", httpx.USE_CLIENT_DEFAULT)
         _check_auth(auth, self.name)
         own = kwargs["headers"] = _own_headers(kwargs.get("headers"))
@@ -958,6 +962,13 @@ def _check_flags(ep: RestEndpoint[object, ...], name: str) -> None:
         raise ParamError(f"{name}: side_effect must be True, False or None, not {ep.side_effect!r}")
 
 
+def _checked_follow(follow: object, name: str) -> bool:
+    """The `follow_redirects` request option; ParamError unless a bool (`"no"` would count as yes)."""
+    if not isinstance(follow, bool):
+        raise ParamError(f"{name}: the request option follow_redirects must be True or False, not {follow!r}")
+    return follow
+
+
 def _check_sync_hooks(ep: RestEndpoint[object, ...]) -> None:
     """Refuse an async function (option or subclass method) for a hook the library calls without `await`:
     its coroutine would be stored as the result, used as a key or URL, or read as a policy."""
@@ -982,6 +993,8 @@ def _check_request_init(init: object, name: str) -> None:
             f"(httpx request options: {', '.join(sorted(_REQUEST_INIT_KEYS))})"
         )
     _check_form(init.get("data"), "files" in init, name)
+    if "follow_redirects" in init:
+        _checked_follow(init["follow_redirects"], name)
     timeout = init.get("timeout")
     if timeout is not None and not _usable_timeout(timeout):
         raise ParamError(

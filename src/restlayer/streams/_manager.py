@@ -287,12 +287,18 @@ def _running_loop() -> asyncio.AbstractEventLoop:
 
 
 def _check_free(stream: Stream) -> None:
-    """RestLayerError when another manager runs `stream` (its connection and state are one)."""
+    """RestLayerError when another manager, or a direct `await stream.run(...)`, runs `stream` (its
+    connection and state are one): refused now, not by a task that would fail only in the log."""
     running = _RUNS.get(stream)
     if running is not None and not running.done():
         raise RestLayerError(
             f"stream {stream.name} runs in another StreamManager: remove it there (or close that one) first, "
             "or make one stream object per manager"
+        )
+    if stream._running:
+        raise RestLayerError(
+            f"stream {stream.name} is already running (an `await stream.run(...)` of its own): "
+            "stop that run first, or make one stream object per manager"
         )
 
 

@@ -7,7 +7,7 @@ import contextlib
 import sys
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
-from typing import cast
+from typing import Final, cast
 
 import httpx
 from httpx_sse import EventSource, ServerSentEvent, SSEError, aconnect_sse
@@ -37,6 +37,9 @@ DEFAULT_TIMEOUT = httpx.Timeout(10.0, read=None)
 #: The shortest reconnection time a server's `retry:` may set, in ms: `retry: 0` (or a few ms)
 #: from a server that then drops each connection must not make the client reconnect in a tight loop.
 MIN_SERVER_RETRY_MS = 100
+#: Headers `aconnect_sse` sets itself (an event stream, never cached), in lower case: one of `headers`
+#: spelled otherwise would be sent as well, a second value for the server to pick from.
+_SET_BY_SSE: Final = frozenset({"accept", "cache-control"})
 
 
 class SSEStream(Stream):
@@ -55,7 +58,8 @@ class SSEStream(Stream):
     `timeout`: connect 10 s (also the most to wait for the reply's head), no read timeout.
     An event is held in memory until it ends: one over `max_size` characters (1 Mi; None: no
     limit), or a line that never ends growing past it, ends the stream with a BodyTooLargeError.
-    A url that is not `http://` or `https://` raises ParamError.
+    A url that is not `http://` or `https://` raises ParamError. `Accept` and `Cache-Control` are the
+    stream's own (`text/event-stream`, `no-store`): given in `headers`, in any spelling, they are not sent.
     """
 
     def __init__(
@@ -97,7 +101,10 @@ class SSEStream(Stream):
             await release(client)
 
     async def _read(self, client: httpx.AsyncClient) -> AsyncGenerator[Message | None, None]:
-        headers: dict[str, str | bytes] = dict(self.headers)
+        # `aconnect_sse` sets its own `Accept` and `Cache-Control`: one given in another spelling would go too
+        headers: dict[str, str | bytes] = {
+            name: value for name, value in self.headers.items() if name.lower() not in _SET_BY_SSE
+        }
         if self.last_event_id:
             # The id seen replaces one given in `headers` (in any spelling: header names ignore case).
             headers = {name: value for name, value in headers.items() if name.lower() != "last-event-id"}

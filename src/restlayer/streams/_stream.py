@@ -110,8 +110,8 @@ def refused_close(url: str, code: int | None, reason: str = "") -> StatusError |
 class Backoff:
     """Waits between reconnects: `initial * factor ** (n - 1)` seconds, at most `cap`,
     shortened by up to `jitter` (a fraction) at random. A server's own reconnection
-    time (SSE `retry:`) replaces `initial`. `factor` is at least 1 (ParamError otherwise);
-    a stream waits at least `MIN_RECONNECT_WAIT` whatever the backoff says."""
+    time (SSE `retry:`) replaces `initial`. Every value is a finite number, `factor` at
+    least 1 (ParamError otherwise); a stream waits at least `MIN_RECONNECT_WAIT` whatever the backoff says."""
 
     initial: float = 0.5
     factor: float = 2.0
@@ -127,6 +127,8 @@ class Backoff:
             # `not value >= 0` refuses NaN too: a NaN wait is no wait (reconnects in a tight loop)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
                 raise ParamError(f"Backoff: {name} must be a non-negative number, not {value!r}")
+            if not _finite(value):  # an infinite wait never reconnects: the stream would stay down, silently
+                raise ParamError(f"Backoff: {name} must be a finite number, not {value!r}")
         if self.jitter > 1:
             raise ParamError(f"Backoff: jitter is a fraction in [0, 1], not {self.jitter!r}")
         if self.factor < 1:
@@ -143,6 +145,14 @@ class Backoff:
         except OverflowError:  # a very long outage: the power is past any float, so past the cap (unless no wait)
             grown = self.cap if base else 0.0
         return min(self.cap, grown) * (1 - self.jitter * self.random())
+
+
+def _finite(value: float) -> bool:
+    """Whether `value` is a number a float can hold that is not infinite (`10**400` is not)."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 #: The least wait before a stream reconnects, in seconds, whatever its backoff gives (0 when `initial`
@@ -313,6 +323,8 @@ class Stream:
     ) -> None:
         if not isinstance(url, str) or not url:
             raise ParamError(f"{type(self).__name__} needs a url (str), not {url!r}")
+        if name is not None and not isinstance(name, str):  # what logs, task names and errors call it by
+            raise ParamError(f"{type(self).__name__}: name= must be a str or None, not {name!r}")
         self.url = url
         self.name = name or url
         self.backoff = _checked_backoff(backoff)

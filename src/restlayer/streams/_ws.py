@@ -11,6 +11,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosedError, InvalidStatus, NegotiationError
 from websockets.typing import Subprotocol
 
+from restlayer._handshake import check_handshake_headers
 from restlayer.errors import ParamError, RestLayerError
 from restlayer.streams._stream import (
     DEFAULT_MAX_SIZE,
@@ -79,6 +80,7 @@ class WebSocketStream(Stream):
     ) -> None:
         super().__init__(url, on=on, name=name, backoff=backoff, headers=headers, covers=covers)
         check_url(url, ("ws", "wss"))
+        check_handshake_headers(self.headers, "headers=", protocol_option="subprotocols=")
         checked_callable("parse=", parse)
         if on_open is not None:
             checked_callable("on_open=", on_open)
