@@ -641,10 +641,14 @@ class RestEndpoint(Generic[T_co, Params, Args]):
                 f"{self.name}: {request.method} {request.url}: the request body was a one-shot stream "
                 "and cannot be sent again after a redirect; send bytes or call the final URL"
             ) from exc
+        except RestLayerError:
+            raise  # e.g. a ParamError for a chunk of the request body
         except RuntimeError as exc:  # e.g. "Event loop is closed": a client used on a second loop
             if "loop" not in str(exc).lower():
-                raise
+                raise _send_failure(self.name, request, exc) from exc
             raise ClientLoopError(_loop_advice(self.name, exc)) from exc
+        except Exception as exc:
+            raise _send_failure(self.name, request, exc) from exc
 
     async def fetch_with_retry(self, url: str, init: Mapping[str, object]) -> httpx.Response:
         """`fetch_response`, sent again after transient failures as the `retry` policy allows.
@@ -993,6 +997,7 @@ def _check_request_init(init: object, name: str) -> None:
             f"(httpx request options: {', '.join(sorted(_REQUEST_INIT_KEYS))})"
         )
     _check_form(init.get("data"), "files" in init, name)
+    _check_files(init.get("files"), name)
     if "follow_redirects" in init:
         _checked_follow(init["follow_redirects"], name)
     timeout = init.get("timeout")
@@ -1025,6 +1030,32 @@ def _check_form(data: object, multipart: bool, name: str) -> None:
                     f"{name}: request_init {where}: {type(item).__name__} cannot be sent in a form "
                     f"(send text, numbers, booleans or None{', or bytes' if multipart else ''})"
                 )
+
+
+def _is_file_content(content: object) -> bool:
+    """Whether httpx can upload `content`: text, bytes or a file-like object."""
+    return isinstance(content, (str, bytes)) or callable(getattr(content, "read", None))
+
+
+def _check_files(files: object, name: str) -> None:
+    """Refuse a `request_init` `files` httpx fails on only while sending (`{"f": 5}`: a bare AttributeError,
+    after part of the upload went out). Each file is its content (text, bytes, a file) or a tuple of a file
+    name, the content and optionally its type and headers; given as a mapping or (field, file) pairs."""
+    if files is None:
+        return
+    if isinstance(files, Mapping):
+        items = list(files.items())
+    elif isinstance(files, (list, tuple)) and all(isinstance(item, tuple) and len(item) == 2 for item in files):
+        items = list(files)
+    else:
+        raise ParamError(f"{name}: request_init files must be a mapping or (field, file) pairs, not {files!r}")
+    for field, upload in items:
+        content = upload[1] if isinstance(upload, tuple) and 2 <= len(upload) <= 4 else upload
+        if not _is_file_content(content):
+            raise ParamError(
+                f"{name}: request_init files[{field!r}]: {type(upload).__name__} cannot be uploaded (give text, "
+                "bytes, a file opened in binary mode or a (filename, content[, type[, headers]]) tuple)"
+            )
 
 
 def _usable_timeout(timeout: object) -> bool:
@@ -1071,6 +1102,17 @@ def _keep_own_query(client: httpx.AsyncClient, url: str, kwargs: dict[str, objec
         return
     merge: Callable[..., httpx.QueryParams] = client.params.merge  # `extra` is httpx's own option, unchecked
     kwargs["params"] = merge(extra).merge(own)
+
+
+def _send_failure(endpoint: str, request: httpx.Request, exc: Exception) -> RestLayerError:
+    """The error for `exc`, raised while `request` was being sent by something not httpx's: the body's own
+    code (a file's read(), an async iterable), a request option httpx takes only then (`files`,
+    `extensions`), an event hook. A `ParamError` for a value of the wrong type, else a `RestLayerError`:
+    a direct call fails as one through a Controller does, with `exc` as its cause."""
+    message = f"{endpoint}: sending {request.method} {request.url} raised {type(exc).__name__}: {exc}"
+    if isinstance(exc, (TypeError, ValueError, AttributeError)):
+        return ParamError(message)
+    return RestLayerError(message)
 
 
 def _replayable(init: Mapping[str, object]) -> bool:
