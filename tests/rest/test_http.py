@@ -188,6 +188,21 @@ async def test_request_init_httpx_fails_on_only_while_sending_is_a_param_error(
     assert api.requests.matching("POST", "/_test/echo") == []
 
 
+@pytest.mark.parametrize(
+    "extensions",
+    [{"timeout": "x"}, {"timeout": {"read": -1}}, {"timeout": {"reed": 1.0}}, 5],
+    ids=["timeout-text", "timeout-negative", "timeout-unknown-part", "not-a-mapping"],
+)
+async def test_request_init_extensions_httpcore_cannot_use_are_refused_when_defined(
+    api: LocalServer, extensions: object
+) -> None:
+    """A direct call raised httpcore's bare AttributeError (`'str' object has no attribute 'get'`)."""
+    with pytest.raises(ParamError, match=r"/_test/echo: request_init extensions"):
+        RestEndpoint(path="/_test/echo", url_prefix=api.url, request_init={"extensions": extensions})
+    fine = RestEndpoint(path="/_test/echo", url_prefix=api.url, request_init={"extensions": {"timeout": {"read": 5}}})
+    assert (await fine())["path"] == "/_test/echo"
+
+
 async def test_urlencoded_and_multipart_forms(api: LocalServer) -> None:
     form = RestEndpoint(path="/_test/echo", url_prefix=api.url, method="POST", request_init={"data": {"a": "1 2"}})
     await form()

@@ -998,6 +998,7 @@ def _check_request_init(init: object, name: str) -> None:
         )
     _check_form(init.get("data"), "files" in init, name)
     _check_files(init.get("files"), name)
+    _check_extensions(init.get("extensions"), name)
     if "follow_redirects" in init:
         _checked_follow(init["follow_redirects"], name)
     timeout = init.get("timeout")
@@ -1056,6 +1057,31 @@ def _check_files(files: object, name: str) -> None:
                 f"{name}: request_init files[{field!r}]: {type(upload).__name__} cannot be uploaded (give text, "
                 "bytes, a file opened in binary mode or a (filename, content[, type[, headers]]) tuple)"
             )
+
+
+#: The parts of the `timeout` request extension (httpcore's per-request timeouts).
+_TIMEOUT_PARTS: Final = frozenset({"connect", "read", "write", "pool"})
+
+
+def _check_extensions(extensions: object, name: str) -> None:
+    """Refuse `request_init` `extensions` httpcore fails on only while sending, with a bare AttributeError:
+    no mapping, or a `timeout` that is no mapping of connect/read/write/pool to seconds > 0 or None."""
+    if extensions is None:
+        return
+    if not isinstance(extensions, Mapping):
+        raise ParamError(f"{name}: request_init extensions must be a mapping, not {extensions!r}")
+    timeout = extensions.get("timeout")
+    if timeout is None:
+        return
+    if not (
+        isinstance(timeout, Mapping)
+        and set(timeout) <= _TIMEOUT_PARTS
+        and all(part is None or _positive(part) for part in timeout.values())
+    ):
+        raise ParamError(
+            f"{name}: request_init extensions timeout must map connect, read, write and pool to seconds > 0 or "
+            f"None, not {timeout!r} (or give request_init timeout)"
+        )
 
 
 def _usable_timeout(timeout: object) -> bool:
