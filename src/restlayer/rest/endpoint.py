@@ -404,6 +404,7 @@ class RestEndpoint(Generic[T_co, Params, Args]):
         process_overridden = "process" in options or cls.process is not RestEndpoint.process
         self._raw_ok = not self._schema_set or process_overridden
         self._parts = RequestParts(self.request_init)
+        _check_headers(self._parts.plain_headers, f"{self.name}: request_init")  # refused now, not when sent
         normalize_time_options(self)
         self.retry = _retry_policy(self.retry)
 
