@@ -254,6 +254,26 @@ async def test_a_body_with_a_form_in_request_init_is_refused_not_sent_without_th
     assert b'filename="x.txt"' in last(api).body and last(api).query == "q=1"
 
 
+@pytest.mark.parametrize(
+    "init",
+    [
+        {"json": {"a": 1}, "content": b"zz"},
+        {"data": {"a": "1"}, "content": b"zz"},
+        {"files": {"f": b"x"}, "content": b"zz"},
+        {"json": {"a": 1}, "data": {"b": "2"}},
+        {"json": {"a": 1}, "files": {"f": b"x"}},
+    ],
+    ids=["json-content", "data-content", "files-content", "json-data", "json-files"],
+)
+async def test_request_init_with_two_bodies_is_refused_when_defined(api: LocalServer, init: dict[str, object]) -> None:
+    """httpx sends one of them (`content` before a form, a form before `json`) and drops the other silently."""
+    with pytest.raises(ParamError, match=r"/_test/echo: request_init sends more than one body"):
+        RestEndpoint(path="/_test/echo", url_prefix=api.url, method="POST", request_init=init)
+    both = {"data": {"a": "1"}, "files": {"f": ("x.txt", b"x")}}  # one multipart form: fine
+    await RestEndpoint(path="/_test/echo", url_prefix=api.url, method="POST", request_init=both)()
+    assert b'name="a"' in last(api).body and b'filename="x.txt"' in last(api).body
+
+
 async def test_a_body_with_json_in_request_init_is_refused_not_sent_without_it(api: LocalServer) -> None:
     """httpx sends `content` instead of `json`: the JSON body request_init names would be dropped silently."""
     fixed = RestEndpoint(path="/_test/echo", url_prefix=api.url, method="POST", request_init={"json": {"a": 1}})

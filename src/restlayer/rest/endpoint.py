@@ -997,6 +997,7 @@ def _check_request_init(init: object, name: str) -> None:
             f"{name}: request_init has unknown option(s) {', '.join(unknown)} "
             f"(httpx request options: {', '.join(sorted(_REQUEST_INIT_KEYS))})"
         )
+    _check_one_body(init, name)
     _check_form(init.get("data"), "files" in init, name)
     _check_files(init.get("files"), name)
     _check_extensions(init.get("extensions"), name)
@@ -1007,6 +1008,19 @@ def _check_request_init(init: object, name: str) -> None:
         raise ParamError(
             f"{name}: request_init timeout must be a positive number of seconds, an httpx.Timeout or a tuple of "
             f"(connect, read[, write[, pool]]) whose parts are positive numbers or None, or None, not {timeout!r}"
+        )
+
+
+def _check_one_body(init: Mapping[str, object], name: str) -> None:
+    """Refuse a `request_init` holding two bodies: `content` with `json` or a form (`data`/`files`), or
+    `json` with a form. httpx sends one (`content` before a form, a form before `json`) and silently
+    drops the other; `data` with `files` is one multipart form."""
+    given = [option for option in ("content", "json", "data", "files") if init.get(option) is not None]
+    forms = {"data", "files"}
+    if len(given) > 1 and not set(given) <= forms:
+        raise ParamError(
+            f"{name}: request_init sends more than one body ({', '.join(given)}); httpx would send one and drop "
+            "the rest: give content, json, or a form (data and/or files)"
         )
 
 
