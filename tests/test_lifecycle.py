@@ -131,6 +131,25 @@ async def test_configured_factory_builds_the_client(api: Any, default_client_con
     assert seen["headers"]["x-built"] == "yes" and len(built) == 1 and built[0].is_closed
 
 
+async def test_configured_cookies_are_sent_but_cookies_servers_set_are_not_shared(
+    api: Any, default_client_config: None
+) -> None:
+    await restlayer.aclose()
+    configure_client(cookies={"given": "1"})
+    set_cookie = RestEndpoint(path="/_test/set-cookie", url_prefix=api.url)
+    echo = RestEndpoint(path="/_test/echo", url_prefix=api.url)
+    async with Controller() as a, Controller() as b:
+        await a.fetch(set_cookie)
+        seen_by_b = await b.fetch(echo)
+    assert seen_by_b["headers"]["cookie"] == "given=1"  # not the session cookie `a` was sent
+
+
+@pytest.mark.parametrize("cookies", [5, "session=1", [("a",)]], ids=["int", "text", "bad-pair"])
+def test_configure_client_refuses_cookies_it_cannot_send(cookies: object, default_client_config: None) -> None:
+    with pytest.raises(ParamError, match=r"configure_client: .*cookies"):
+        configure_client(cookies=cookies)
+
+
 def test_configure_client_rejects_what_httpx_would_not_take(default_client_config: None) -> None:
     with pytest.raises(ParamError, match="retries"):
         configure_client(retries=3)

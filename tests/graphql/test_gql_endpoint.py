@@ -502,6 +502,16 @@ def test_names_and_repr() -> None:
     assert "mutation" in repr(gql.mutation("mutation m { x }"))
 
 
+@pytest.mark.parametrize("method", ["post", "Post", "POST"])
+def test_post_is_accepted_in_any_case_as_rest_endpoint_takes_it(method: str) -> None:
+    """`method="post"` was refused ("sends POST requests only") although RestEndpoint takes lower-case methods."""
+    gql = GQLEndpoint("http://x.test/graphql", method=method)
+    assert gql.method == "POST"
+    assert gql.extend(name="other").method == "POST"
+    with pytest.raises(RestLayerError, match="POST requests only"):
+        GQLEndpoint("http://x.test/graphql", method=5)
+
+
 def test_base_endpoint_has_no_query_and_url_is_required() -> None:
     gql = GQLEndpoint("http://x.test/graphql")
     with pytest.raises(RestLayerError, match="You must include a query"):

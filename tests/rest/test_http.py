@@ -142,6 +142,67 @@ async def test_a_text_body_utf_8_cannot_encode_is_refused_not_sent(api: LocalSer
     assert api.requests.matching("POST", "/_test/echo") == []
 
 
+class _FailingFile:
+    """A file whose read() fails (a disk gone, a closed pipe)."""
+
+    def read(self, size: int = -1) -> bytes:
+        raise OSError("disk gone")
+
+
+async def _chunks(*chunks: object) -> AsyncIterator[object]:
+    for chunk in chunks:
+        yield chunk
+
+
+@pytest.mark.parametrize(
+    ("body", "error", "message"),
+    [
+        (lambda: io.StringIO("caf\udce9"), ParamError, "UTF-8 cannot encode"),
+        (lambda: _chunks(b"a", 5), ParamError, "int"),
+        (lambda: _chunks(b"a", "b"), ParamError, "str"),
+        (lambda: _FailingFile(), RestLayerError, "OSError: disk gone"),
+    ],
+    ids=["file-with-lone-surrogate", "async-iterable-of-int", "async-iterable-of-str", "read-raises"],
+)
+async def test_a_body_that_fails_while_sent_is_a_restlayer_error_on_a_direct_call(
+    api: LocalServer, body: Any, error: type[RestLayerError], message: str
+) -> None:
+    """Through a Controller such a failure was wrapped; a direct `await ep(...)` raised it bare."""
+    ep = RestEndpoint(path="/_test/echo", url_prefix=api.url, method="POST")
+    with pytest.raises(error, match=rf"/_test/echo: .*{message}"):
+        await ep(body())
+    assert (await ep(b"after"))["body"] == "after"  # the shared client still works
+
+
+@pytest.mark.parametrize(
+    "init",
+    [{"files": {"f": 5}}],
+    ids=["file-of-int"],
+)
+async def test_request_init_httpx_fails_on_only_while_sending_is_a_param_error(
+    api: LocalServer, init: dict[str, object]
+) -> None:
+    """A direct call raised httpx's (or httpcore's) bare AttributeError."""
+    with pytest.raises(ParamError, match=r"/_test/echo: "):
+        await RestEndpoint(path="/_test/echo", url_prefix=api.url, method="POST", request_init=init)()
+    assert api.requests.matching("POST", "/_test/echo") == []
+
+
+@pytest.mark.parametrize(
+    "extensions",
+    [{"timeout": "x"}, {"timeout": {"read": -1}}, {"timeout": {"reed": 1.0}}, 5],
+    ids=["timeout-text", "timeout-negative", "timeout-unknown-part", "not-a-mapping"],
+)
+async def test_request_init_extensions_httpcore_cannot_use_are_refused_when_defined(
+    api: LocalServer, extensions: object
+) -> None:
+    """A direct call raised httpcore's bare AttributeError (`'str' object has no attribute 'get'`)."""
+    with pytest.raises(ParamError, match=r"/_test/echo: request_init extensions"):
+        RestEndpoint(path="/_test/echo", url_prefix=api.url, request_init={"extensions": extensions})
+    fine = RestEndpoint(path="/_test/echo", url_prefix=api.url, request_init={"extensions": {"timeout": {"read": 5}}})
+    assert (await fine())["path"] == "/_test/echo"
+
+
 async def test_urlencoded_and_multipart_forms(api: LocalServer) -> None:
     form = RestEndpoint(path="/_test/echo", url_prefix=api.url, method="POST", request_init={"data": {"a": "1 2"}})
     await form()
@@ -191,6 +252,26 @@ async def test_a_body_with_a_form_in_request_init_is_refused_not_sent_without_th
     assert api.requests.matching("POST", "/_test/echo") == []
     await upload.extend(body=None)({"q": 1})
     assert b'filename="x.txt"' in last(api).body and last(api).query == "q=1"
+
+
+@pytest.mark.parametrize(
+    "init",
+    [
+        {"json": {"a": 1}, "content": b"zz"},
+        {"data": {"a": "1"}, "content": b"zz"},
+        {"files": {"f": b"x"}, "content": b"zz"},
+        {"json": {"a": 1}, "data": {"b": "2"}},
+        {"json": {"a": 1}, "files": {"f": b"x"}},
+    ],
+    ids=["json-content", "data-content", "files-content", "json-data", "json-files"],
+)
+async def test_request_init_with_two_bodies_is_refused_when_defined(api: LocalServer, init: dict[str, object]) -> None:
+    """httpx sends one of them (`content` before a form, a form before `json`) and drops the other silently."""
+    with pytest.raises(ParamError, match=r"/_test/echo: request_init sends more than one body"):
+        RestEndpoint(path="/_test/echo", url_prefix=api.url, method="POST", request_init=init)
+    both = {"data": {"a": "1"}, "files": {"f": ("x.txt", b"x")}}  # one multipart form: fine
+    await RestEndpoint(path="/_test/echo", url_prefix=api.url, method="POST", request_init=both)()
+    assert b'name="a"' in last(api).body and b'filename="x.txt"' in last(api).body
 
 
 async def test_a_body_with_json_in_request_init_is_refused_not_sent_without_it(api: LocalServer) -> None:

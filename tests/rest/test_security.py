@@ -268,6 +268,22 @@ async def test_headers_given_as_items_that_are_not_pairs_are_a_param_error(api: 
     assert api.requests == []
 
 
+@pytest.mark.parametrize(
+    ("headers", "says"),
+    [
+        ({"X-A": "a\r\nInjected: 1"}, "line break"),
+        ([("X-A", "a\nb")], "line break"),
+        ({"X A": "1"}, "not a valid header name"),
+        ({"X-Name": "Jörg"}, "not ASCII"),
+    ],
+    ids=["crlf-value", "lf-value-in-pairs", "space-in-name", "non-ascii"],
+)
+def test_request_init_headers_http_cannot_carry_are_refused_when_defined(headers: object, says: str) -> None:
+    """The endpoint's own headers were checked only when sent, unlike those of `configure_client`."""
+    with pytest.raises(ParamError, match=rf"/_test/echo: request_init: .*{says}"):
+        RestEndpoint(path="/_test/echo", request_init={"headers": headers})
+
+
 async def test_headers_given_as_an_iterator_of_pairs_are_all_sent(api: LocalServer) -> None:
     """Checking the pairs used up a generator from get_headers, so the request went without them (credentials lost)."""
     ep = RestEndpoint(

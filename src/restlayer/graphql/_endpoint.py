@@ -112,6 +112,13 @@ def _check_no_path(path: object) -> None:
         )
 
 
+def _post_only(method: object) -> str:
+    """`"POST"` for the method given in any case (`"post"`, as RestEndpoint takes); `ParamError` for another."""
+    if not isinstance(method, str) or method.upper() != "POST":
+        raise ParamError(f"GQLEndpoint sends POST requests only, not {method!r}")
+    return "POST"
+
+
 class GQLEndpoint(RestEndpoint[T_co]):
     """`await ep(variables)` POSTs `{"query", "variables"}` to `url` and returns `data`.
 
@@ -126,8 +133,7 @@ class GQLEndpoint(RestEndpoint[T_co]):
         options.setdefault("path", "")
         options.setdefault("body", None)
         options.setdefault("side_effect", type(self).side_effect)
-        if options.setdefault("method", "POST") != "POST":
-            raise ParamError(f"GQLEndpoint sends POST requests only, not {options['method']!r}")
+        options["method"] = _post_only(options.get("method", "POST"))
         init: Callable[..., None] = super().__init__  # options are checked at run time
         init(**options)
         if not isinstance(self.url_prefix, str) or not self.url_prefix:

@@ -69,16 +69,29 @@ def unencodable(value: object, name: str) -> str | None:
         return None
 
 
-async def _read_sync_file(read: Callable[[int], bytes | str]) -> AsyncIterator[bytes]:
+def _chunk_bytes(chunk: object, endpoint: str) -> bytes:
+    """One chunk of a streamed body as bytes: text as UTF-8; `ParamError` for text UTF-8 cannot encode (a lone
+    surrogate) or what is no bytes or text, which httpx would fail on with a bare error mid-request."""
+    if isinstance(chunk, bytes):
+        return chunk
+    if isinstance(chunk, (bytearray, memoryview)):
+        return bytes(chunk)
+    if isinstance(chunk, str):
+        _check_text(chunk, endpoint)
+        return chunk.encode()
+    raise ParamError(f"{endpoint}: a streamed request body yielded {type(chunk).__name__}, not bytes or str")
+
+
+async def _read_sync_file(read: Callable[[int], object], endpoint: str) -> AsyncIterator[bytes]:
     """Stream a blocking file-like object (its `read`) as request content."""
     while chunk := read(_CHUNK):
-        yield chunk.encode() if isinstance(chunk, str) else chunk
+        yield _chunk_bytes(chunk, endpoint)
 
 
-async def _read_async_file(read: Callable[[int], Awaitable[bytes | str]]) -> AsyncIterator[bytes]:
+async def _read_async_file(read: Callable[[int], Awaitable[object]], endpoint: str) -> AsyncIterator[bytes]:
     """Stream a file-like object whose `read` is a coroutine (aiofiles, anyio)."""
     while chunk := await read(_CHUNK):
-        yield chunk.encode() if isinstance(chunk, str) else chunk
+        yield _chunk_bytes(chunk, endpoint)
 
 
 def _check_text(body: str, endpoint: str) -> None:
@@ -104,8 +117,8 @@ def encode_content(body: object, endpoint: str = "request") -> Content:
     read = getattr(body, "read", None)
     if read is not None:
         if inspect.iscoroutinefunction(read):
-            return _read_async_file(read)
-        return _read_sync_file(read)
+            return _read_async_file(read, endpoint)
+        return _read_sync_file(read, endpoint)
     raise ParamError(
         f"Unsupported request body of type {type(body).__name__}: send a dict or list "
         "(JSON), str, bytes, a file-like object or an async iterable of bytes"

@@ -5,8 +5,9 @@ is never handed to another loop, and one whose loop has closed is replaced.
 
 The shared client keeps no cookies: it serves every Controller of the loop, so a
 session cookie one of them received would otherwise be sent by all the others
-(and survive `reset_entire_store()`). A cookie session needs a client of its own,
-passed as the endpoint's `client`.
+(and survive `reset_entire_store()`). Cookies given to `configure_client(cookies=...)`
+are sent by every shared client, and still none a server sets is kept. A cookie
+session needs a client of its own, passed as the endpoint's `client`.
 
 `configure_client` sets what the shared clients are built with.
 """
@@ -15,10 +16,11 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import urllib.request
 import weakref
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
-from http.cookiejar import CookieJar, DefaultCookiePolicy
+from http.cookiejar import Cookie, CookieJar, DefaultCookiePolicy
 
 import httpx
 
@@ -82,6 +84,8 @@ def _check_values(options: dict[str, object]) -> None:
         raise ParamError(f"configure_client: follow_redirects must be True or False, not {follow!r}")
     if options.get("headers") is not None:
         _check_client_headers(options["headers"])
+    if options.get("cookies") is not None:
+        _cookieless_jar(options["cookies"])  # a ParamError for cookies httpx would fail to send
 
 
 def _check_max_redirects(count: object) -> None:
@@ -122,9 +126,36 @@ def _check_timeout(timeout: httpx.Timeout) -> None:
             raise ParamError(f"configure_client: timeout {part} must be None or seconds >= 0, not {value!r}")
 
 
-def _cookieless_jar() -> CookieJar:
-    """A cookie jar that refuses every cookie a server sets."""
-    return CookieJar(policy=DefaultCookiePolicy(allowed_domains=[]))
+class _RefuseStoring(DefaultCookiePolicy):
+    """Sends the cookies a jar holds, as the default policy does, and stores none a server sets."""
+
+    def set_ok(self, cookie: Cookie, request: urllib.request.Request) -> bool:
+        """No cookie a reply sets is kept: the shared client serves every Controller of the loop."""
+        return False
+
+
+def _cookieless_jar(given: object = None) -> CookieJar:
+    """A cookie jar holding the cookies `given` to `configure_client` and refusing every cookie a server sets.
+
+    httpx would use a jar given as `cookies` as the client's own, storing what servers set in it for every
+    Controller to send; so the given cookies are copied in (a jar's as they are when the client is built).
+    """
+    jar = CookieJar(policy=_RefuseStoring())
+    if given is None:
+        return jar
+    if not isinstance(given, (Mapping, list, tuple, httpx.Cookies, CookieJar)):
+        raise ParamError(
+            f"configure_client: cookies must be a dict of names to values, a list of (name, value) pairs, "
+            f"httpx.Cookies or a CookieJar, not {given!r}"
+        )
+    build: Callable[..., httpx.Cookies] = httpx.Cookies  # the accepted kinds are checked above
+    try:
+        cookies = build(given)
+        for cookie in cookies.jar:
+            jar.set_cookie(cookie)
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise ParamError(f"configure_client: cookies {given!r} cannot be sent: {type(exc).__name__}: {exc}") from exc
+    return jar
 
 
 def _new_client() -> httpx.AsyncClient:
@@ -138,7 +169,7 @@ def _new_client() -> httpx.AsyncClient:
             raise ParamError(f"configure_client: the factory returned {client!r}, not an httpx.AsyncClient")
         return client
     build: Callable[..., httpx.AsyncClient] = httpx.AsyncClient  # the options were checked by name
-    return build(**{"cookies": _cookieless_jar(), **_options})
+    return build(**{**_options, "cookies": _cookieless_jar(_options.get("cookies"))})
 
 
 def get_client() -> httpx.AsyncClient:

@@ -404,6 +404,7 @@ class RestEndpoint(Generic[T_co, Params, Args]):
         process_overridden = "process" in options or cls.process is not RestEndpoint.process
         self._raw_ok = not self._schema_set or process_overridden
         self._parts = RequestParts(self.request_init)
+        _check_headers(self._parts.plain_headers, f"{self.name}: request_init")  # refused now, not when sent
         normalize_time_options(self)
         self.retry = _retry_policy(self.retry)
 
@@ -641,10 +642,14 @@ class RestEndpoint(Generic[T_co, Params, Args]):
                 f"{self.name}: {request.method} {request.url}: the request body was a one-shot stream "
                 "and cannot be sent again after a redirect; send bytes or call the final URL"
             ) from exc
+        except RestLayerError:
+            raise  # e.g. a ParamError for a chunk of the request body
         except RuntimeError as exc:  # e.g. "Event loop is closed": a client used on a second loop
             if "loop" not in str(exc).lower():
-                raise
+                raise _send_failure(self.name, request, exc) from exc
             raise ClientLoopError(_loop_advice(self.name, exc)) from exc
+        except Exception as exc:
+            raise _send_failure(self.name, request, exc) from exc
 
     async def fetch_with_retry(self, url: str, init: Mapping[str, object]) -> httpx.Response:
         """`fetch_response`, sent again after transient failures as the `retry` policy allows.
@@ -992,7 +997,10 @@ def _check_request_init(init: object, name: str) -> None:
             f"{name}: request_init has unknown option(s) {', '.join(unknown)} "
             f"(httpx request options: {', '.join(sorted(_REQUEST_INIT_KEYS))})"
         )
+    _check_one_body(init, name)
     _check_form(init.get("data"), "files" in init, name)
+    _check_files(init.get("files"), name)
+    _check_extensions(init.get("extensions"), name)
     if "follow_redirects" in init:
         _checked_follow(init["follow_redirects"], name)
     timeout = init.get("timeout")
@@ -1000,6 +1008,19 @@ def _check_request_init(init: object, name: str) -> None:
         raise ParamError(
             f"{name}: request_init timeout must be a positive number of seconds, an httpx.Timeout or a tuple of "
             f"(connect, read[, write[, pool]]) whose parts are positive numbers or None, or None, not {timeout!r}"
+        )
+
+
+def _check_one_body(init: Mapping[str, object], name: str) -> None:
+    """Refuse a `request_init` holding two bodies: `content` with `json` or a form (`data`/`files`), or
+    `json` with a form. httpx sends one (`content` before a form, a form before `json`) and silently
+    drops the other; `data` with `files` is one multipart form."""
+    given = [option for option in ("content", "json", "data", "files") if init.get(option) is not None]
+    forms = {"data", "files"}
+    if len(given) > 1 and not set(given) <= forms:
+        raise ParamError(
+            f"{name}: request_init sends more than one body ({', '.join(given)}); httpx would send one and drop "
+            "the rest: give content, json, or a form (data and/or files)"
         )
 
 
@@ -1025,6 +1046,57 @@ def _check_form(data: object, multipart: bool, name: str) -> None:
                     f"{name}: request_init {where}: {type(item).__name__} cannot be sent in a form "
                     f"(send text, numbers, booleans or None{', or bytes' if multipart else ''})"
                 )
+
+
+def _is_file_content(content: object) -> bool:
+    """Whether httpx can upload `content`: text, bytes or a file-like object."""
+    return isinstance(content, (str, bytes)) or callable(getattr(content, "read", None))
+
+
+def _check_files(files: object, name: str) -> None:
+    """Refuse a `request_init` `files` httpx fails on only while sending (`{"f": 5}`: a bare AttributeError,
+    after part of the upload went out). Each file is its content (text, bytes, a file) or a tuple of a file
+    name, the content and optionally its type and headers; given as a mapping or (field, file) pairs."""
+    if files is None:
+        return
+    if isinstance(files, Mapping):
+        items = list(files.items())
+    elif isinstance(files, (list, tuple)) and all(isinstance(item, tuple) and len(item) == 2 for item in files):
+        items = list(files)
+    else:
+        raise ParamError(f"{name}: request_init files must be a mapping or (field, file) pairs, not {files!r}")
+    for field, upload in items:
+        content = upload[1] if isinstance(upload, tuple) and 2 <= len(upload) <= 4 else upload
+        if not _is_file_content(content):
+            raise ParamError(
+                f"{name}: request_init files[{field!r}]: {type(upload).__name__} cannot be uploaded (give text, "
+                "bytes, a file opened in binary mode or a (filename, content[, type[, headers]]) tuple)"
+            )
+
+
+#: The parts of the `timeout` request extension (httpcore's per-request timeouts).
+_TIMEOUT_PARTS: Final = frozenset({"connect", "read", "write", "pool"})
+
+
+def _check_extensions(extensions: object, name: str) -> None:
+    """Refuse `request_init` `extensions` httpcore fails on only while sending, with a bare AttributeError:
+    no mapping, or a `timeout` that is no mapping of connect/read/write/pool to seconds > 0 or None."""
+    if extensions is None:
+        return
+    if not isinstance(extensions, Mapping):
+        raise ParamError(f"{name}: request_init extensions must be a mapping, not {extensions!r}")
+    timeout = extensions.get("timeout")
+    if timeout is None:
+        return
+    if not (
+        isinstance(timeout, Mapping)
+        and set(timeout) <= _TIMEOUT_PARTS
+        and all(part is None or _positive(part) for part in timeout.values())
+    ):
+        raise ParamError(
+            f"{name}: request_init extensions timeout must map connect, read, write and pool to seconds > 0 or "
+            f"None, not {timeout!r} (or give request_init timeout)"
+        )
 
 
 def _usable_timeout(timeout: object) -> bool:
@@ -1071,6 +1143,17 @@ def _keep_own_query(client: httpx.AsyncClient, url: str, kwargs: dict[str, objec
         return
     merge: Callable[..., httpx.QueryParams] = client.params.merge  # `extra` is httpx's own option, unchecked
     kwargs["params"] = merge(extra).merge(own)
+
+
+def _send_failure(endpoint: str, request: httpx.Request, exc: Exception) -> RestLayerError:
+    """The error for `exc`, raised while `request` was being sent by something not httpx's: the body's own
+    code (a file's read(), an async iterable), a request option httpx takes only then (`files`,
+    `extensions`), an event hook. A `ParamError` for a value of the wrong type, else a `RestLayerError`:
+    a direct call fails as one through a Controller does, with `exc` as its cause."""
+    message = f"{endpoint}: sending {request.method} {request.url} raised {type(exc).__name__}: {exc}"
+    if isinstance(exc, (TypeError, ValueError, AttributeError)):
+        return ParamError(message)
+    return RestLayerError(message)
 
 
 def _replayable(init: Mapping[str, object]) -> bool:
