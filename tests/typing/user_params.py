@@ -8,6 +8,7 @@ from typing import Any
 from typing_extensions import NotRequired, TypedDict, assert_type
 
 from restlayer import DLE, Controller, Endpoint, Entity, Resource, Response, RestEndpoint, Values, resource, sync
+from restlayer.graphql import GQLEndpoint
 
 
 class Todo(Entity):
@@ -71,6 +72,15 @@ assert_type(TodoResource.get_list, RestEndpoint[list[Todo]])
 assert_type(TodoResource.extend("toggle", path="/todos/:id/toggle").get, RestEndpoint[Todo, [TodoParams]])
 
 
+# GQLEndpoint.extend(params=...) is a GQLEndpoint (what it returns), its variables typed by `params`.
+todo_query = GQLEndpoint(URL + "/graphql").query("query Todo($id: Int!) { todo(id: $id) { id } }", Todo)
+typed_query = todo_query.extend(params=TodoParams)
+assert_type(typed_query, GQLEndpoint[Todo, [TodoParams]])
+assert_type(todo_query.extend(schema=[Todo], params=TodoParams), GQLEndpoint[list[Todo], [TodoParams]])
+assert_type(typed_query.extend(schema=[Todo]), GQLEndpoint[list[Todo], [TodoParams]])
+assert_type(typed_query.extend(data_expiry_length=0), GQLEndpoint[Todo, [TodoParams]])
+
+
 def generic_reader(endpoint: Endpoint[Todo]) -> None:
     """Code written for any endpoint accepts typed ones."""
 
@@ -99,6 +109,8 @@ async def use_async(ctrl: Controller, maybe: TodoParams | None) -> None:
     async with ctrl.subscription(get_todo, {"id": 1}):
         pass
     assert_type(await get_todo({"id": 1}), Any)  # the raw reply
+    assert_type(await ctrl.fetch(typed_query, {"id": 1}), Todo)
+    await ctrl.fetch(typed_query, {"id": "1"})  # type: ignore[typeddict-item]  # pyright: ignore[reportArgumentType]
 
     # Params that may be None (fetch only once an id is known): the skip overloads take the union too.
     assert_type(await ctrl.suspense(get_todo, maybe), Todo | None)
