@@ -40,6 +40,12 @@ assert_type(update_todo.url({"id": 1}), str)
 todo_list = RestEndpoint(path="/todos", schema=[Todo], params=Filters)
 assert_type(todo_list, RestEndpoint[list[Todo], [Filters]])
 assert_type(RestEndpoint(path="/count", process=len, params=Filters), RestEndpoint[int, [Filters]])
+assert_type(get_todo.extend(process=len, schema=None), RestEndpoint[int, [TodoParams]])
+assert_type(RestEndpoint(path="/count").extend(process=len, schema=None, params=Filters), RestEndpoint[int, [Filters]])
+assert_type(
+    update_todo.extend(process=len, schema=None, params=TodoParams, body=TodoBody),
+    RestEndpoint[int, [TodoParams], [TodoParams, TodoBody]],
+)
 assert_type(get_todo.extend(data_expiry_length=0), RestEndpoint[Todo, [TodoParams]])
 assert_type(get_todo.extend(schema=[Todo]), RestEndpoint[list[Todo], [TodoParams]])
 assert_type(RestEndpoint(path="/todos/:id", schema=Todo).extend(params=TodoParams), RestEndpoint[Todo, [TodoParams]])
@@ -79,6 +85,7 @@ assert_type(typed_query, GQLEndpoint[Todo, [TodoParams]])
 assert_type(todo_query.extend(schema=[Todo], params=TodoParams), GQLEndpoint[list[Todo], [TodoParams]])
 assert_type(typed_query.extend(schema=[Todo]), GQLEndpoint[list[Todo], [TodoParams]])
 assert_type(typed_query.extend(data_expiry_length=0), GQLEndpoint[Todo, [TodoParams]])
+assert_type(typed_query.extend(process=len, schema=None), GQLEndpoint[int, [TodoParams]])
 
 
 def generic_reader(endpoint: Endpoint[Todo]) -> None:

@@ -477,6 +477,16 @@ class GQLEndpoint(RestEndpoint[T_co, Params, Args]):
     # -- derived endpoints -------------------------------------------------------------
 
     @overload
+    def extend(  # type: ignore[overload-overlap]
+        self, *, process: Callable[..., T], schema: None, params: type[P], body: type[B], **options: object
+    ) -> GQLEndpoint[T, [P], [P, B]]: ...
+    @overload
+    def extend(
+        self, *, process: Callable[..., T], schema: None, params: type[P], **options: object
+    ) -> GQLEndpoint[T, [P]]: ...
+    @overload
+    def extend(self, *, process: Callable[..., T], schema: None, **options: object) -> GQLEndpoint[T, Params, Args]: ...
+    @overload
     def extend(self, *, schema: type[E], params: type[P], **options: object) -> GQLEndpoint[E, [P]]: ...  # type: ignore[overload-overlap]
     @overload
     def extend(self, *, schema: list[type[E]], params: type[P], **options: object) -> GQLEndpoint[list[E], [P]]: ...  # type: ignore[overload-overlap]

@@ -713,6 +713,20 @@ class RestEndpoint(Generic[T_co, Params, Args]):
 
     # -- derived endpoints -----------------------------------------------------------
 
+    # `schema=None` with `process=`: no schema, so the result is process's value (as the constructor infers);
+    # `process=` alone keeps the type, as the endpoint may have a schema (whose reads the result then is).
+    @overload
+    def extend(  # type: ignore[overload-overlap]
+        self, *, process: Callable[..., T], schema: None, params: type[P], body: type[B], **options: object
+    ) -> RestEndpoint[T, [P], [P, B]]: ...
+    @overload
+    def extend(
+        self, *, process: Callable[..., T], schema: None, params: type[P], **options: object
+    ) -> RestEndpoint[T, [P]]: ...
+    @overload
+    def extend(
+        self, *, process: Callable[..., T], schema: None, **options: object
+    ) -> RestEndpoint[T, Params, Args]: ...
     @overload
     def extend(self, *, schema: type[E], params: type[P], **options: object) -> RestEndpoint[E, [P]]: ...  # type: ignore[overload-overlap]
     @overload
