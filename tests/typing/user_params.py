@@ -24,6 +24,11 @@ class TodoBody(TypedDict):
     title: str
 
 
+class ScopedParams(TypedDict):
+    id: int
+    user_id: int
+
+
 class Filters(TypedDict):
     user_id: NotRequired[int]
 
@@ -76,6 +81,10 @@ assert_type(TodoResource["delete"], RestEndpoint[Any, [TodoParams]])  # by name:
 assert_type(TodoResource["get"], RestEndpoint[Todo, [TodoParams]])
 assert_type(TodoResource.get_list, RestEndpoint[list[Todo]])
 assert_type(TodoResource.extend("toggle", path="/todos/:id/toggle").get, RestEndpoint[Todo, [TodoParams]])
+assert_type(TodoResource.extend(get={"data_expiry_length": 0}).get, RestEndpoint[Todo, [TodoParams]])
+# New params (or a new schema) for a standard member: it no longer takes a TodoParams, so Any.
+assert_type(TodoResource.extend(get={"params": ScopedParams}).get, RestEndpoint[Any])
+assert_type(TodoResource.extend("delete", params=ScopedParams).delete, RestEndpoint[Any])
 
 
 # GQLEndpoint.extend(params=...) is a GQLEndpoint (what it returns), its variables typed by `params`.
