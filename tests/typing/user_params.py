@@ -122,6 +122,19 @@ async def use_async(ctrl: Controller, maybe: TodoParams | None) -> None:
     assert_type(ctrl.get_response(get_todo, {"id": 1}), Response[Todo])
     assert_type(ctrl.live(get_todo, {"id": 1}), AsyncIterator[Todo])
     ctrl.invalidate(TodoResource.delete, {"id": 1})
+    # set_response / set_error (and paginate) take a typed endpoint's params unchecked, on purpose: no
+    # overload design checks them in both checkers. `set_response(endpoint, *args, response)` puts the
+    # response after the endpoint's arguments, and a ParamSpec (what checks fetch's `*args: A.args`)
+    # can only be followed by its `**kwargs`, never by one more positional. Overloads taking
+    # `endpoint: Endpoint[T, [P]], params: P, response: object` (or a Protocol whose `__call__` takes a
+    # `P`) work in pyright, but mypy (2.4) solves `P` from the dict literal as well as from the endpoint
+    # (`dict[str, int]` against `TodoParams`) and reports "Cannot infer value of type parameter" on every
+    # correct call such as the ones below; an accept-all overload after them would accept wrong params
+    # again, in both checkers. paginate's `params` meets the same mypy limit (its `next_page=` is keyword-only,
+    # so it cannot follow a ParamSpec's `*args` either). These correct calls must stay accepted.
+    ctrl.set_response(get_todo, {"id": 1}, {"id": 1, "title": "x"})
+    ctrl.set_response(update_todo, {"id": 1}, {"title": "x"}, {"id": 1, "title": "x"})
+    ctrl.set_error(get_todo, {"id": 1}, ValueError("gone"))
     async with ctrl.subscription(get_todo, {"id": 1}):
         pass
     assert_type(await get_todo({"id": 1}), Any)  # the raw reply
