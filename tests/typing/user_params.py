@@ -43,6 +43,24 @@ update_todo = RestEndpoint(path="/todos/:id", method="PUT", schema=Todo, params=
 assert_type(update_todo, RestEndpoint[Todo, [TodoParams], [TodoParams, TodoBody]])
 assert_type(update_todo.url({"id": 1}), str)
 todo_list = RestEndpoint(path="/todos", schema=[Todo], params=Filters)
+# A POST/PUT/PATCH endpoint takes a body after its params, `body=` given or not (`body=None`: none).
+add_note = RestEndpoint(path="/todos/:id/notes", method="POST", schema=Todo, params=TodoParams)
+assert_type(add_note, RestEndpoint[Todo, [TodoParams], [TodoParams, object]])
+assert_type(
+    RestEndpoint(path="/todos/:id", method="PUT", schema=[Todo], params=TodoParams),
+    RestEndpoint[list[Todo], [TodoParams], [TodoParams, object]],
+)
+assert_type(
+    RestEndpoint(path="/todos/:id", method="PATCH", process=len, params=TodoParams),
+    RestEndpoint[int, [TodoParams], [TodoParams, object]],
+)
+assert_type(
+    RestEndpoint(path="/todos/:id", method="POST", schema=Todo, params=TodoParams, body=None),
+    RestEndpoint[Todo, [TodoParams]],
+)
+assert_type(
+    RestEndpoint(path="/todos/:id", method="GET", schema=Todo, params=TodoParams), RestEndpoint[Todo, [TodoParams]]
+)
 assert_type(todo_list, RestEndpoint[list[Todo], [Filters]])
 assert_type(RestEndpoint(path="/count", process=len, params=Filters), RestEndpoint[int, [Filters]])
 assert_type(get_todo.extend(process=len, schema=None), RestEndpoint[int, [TodoParams]])
@@ -108,6 +126,7 @@ generic_reader(TodoResource.update)
 async def use_async(ctrl: Controller, maybe: TodoParams | None) -> None:
     assert_type(await ctrl.fetch(get_todo, {"id": 1}), Todo)
     assert_type(await ctrl.fetch(update_todo, {"id": 1}, {"title": "x"}), Todo)
+    assert_type(await ctrl.fetch(add_note, {"id": 1}, {"text": "x"}), Todo)
     assert_type(await ctrl.fetch(TodoResource.partial_update, {"id": 1}, {"title": "x"}), Todo)
     assert_type(await ctrl.fetch(todo_list, {}), list[Todo])
     assert_type(await ctrl.fetch(todo_list, {"user_id": 2}), list[Todo])
@@ -160,6 +179,7 @@ async def use_async(ctrl: Controller, maybe: TodoParams | None) -> None:
     await ctrl.fetch(get_todo, id=1)  # type: ignore[call-arg]  # pyright: ignore[reportCallIssue]
     await ctrl.fetch(update_todo, {"id": 1}, {"titel": "x"})  # type: ignore[typeddict-item, typeddict-unknown-key]  # pyright: ignore[reportArgumentType]
     await ctrl.fetch(TodoResource.update, {"id": 1})  # type: ignore[call-arg]  # pyright: ignore[reportCallIssue]
+    await ctrl.fetch(add_note, {"id": 1})  # type: ignore[call-arg]  # pyright: ignore[reportCallIssue]
     ctrl.cache(TodoResource.get, {})  # type: ignore[misc]  # pyright: ignore[reportCallIssue, reportArgumentType]
     ctrl.dle(get_todo, {"id": None})  # type: ignore[misc]  # pyright: ignore[reportCallIssue, reportArgumentType]
     await get_todo({"id": "1"})  # type: ignore[typeddict-item]  # pyright: ignore[reportArgumentType]
