@@ -131,6 +131,12 @@ def loose_count(value: Any, *args: Any) -> int:  # Any in the parameters must no
 
 assert_type(RestEndpoint(path="/count", process=loose_count), RestEndpoint[int])
 assert_type(RestEndpoint(path="/raw"), RestEndpoint[Any])
+# extend(process=..., schema=None) leaves no schema: the result is process's value, as the constructor infers.
+# (`process=` alone keeps the type: the endpoint may have a schema, and the result is then the schema's.)
+assert_type(RestEndpoint(path="/raw").extend(process=as_int, schema=None), RestEndpoint[int])
+assert_type(RestEndpoint(path="/todos/:id", schema=Todo).extend(process=len, schema=None), RestEndpoint[int])
+assert_type(RestEndpoint(path="/count", process=as_int).extend(process=str, schema=None), RestEndpoint[str])
+assert_type(RestEndpoint(path="/todos/:id", schema=Todo).extend(process=len), RestEndpoint[Todo])
 
 get_todo = RestEndpoint(path="/todos/:id", schema=Todo)
 assert_type(get_todo.url({"id": 1}), str)
@@ -212,6 +218,7 @@ assert_type(todo_query.extend(schema=[User]), GQLEndpoint[list[User]])
 assert_type(todo_query.extend(schema=Values(User)), GQLEndpoint[dict[str, User]])
 assert_type(todo_query.extend(schema=[feed]), GQLEndpoint[list[Entity]])
 assert_type(todo_query.extend(schema=[[Todo]]), GQLEndpoint[list[Any]])
+assert_type(todo_query.extend(process=len, schema=None), GQLEndpoint[int])
 changed = gql.subscription("subscription { todoChanged { id } }", {"todoChanged": Todo})
 assert_type(changed, GQLSubscription[dict[str, Any]])
 assert_type(changed.events(Controller()), GQLEvents[dict[str, Any]])

@@ -39,6 +39,15 @@ assert_type(Extended["get"], RestEndpoint[Todo])  # standard members read by nam
 assert_type(TodoResource["get_list"], RestEndpoint[list[Todo]])
 assert_type(TodoResource["partial_update"], RestEndpoint[Todo])
 assert_type(TodoResource.extend(get={"data_expiry_length": 0}).get, RestEndpoint[Todo])
+assert_type(TodoResource.extend({"get": {"path": "/v2/todos/:id"}}).get, RestEndpoint[Todo])
+# A standard member given a new schema no longer reads a Todo: Any, never the old type.
+assert_type(TodoResource.extend(get={"schema": [Todo]}), ExtendedResource[Any])
+assert_type(TodoResource.extend(get={"schema": [Todo]}).get, RestEndpoint[Any])
+assert_type(TodoResource.extend(get_list={"schema": Todo, "name": "one"}).get_list, RestEndpoint[list[Any]])
+assert_type(TodoResource.extend({"get": {"schema": [Todo]}}).get, RestEndpoint[Any])
+assert_type(TodoResource.extend("get", schema=[Todo]).get, RestEndpoint[Any])
+assert_type(TodoResource.extend("update", process=len, schema=None).update, RestEndpoint[Any])
+assert_type(TodoResource.extend("toggle", schema=Todo, method="POST").get, RestEndpoint[Todo])  # a new member
 # extend(function): the function is handed the resource, typed, so its members are checked.
 Toggled = TodoResource.extend(lambda base: {"toggle": base.get.extend(path="/todos/:id/toggle", method="POST")})
 assert_type(Toggled, ExtendedResource[Todo])

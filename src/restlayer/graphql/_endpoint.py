@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Final, overload
 import httpx
 
 from restlayer._args import split_call
-from restlayer._typing import B, E, P, Self, T, T_co
+from restlayer._typing import Args, B, E, P, Params, Self, T, T_co
 from restlayer.errors import BodyTooLargeError, NetworkError, ParamError, RestLayerError, StatusError
 from restlayer.graphql._errors import GQLNetworkError
 from restlayer.rest._body import unencodable
@@ -119,7 +119,7 @@ def _post_only(method: object) -> str:
     return "POST"
 
 
-class GQLEndpoint(RestEndpoint[T_co]):
+class GQLEndpoint(RestEndpoint[T_co, Params, Args]):
     """`await ep(variables)` POSTs `{"query", "variables"}` to `url` and returns `data`.
 
     Every RestEndpoint option applies (`get_headers`, `request_init`, `client`,
@@ -384,9 +384,17 @@ class GQLEndpoint(RestEndpoint[T_co]):
         variables = self._variables(args)
         return variables, variables
 
-    def url(self, params: Mapping[str, object] | None = None) -> str:
-        """The GraphQL server's address (variables never enter the URL)."""
-        return self.url_prefix
+    if TYPE_CHECKING:  # typed by `Params` like RestEndpoint's, so `extend(params=...)` keeps a GQLEndpoint
+
+        def url(self, *args: Params.args, **kwargs: Params.kwargs) -> str:
+            """The GraphQL server's address (variables never enter the URL)."""
+            ...
+
+    else:
+
+        def url(self, params: Mapping[str, object] | None = None) -> str:
+            """The GraphQL server's address (variables never enter the URL)."""
+            return self.url_prefix
 
     def key(self, *args: object) -> str:
         """`"<query> <compact JSON of the variables>"`; member order is kept."""
@@ -475,41 +483,53 @@ class GQLEndpoint(RestEndpoint[T_co]):
     # -- derived endpoints -------------------------------------------------------------
 
     @overload
-    def extend(self, *, schema: type[E], params: type[P], **options: object) -> RestEndpoint[E, [P]]: ...  # type: ignore[overload-overlap]
+    def extend(  # type: ignore[overload-overlap]
+        self, *, process: Callable[..., T], schema: None, params: type[P], body: type[B], **options: object
+    ) -> GQLEndpoint[T, [P], [P, B]]: ...
     @overload
-    def extend(self, *, schema: list[type[E]], params: type[P], **options: object) -> RestEndpoint[list[E], [P]]: ...  # type: ignore[overload-overlap]
+    def extend(
+        self, *, process: Callable[..., T], schema: None, params: type[P], **options: object
+    ) -> GQLEndpoint[T, [P]]: ...
     @overload
-    def extend(self, *, schema: list[Schema[T]], params: type[P], **options: object) -> RestEndpoint[list[T], [P]]: ...  # type: ignore[overload-overlap]
+    def extend(self, *, process: Callable[..., T], schema: None, **options: object) -> GQLEndpoint[T, Params, Args]: ...
+    @overload
+    def extend(self, *, schema: type[E], params: type[P], **options: object) -> GQLEndpoint[E, [P]]: ...  # type: ignore[overload-overlap]
+    @overload
+    def extend(self, *, schema: list[type[E]], params: type[P], **options: object) -> GQLEndpoint[list[E], [P]]: ...  # type: ignore[overload-overlap]
+    @overload
+    def extend(self, *, schema: list[Schema[T]], params: type[P], **options: object) -> GQLEndpoint[list[T], [P]]: ...  # type: ignore[overload-overlap]
     @overload
     def extend(  # type: ignore[overload-overlap]
         self, *, schema: NestedListShorthand, params: type[P], **options: object
-    ) -> RestEndpoint[list[Any], [P]]: ...
+    ) -> GQLEndpoint[list[Any], [P]]: ...
     @overload
-    def extend(self, *, schema: Schema[T], params: type[P], **options: object) -> RestEndpoint[T, [P]]: ...  # type: ignore[overload-overlap]
+    def extend(self, *, schema: Schema[T], params: type[P], **options: object) -> GQLEndpoint[T, [P]]: ...  # type: ignore[overload-overlap]
     @overload
     def extend(  # type: ignore[overload-overlap]
         self, *, schema: Mapping[str, object], params: type[P], **options: object
-    ) -> RestEndpoint[dict[str, Any], [P]]: ...
+    ) -> GQLEndpoint[dict[str, Any], [P]]: ...
     @overload
-    def extend(self, *, params: type[P], body: type[B], **options: object) -> RestEndpoint[T_co, [P], [P, B]]: ...  # type: ignore[overload-overlap]
+    def extend(self, *, params: type[P], body: type[B], **options: object) -> GQLEndpoint[T_co, [P], [P, B]]: ...  # type: ignore[overload-overlap]
     @overload
-    def extend(self, *, params: type[P], **options: object) -> RestEndpoint[T_co, [P]]: ...  # type: ignore[overload-overlap]
+    def extend(self, *, params: type[P], **options: object) -> GQLEndpoint[T_co, [P]]: ...  # type: ignore[overload-overlap]
     @overload
-    def extend(self, *, schema: type[E], **options: object) -> GQLEndpoint[E]: ...
+    def extend(self, *, schema: type[E], **options: object) -> GQLEndpoint[E, Params, Args]: ...
     @overload
-    def extend(self, *, schema: list[type[E]], **options: object) -> GQLEndpoint[list[E]]: ...
+    def extend(self, *, schema: list[type[E]], **options: object) -> GQLEndpoint[list[E], Params, Args]: ...
     @overload
-    def extend(self, *, schema: list[Schema[T]], **options: object) -> GQLEndpoint[list[T]]: ...
+    def extend(self, *, schema: list[Schema[T]], **options: object) -> GQLEndpoint[list[T], Params, Args]: ...
     @overload
-    def extend(self, *, schema: NestedListShorthand, **options: object) -> GQLEndpoint[list[Any]]: ...
+    def extend(self, *, schema: NestedListShorthand, **options: object) -> GQLEndpoint[list[Any], Params, Args]: ...
     @overload
-    def extend(self, *, schema: Schema[T], **options: object) -> GQLEndpoint[T]: ...
+    def extend(self, *, schema: Schema[T], **options: object) -> GQLEndpoint[T, Params, Args]: ...
     @overload
-    def extend(self, *, schema: Mapping[str, object], **options: object) -> GQLEndpoint[dict[str, Any]]: ...
+    def extend(
+        self, *, schema: Mapping[str, object], **options: object
+    ) -> GQLEndpoint[dict[str, Any], Params, Args]: ...
     @overload
     def extend(self, **options: object) -> Self: ...
     def extend(self, **options: object) -> RestEndpoint[object, ...]:
-        """A new endpoint with these options overriding this one's (`url=` moves it); typed as RestEndpoint's."""
+        """A new endpoint with these options overriding this one's (`url=` moves it): a GQLEndpoint, typed like it."""
         if "url" in options:
             options["url_prefix"] = options.pop("url")
         build: Callable[..., GQLEndpoint[object]] = type(self)

@@ -14,7 +14,7 @@ import inspect
 import logging
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Final, Generic, Protocol, overload
+from typing import TYPE_CHECKING, Any, Final, Generic, Literal, Protocol, overload
 
 import httpx
 
@@ -74,6 +74,8 @@ OPTIONS: Final = frozenset(
 
 CONTENT_MODES: Final = frozenset({"json", "blob", "text", "arrayBuffer", "stream"})
 _NO_BODY_METHODS: Final = ("GET", "DELETE")
+#: Typing only: methods whose calls take a body after the params (`params=` without `body=`: typed `object`).
+_BodyMethod = Literal["POST", "PUT", "PATCH"]
 #: Default cap on a reply's decoded body: 100 MiB.
 DEFAULT_MAX_BODY_SIZE: Final = 100 * 1024 * 1024
 #: Redirects after which a mutation would be repeated as a GET by clients.
@@ -260,6 +262,25 @@ class RestEndpoint(Generic[T_co, Params, Args]):
         self: RestEndpoint[E, [P], [P, B]], *, schema: type[E], params: type[P], body: type[B], **options: object
     ) -> None: ...
     @overload
+    def __init__(
+        self: RestEndpoint[E, [P]],
+        *,
+        schema: type[E],
+        params: type[P],
+        method: _BodyMethod,
+        body: None,
+        **options: object,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: RestEndpoint[E, [P], [P, object]],
+        *,
+        schema: type[E],
+        params: type[P],
+        method: _BodyMethod,
+        **options: object,
+    ) -> None: ...
+    @overload
     def __init__(self: RestEndpoint[E, [P]], *, schema: type[E], params: type[P], **options: object) -> None: ...
     @overload
     def __init__(self: RestEndpoint[E], *, schema: type[E], **options: object) -> None: ...
@@ -270,6 +291,25 @@ class RestEndpoint(Generic[T_co, Params, Args]):
         schema: list[type[E]],
         params: type[P],
         body: type[B],
+        **options: object,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: RestEndpoint[list[E], [P]],
+        *,
+        schema: list[type[E]],
+        params: type[P],
+        method: _BodyMethod,
+        body: None,
+        **options: object,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: RestEndpoint[list[E], [P], [P, object]],
+        *,
+        schema: list[type[E]],
+        params: type[P],
+        method: _BodyMethod,
         **options: object,
     ) -> None: ...
     @overload
@@ -289,6 +329,25 @@ class RestEndpoint(Generic[T_co, Params, Args]):
     ) -> None: ...
     @overload
     def __init__(
+        self: RestEndpoint[list[T], [P]],
+        *,
+        schema: list[Schema[T]],
+        params: type[P],
+        method: _BodyMethod,
+        body: None,
+        **options: object,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: RestEndpoint[list[T], [P], [P, object]],
+        *,
+        schema: list[Schema[T]],
+        params: type[P],
+        method: _BodyMethod,
+        **options: object,
+    ) -> None: ...
+    @overload
+    def __init__(
         self: RestEndpoint[list[T], [P]], *, schema: list[Schema[T]], params: type[P], **options: object
     ) -> None: ...
     @overload
@@ -304,6 +363,25 @@ class RestEndpoint(Generic[T_co, Params, Args]):
     ) -> None: ...
     @overload
     def __init__(
+        self: RestEndpoint[list[Any], [P]],
+        *,
+        schema: NestedListShorthand,
+        params: type[P],
+        method: _BodyMethod,
+        body: None,
+        **options: object,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: RestEndpoint[list[Any], [P], [P, object]],
+        *,
+        schema: NestedListShorthand,
+        params: type[P],
+        method: _BodyMethod,
+        **options: object,
+    ) -> None: ...
+    @overload
+    def __init__(
         self: RestEndpoint[list[Any], [P]], *, schema: NestedListShorthand, params: type[P], **options: object
     ) -> None: ...
     @overload
@@ -311,6 +389,25 @@ class RestEndpoint(Generic[T_co, Params, Args]):
     @overload
     def __init__(
         self: RestEndpoint[T, [P], [P, B]], *, schema: Schema[T], params: type[P], body: type[B], **options: object
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: RestEndpoint[T, [P]],
+        *,
+        schema: Schema[T],
+        params: type[P],
+        method: _BodyMethod,
+        body: None,
+        **options: object,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: RestEndpoint[T, [P], [P, object]],
+        *,
+        schema: Schema[T],
+        params: type[P],
+        method: _BodyMethod,
+        **options: object,
     ) -> None: ...
     @overload
     def __init__(self: RestEndpoint[T, [P]], *, schema: Schema[T], params: type[P], **options: object) -> None: ...
@@ -323,6 +420,25 @@ class RestEndpoint(Generic[T_co, Params, Args]):
         schema: Mapping[str, object],
         params: type[P],
         body: type[B],
+        **options: object,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: RestEndpoint[dict[str, Any], [P]],
+        *,
+        schema: Mapping[str, object],
+        params: type[P],
+        method: _BodyMethod,
+        body: None,
+        **options: object,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: RestEndpoint[dict[str, Any], [P], [P, object]],
+        *,
+        schema: Mapping[str, object],
+        params: type[P],
+        method: _BodyMethod,
         **options: object,
     ) -> None: ...
     @overload
@@ -348,6 +464,27 @@ class RestEndpoint(Generic[T_co, Params, Args]):
         process: Callable[..., T],
         schema: None = None,
         params: type[P],
+        method: _BodyMethod,
+        body: None,
+        **options: object,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: RestEndpoint[T, [P], [P, object]],
+        *,
+        process: Callable[..., T],
+        schema: None = None,
+        params: type[P],
+        method: _BodyMethod,
+        **options: object,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: RestEndpoint[T, [P]],
+        *,
+        process: Callable[..., T],
+        schema: None = None,
+        params: type[P],
         **options: object,
     ) -> None: ...
     @overload
@@ -362,6 +499,27 @@ class RestEndpoint(Generic[T_co, Params, Args]):
         process: None = None,
         params: type[P],
         body: type[B],
+        **options: object,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: RestEndpoint[Any, [P]],
+        *,
+        schema: str | None = None,
+        process: None = None,
+        params: type[P],
+        method: _BodyMethod,
+        body: None,
+        **options: object,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: RestEndpoint[Any, [P], [P, object]],
+        *,
+        schema: str | None = None,
+        process: None = None,
+        params: type[P],
+        method: _BodyMethod,
         **options: object,
     ) -> None: ...
     @overload
@@ -718,6 +876,20 @@ class RestEndpoint(Generic[T_co, Params, Args]):
 
     # -- derived endpoints -----------------------------------------------------------
 
+    # `schema=None` with `process=`: no schema, so the result is process's value (as the constructor infers);
+    # `process=` alone keeps the type, as the endpoint may have a schema (whose reads the result then is).
+    @overload
+    def extend(  # type: ignore[overload-overlap]
+        self, *, process: Callable[..., T], schema: None, params: type[P], body: type[B], **options: object
+    ) -> RestEndpoint[T, [P], [P, B]]: ...
+    @overload
+    def extend(
+        self, *, process: Callable[..., T], schema: None, params: type[P], **options: object
+    ) -> RestEndpoint[T, [P]]: ...
+    @overload
+    def extend(
+        self, *, process: Callable[..., T], schema: None, **options: object
+    ) -> RestEndpoint[T, Params, Args]: ...
     @overload
     def extend(self, *, schema: type[E], params: type[P], **options: object) -> RestEndpoint[E, [P]]: ...  # type: ignore[overload-overlap]
     @overload

@@ -17,11 +17,60 @@ from restlayer.rest.endpoint import RestEndpoint
 from restlayer.schema import NonFilter, Schema
 from restlayer.schema._base import required_node
 
+if TYPE_CHECKING:
+    from typing_extensions import TypedDict
+
 __all__ = ["ExtendedResource", "Resource", "resource"]
 
 
 #: `extend()` called without a positional argument (None is an argument, and a wrong one).
 _NOTHING: Final = Sentinel("NOTHING")
+
+#: The members whose result type `Resource[T]` states (`extend(name, schema=...)` of one of them changes it).
+_StandardMember = Literal["get", "get_list", "update", "partial_update", "delete"]
+
+if TYPE_CHECKING:
+
+    class _SameResult(TypedDict, total=False):
+        """Typing only: member options of `extend(get={...})` that keep the resource's result and params types.
+
+        Every endpoint option but `schema` and `params`: a dict naming either (or an option a
+        subclass adds) changes what the member reads or takes, so that `extend` is typed
+        `ExtendedResource[Any]`, never the old (then wrong) type.
+        """
+
+        path: object
+        url_prefix: object
+        method: object
+        body: object
+        search_params: object
+        pagination_field: object
+        content: object
+        request_init: object
+        side_effect: object
+        data_expiry_length: object
+        error_expiry_length: object
+        error_policy: object
+        invalid_if_stale: object
+        poll_frequency: object
+        get_optimistic_response: object
+        update: object
+        name: object
+        client: object
+        process: object
+        url: object
+        search_to_string: object
+        key: object
+        test_key: object
+        get_request_init: object
+        get_headers: object
+        fetch_response: object
+        parse_response: object
+        move_path: object
+        remove_cursor: object
+        max_body_size: object
+        total_timeout: object
+        retry: object
 
 
 class Resource(Generic[T_co, Params, Args]):
@@ -123,12 +172,22 @@ class Resource(Generic[T_co, Params, Args]):
     def extend(
         self, members: Callable[[Self], Mapping[str, RestEndpoint[Any, ...]]], /
     ) -> ExtendedResource[T_co, Params, Args]: ...
+    # A standard member given a new schema or params (or options a checker cannot read) reads or takes
+    # something else than `Resource[T]` states: typed `ExtendedResource[Any]`, never the old, wrong, type.
+    @overload
+    def extend(self, name: _StandardMember, /, *, schema: object, **options: object) -> ExtendedResource[Any]: ...
+    @overload
+    def extend(self, name: _StandardMember, /, *, params: object, **options: object) -> ExtendedResource[Any]: ...
     @overload
     def extend(self, name: str, /, **options: object) -> ExtendedResource[T_co, Params, Args]: ...
     @overload
+    def extend(  # type: ignore[overload-overlap]
+        self, members: Mapping[str, _SameResult] = ..., /, **overrides: _SameResult
+    ) -> ExtendedResource[T_co, Params, Args]: ...
+    @overload
     def extend(
         self, members: Mapping[str, Mapping[str, object]] = ..., /, **overrides: Mapping[str, object]
-    ) -> ExtendedResource[T_co, Params, Args]: ...
+    ) -> ExtendedResource[Any]: ...
     def extend(
         self, first: object = _NOTHING, /, *more: object, **overrides: object
     ) -> ExtendedResource[T_co, Params, Args]:
