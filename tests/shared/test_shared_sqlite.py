@@ -6,8 +6,11 @@ import asyncio
 import contextlib
 import logging
 import math
+import os
 import sqlite3
+import subprocess
 import time
+from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -475,3 +478,47 @@ async def test_a_stores_own_failure_is_not_reported_as_a_value_that_is_not_json(
     with caplog.at_level(logging.WARNING, logger="restlayer.shared"):
         await run(tmp_path / "deep.sqlite3", lambda ctrl: ctrl.fetch(deep, id=1))
     assert "not shared (not JSON)" in caplog.text and "unexpectedly" not in caplog.text
+
+
+@contextlib.contextmanager
+def read_only(path: Path) -> Iterator[None]:
+    """`path` and its directory made read-only; as root (who writes through permissions) the file
+    is made immutable instead, and the test skipped where that is not possible."""
+    os.chmod(path, 0o444)
+    os.chmod(path.parent, 0o555)
+    immutable = False
+    try:
+        if os.access(path, os.W_OK):  # root: permissions do not stop it
+            immutable = subprocess.run(["chattr", "+i", str(path)], capture_output=True, check=False).returncode == 0
+            if not immutable:
+                pytest.skip("cannot make a file read-only for this user")
+        yield
+    finally:
+        if immutable:
+            subprocess.run(["chattr", "-i", str(path)], check=True)
+        os.chmod(path.parent, 0o755)
+        os.chmod(path, 0o644)
+
+
+async def test_a_read_only_file_starts_the_next_run_warm_and_refuses_its_writes(
+    tmp_path: Path, res: Any, api: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A file that cannot be written was retried forever as "unreachable": no warm start, ever."""
+    path = tmp_path / "cache" / "cache.sqlite3"
+    path.parent.mkdir()
+    await run(path, lambda ctrl: ctrl.suspense(res.Todo.get, id=1))
+    with read_only(path), caplog.at_level(logging.WARNING, logger="restlayer.shared"):
+
+        async def read(ctrl: Controller) -> Any:
+            todo = ctrl.cache(res.Todo.get, id=1)
+            await ctrl.fetch(res.Todo.get, id=2)  # its write is refused, not retried
+            manager = next(m for m in ctrl.managers if isinstance(m, SharedManager))
+            await manager.flush()
+            assert manager.online
+            return todo
+
+        todo = await run(path, read)
+    assert todo is not None and todo.id == 1
+    assert len(gets(api, "/todos/1")) == 1
+    assert "cannot be written" in caplog.text and "refused a write" in caplog.text
+    assert "unreachable" not in caplog.text

@@ -10,6 +10,7 @@ Calls are short synchronous statements on the event loop's thread.
 from __future__ import annotations
 
 import json
+import math
 import secrets
 import sqlite3
 import time
@@ -52,6 +53,7 @@ _COLUMNS = {
     "indexes": frozenset({"key", "field", "value", "pk"}),
 }
 
+_SQLITE_READONLY = 8  # the primary result code (sqlite3 has it, its type stubs do not)
 _EXPIRED, _INVALIDATED = 1, 2  # the `expired` column: 0 fresh, 1 stale, 2 invalidated (a tombstone)
 
 
@@ -114,6 +116,15 @@ def _check_existing(path: Path) -> None:
         db.close()
 
 
+def _read_only(exc: sqlite3.Error) -> bool:
+    """Whether `exc` is SQLite refusing to write a file it can only read (`SQLITE_READONLY` and its variants).
+
+    Retrying does not help: it is a refusal of the write, not an unreachable store.
+    """
+    code = getattr(exc, "sqlite_errorcode", None)
+    return isinstance(code, int) and code & 0xFF == _SQLITE_READONLY
+
+
 def _now_ms() -> float:
     return time.time() * 1000
 
@@ -150,24 +161,52 @@ class SQLiteStore:
         await self.close()
         _check_not_dir(self.path)
         try:
-            self._db = sqlite3.connect(self.path, isolation_level=None)
-            _check_file(self._db, self.path)
-            self._db.executescript(_SCHEMA)
-            now = _now_ms()
-            with self._db:
-                self._db.execute("DELETE FROM entities WHERE keep_until < ?", (now,))
-                self._db.execute("DELETE FROM endpoints WHERE keep_until < ?", (now,))
-            patch = self._load()
+            patch = self._open_writable()
         except ParamError:
             await self.close()
             raise
         except sqlite3.Error as exc:
-            raise SharedStoreError(f"{self.path}: {exc}") from exc
+            if not _read_only(exc):
+                raise SharedStoreError(f"{self.path}: {exc}") from exc
+            patch = await self._open_read_only(exc)
         if patch:
             on_patch(patch)
 
-    def _load(self) -> Patch:
+    def _open_writable(self) -> Patch:
+        """Connect, create restlayer's tables, delete the rows past their `keep_until`, load the rest."""
+        self._db = sqlite3.connect(self.path, isolation_level=None)
+        _check_file(self._db, self.path)
+        self._db.executescript(_SCHEMA)
+        now = _now_ms()
+        with self._db:
+            self._db.execute("DELETE FROM entities WHERE keep_until < ?", (now,))
+            self._db.execute("DELETE FROM endpoints WHERE keep_until < ?", (now,))
+        return self._load()
+
+    async def _open_read_only(self, cause: sqlite3.Error) -> Patch:
+        """Open a file that cannot be written (read-only permissions or file system) for reads only.
+
+        Retrying the writable open would fail the same way forever, and the controller would
+        never start warm from the file. Rows past their `keep_until` are left in the file and
+        not loaded; each later write is refused (`SharedStoreError.refused`), not retried.
+        """
+        await self.close()
+        log.warning("SQLiteStore: %s cannot be written (%s); reading it without storing changes", self.path, cause)
+        try:
+            self._db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None)
+            _check_file(self._db, self.path)
+            return self._load(_now_ms())
+        except ParamError:
+            await self.close()
+            raise
+        except sqlite3.Error as exc:
+            raise SharedStoreError(f"{self.path}: {exc}", refused=_read_only(exc)) from exc
+
+    def _load(self, now: float | None = None) -> Patch:
         """Every stored row as one patch (malformed rows are logged and skipped).
+
+        `now` (ms): leave out the rows whose `keep_until` is past (a file that could not be pruned).
+        A file without restlayer's tables (read-only, so they could not be created) holds no rows.
 
         An endpoint naming an entity whose row is gone (pruned before it: each row
         lives until its own expiry, and a later, shorter-lived response may have
@@ -175,8 +214,12 @@ class SQLiteStore:
         of `None`. A fetch of it still reads its stored response from the file.
         """
         db = self._conn()
+        tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if not set(_COLUMNS) <= tables:
+            return Patch()
+        since = (-math.inf if now is None else now,)
         entities: list[EntityRow] = []
-        for (text,) in db.execute("SELECT data FROM entities"):
+        for (text,) in db.execute("SELECT data FROM entities WHERE keep_until >= ?", since):
             row = parse_entity(text)
             if row is not None:
                 entities.append(row)
@@ -184,7 +227,7 @@ class SQLiteStore:
         endpoints: list[EndpointRow] = []
         expired: list[str] = []
         invalidated: list[str] = []
-        for key, text, state in db.execute("SELECT key, data, expired FROM endpoints"):
+        for key, text, state in db.execute("SELECT key, data, expired FROM endpoints WHERE keep_until >= ?", since):
             if not isinstance(key, str):  # a foreign file's number: no endpoint key (keys are text everywhere)
                 log.warning("ignored a malformed stored endpoint row: key %r is not text", key)
                 continue
@@ -218,7 +261,7 @@ class SQLiteStore:
                         db.execute(f"DELETE FROM {table}")
                 self._write_rows(db, write)
         except sqlite3.Error as exc:
-            raise SharedStoreError(f"{self.path}: {exc}") from exc
+            raise SharedStoreError(f"{self.path}: {exc}", refused=_read_only(exc)) from exc
 
     def _write_rows(self, db: sqlite3.Connection, write: Write) -> None:
         patch = write.patch
