@@ -993,3 +993,19 @@ async def test_a_shared_copy_of_an_entity_deleted_since_is_fetched_again_as_in_t
             await asyncio.wait_for(ctrl.suspense(res.Todo.get, id=1), 10)
         assert caught.value.status == 404
     assert len(gets(api, "/todos/1")) == 3
+
+
+async def test_closing_while_unreachable_warns_of_the_kept_writes_it_loses(
+    private_redis: RedisServer, make: Make, res: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The writes kept for the rejoin went away silently when the controller closed still offline."""
+    ctrl = make(private_redis.url)
+    await started(ctrl)
+    private_redis.stop()
+    with caplog.at_level(logging.WARNING, logger="restlayer.shared"):
+        for todo_id in (1, 2):
+            await asyncio.wait_for(ctrl.fetch(res.Todo.get, id=todo_id), 10)
+        await asyncio.wait_for(shared(ctrl).flush(), 10)
+        ctrl.close()
+        await shared(ctrl).wait_closed()
+    assert "2 writes kept for it are lost" in caplog.text
