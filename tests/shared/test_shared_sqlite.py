@@ -21,7 +21,7 @@ from restlayer.core import Controller, SharedManager, Write
 from restlayer.errors import ParamError
 from restlayer.rest import RestEndpoint
 from restlayer.stores import SQLiteStore
-from tests.core._models import Todo, gets
+from tests.core._models import Clock, Todo, gets
 
 
 async def run(path: Path, work: Any) -> Any:
@@ -522,3 +522,26 @@ async def test_a_read_only_file_starts_the_next_run_warm_and_refuses_its_writes(
     assert len(gets(api, "/todos/1")) == 1
     assert "cannot be written" in caplog.text and "refused a write" in caplog.text
     assert "unreachable" not in caplog.text
+
+
+async def test_a_controller_on_an_injected_clock_starts_the_next_run_warm(tmp_path: Path, res: Any, api: Any) -> None:
+    """Rows were dated on the controller's clock and pruned at open by wall time: on a test
+    clock the file emptied at every start."""
+    path = tmp_path / "cache.sqlite3"
+    clock = Clock()
+
+    async def read() -> Any:
+        ctrl = Controller(shared=SQLiteStore(path), clock=clock)
+        manager = next(m for m in ctrl.managers if isinstance(m, SharedManager))
+        try:
+            assert await asyncio.wait_for(manager.wait_started(), 10)
+            todo = await ctrl.suspense(res.Todo.get, id=1)
+            await manager.flush()
+            return todo
+        finally:
+            ctrl.close()
+            await manager.wait_closed()
+
+    first = await read()
+    assert await read() == first
+    assert len(gets(api, "/todos/1")) == 1

@@ -289,7 +289,14 @@ class SQLiteStore:
         )
 
     def _until(self, meta: dict[str, float], now: float) -> float:
-        return (now or _now_ms()) + lifetime_ms(meta, now or _now_ms(), self.keep_ms)
+        """When a row written at `now` (ms, the controller's clock) may be pruned, in wall-clock ms.
+
+        Its lifetime is measured on the controller's clock (the one its `expires_at` is on),
+        but counted from the wall clock the file is pruned by at open, as Redis counts its TTLs:
+        dated on an injected clock that does not read as wall time, every row was pruned at the
+        next start.
+        """
+        return _now_ms() + lifetime_ms(meta, now or _now_ms(), self.keep_ms)
 
     async def read(self, key: str) -> Snapshot | None:
         """The stored response of `key` with its entities' current rows."""
