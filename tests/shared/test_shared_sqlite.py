@@ -481,21 +481,23 @@ async def test_a_stores_own_failure_is_not_reported_as_a_value_that_is_not_json(
 
 
 @contextlib.contextmanager
-def read_only(path: Path) -> Iterator[None]:
-    """`path` and its directory made read-only; as root (who writes through permissions) the file
-    is made immutable instead, and the test skipped where that is not possible."""
-    os.chmod(path, 0o444)
+def read_only(path: Path, *, directory_only: bool = False) -> Iterator[None]:
+    """`path` and its directory (or the directory only) made read-only; as root (who writes through
+    permissions) made immutable instead, and the test skipped where that is not possible."""
+    made = path.parent if directory_only else path
+    if not directory_only:
+        os.chmod(path, 0o444)
     os.chmod(path.parent, 0o555)
     immutable = False
     try:
-        if os.access(path, os.W_OK):  # root: permissions do not stop it
-            immutable = subprocess.run(["chattr", "+i", str(path)], capture_output=True, check=False).returncode == 0
+        if os.access(made, os.W_OK):  # root: permissions do not stop it
+            immutable = subprocess.run(["chattr", "+i", str(made)], capture_output=True, check=False).returncode == 0
             if not immutable:
                 pytest.skip("cannot make a file read-only for this user")
         yield
     finally:
         if immutable:
-            subprocess.run(["chattr", "-i", str(path)], check=True)
+            subprocess.run(["chattr", "-i", str(made)], check=True)
         os.chmod(path.parent, 0o755)
         os.chmod(path, 0o644)
 
@@ -545,3 +547,31 @@ async def test_a_controller_on_an_injected_clock_starts_the_next_run_warm(tmp_pa
     first = await read()
     assert await read() == first
     assert len(gets(api, "/todos/1")) == 1
+
+
+async def test_a_file_in_a_read_only_directory_starts_warm_and_refuses_its_writes(
+    tmp_path: Path, res: Any, api: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Its journal cannot be created: pruning at open failed (retried forever as "unreachable"),
+    and each write took the store offline, expiring the local data at every reconnection."""
+    path = tmp_path / "cache" / "cache.sqlite3"
+    path.parent.mkdir()
+    await run(path, lambda ctrl: ctrl.suspense(res.Todo.get, id=1))
+    with contextlib.closing(sqlite3.connect(path)) as db, db:  # a row past its keep_until: open must prune
+        db.execute("INSERT INTO entities VALUES ('Gone', '1', 0, '[]', 0)")
+    with read_only(path, directory_only=True), caplog.at_level(logging.WARNING, logger="restlayer.shared"):
+
+        async def read(ctrl: Controller) -> Any:
+            todo = ctrl.cache(res.Todo.get, id=1)
+            for todo_id in (2, 3):  # their writes are refused, not retried
+                await ctrl.fetch(res.Todo.get, id=todo_id)
+            manager = next(m for m in ctrl.managers if isinstance(m, SharedManager))
+            await manager.flush()
+            assert manager.online
+            assert ctrl.get_response(res.Todo.get, id=2).expires_at > ctrl.now()  # not expired by a rejoin
+            return todo
+
+        todo = await run(path, read)
+    assert todo is not None and todo.id == 1
+    assert len(gets(api, "/todos/1")) == 1
+    assert "refused a write" in caplog.text and "unreachable" not in caplog.text

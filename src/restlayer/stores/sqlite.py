@@ -53,7 +53,7 @@ _COLUMNS = {
     "indexes": frozenset({"key", "field", "value", "pk"}),
 }
 
-_SQLITE_READONLY = 8  # the primary result code (sqlite3 has it, its type stubs do not)
+_SQLITE_READONLY, _SQLITE_CANTOPEN = 8, 14  # primary result codes (sqlite3 has them, its type stubs do not)
 _EXPIRED, _INVALIDATED = 1, 2  # the `expired` column: 0 fresh, 1 stale, 2 invalidated (a tombstone)
 
 
@@ -116,13 +116,15 @@ def _check_existing(path: Path) -> None:
         db.close()
 
 
-def _read_only(exc: sqlite3.Error) -> bool:
-    """Whether `exc` is SQLite refusing to write a file it can only read (`SQLITE_READONLY` and its variants).
+def _unwritable(exc: sqlite3.Error) -> bool:
+    """Whether `exc`, raised by a write on an open file, says the file cannot be written.
 
-    Retrying does not help: it is a refusal of the write, not an unreachable store.
+    `SQLITE_READONLY` (and its variants): the file is read-only; `SQLITE_CANTOPEN`: its
+    journal cannot be created (a read-only directory). Retrying does not help: it is a
+    refusal of the write, not an unreachable store.
     """
     code = getattr(exc, "sqlite_errorcode", None)
-    return isinstance(code, int) and code & 0xFF == _SQLITE_READONLY
+    return isinstance(code, int) and code & 0xFF in (_SQLITE_READONLY, _SQLITE_CANTOPEN)
 
 
 def _now_ms() -> float:
@@ -166,7 +168,7 @@ class SQLiteStore:
             await self.close()
             raise
         except sqlite3.Error as exc:
-            if not _read_only(exc):
+            if self._db is None or not _unwritable(exc):  # not opened at all (a missing directory): may pass
                 raise SharedStoreError(f"{self.path}: {exc}") from exc
             patch = await self._open_read_only(exc)
         if patch:
@@ -184,7 +186,7 @@ class SQLiteStore:
         return self._load()
 
     async def _open_read_only(self, cause: sqlite3.Error) -> Patch:
-        """Open a file that cannot be written (read-only permissions or file system) for reads only.
+        """Open a file that cannot be written (read-only file, directory or file system) for reads only.
 
         Retrying the writable open would fail the same way forever, and the controller would
         never start warm from the file. Rows past their `keep_until` are left in the file and
@@ -200,7 +202,7 @@ class SQLiteStore:
             await self.close()
             raise
         except sqlite3.Error as exc:
-            raise SharedStoreError(f"{self.path}: {exc}", refused=_read_only(exc)) from exc
+            raise SharedStoreError(f"{self.path}: {exc}", refused=_unwritable(exc)) from exc
 
     def _load(self, now: float | None = None) -> Patch:
         """Every stored row as one patch (malformed rows are logged and skipped).
@@ -261,7 +263,7 @@ class SQLiteStore:
                         db.execute(f"DELETE FROM {table}")
                 self._write_rows(db, write)
         except sqlite3.Error as exc:
-            raise SharedStoreError(f"{self.path}: {exc}", refused=_read_only(exc)) from exc
+            raise SharedStoreError(f"{self.path}: {exc}", refused=_unwritable(exc)) from exc
 
     def _write_rows(self, db: sqlite3.Connection, write: Write) -> None:
         patch = write.patch
