@@ -575,3 +575,25 @@ async def test_a_file_in_a_read_only_directory_starts_warm_and_refuses_its_write
     assert todo is not None and todo.id == 1
     assert len(gets(api, "/todos/1")) == 1
     assert "refused a write" in caplog.text and "unreachable" not in caplog.text
+
+
+async def test_a_read_only_file_without_restlayers_tables_reads_as_empty(
+    tmp_path: Path, res: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Opened for reads, an empty file had no tables to read: each read-through failed with
+    "no such table" and took the store offline."""
+    path = tmp_path / "cache" / "cache.sqlite3"
+    path.parent.mkdir()
+    path.touch()
+    with read_only(path), caplog.at_level(logging.WARNING, logger="restlayer.shared"):
+
+        async def fetch(ctrl: Controller) -> Any:
+            todos = [await ctrl.fetch(res.Todo.get, id=todo_id) for todo_id in (1, 2)]
+            manager = next(m for m in ctrl.managers if isinstance(m, SharedManager))
+            await manager.flush()
+            assert manager.online
+            return todos
+
+        todos = await run(path, fetch)
+    assert [todo.id for todo in todos] == [1, 2]
+    assert "refused a write" in caplog.text and "unreachable" not in caplog.text

@@ -146,6 +146,7 @@ class SQLiteStore:
         _check_existing(Path(path))
         self.path = Path(path)
         self._db: sqlite3.Connection | None = None
+        self._tables: bool | None = None  # whether the open file holds restlayer's tables (None: not looked yet)
 
     def __repr__(self) -> str:
         return f"SQLiteStore({str(self.path)!r})"
@@ -216,8 +217,7 @@ class SQLiteStore:
         of `None`. A fetch of it still reads its stored response from the file.
         """
         db = self._conn()
-        tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        if not set(_COLUMNS) <= tables:
+        if not self._has_tables():
             return Patch()
         since = (-math.inf if now is None else now,)
         entities: list[EntityRow] = []
@@ -243,12 +243,24 @@ class SQLiteStore:
         indexes = [row for row in db.execute("SELECT key, field, value, pk FROM indexes") if _index_row(row)]
         return Patch(tuple(entities), tuple(endpoints), tuple(indexes), tuple(invalidated), tuple(expired))
 
+    def _has_tables(self) -> bool:
+        """Whether the open file holds restlayer's tables (a read-only file may not: they were never created).
+
+        Without them it holds no rows: reading it must not fail (that would take the store offline),
+        and a write is refused as for any file that cannot be written.
+        """
+        if self._tables is None:
+            names = {name for (name,) in self._conn().execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            self._tables = set(_COLUMNS) <= names
+        return self._tables
+
     async def run(self) -> None:
         """Nothing is ever announced to a file: returns at once."""
 
     async def close(self) -> None:
         """Close the file (safe to call twice)."""
         db, self._db = self._db, None
+        self._tables = None
         if db is not None:
             db.close()
 
@@ -256,6 +268,8 @@ class SQLiteStore:
         """Store `write` in one transaction; rows older than the file's are skipped."""
         db = self._conn()
         try:
+            if not self._has_tables():
+                raise SharedStoreError(f"{self.path}: the file cannot be written", refused=True)
             with db:
                 db.execute("BEGIN")
                 if write.clear:
@@ -304,6 +318,8 @@ class SQLiteStore:
         """The stored response of `key` with its entities' current rows."""
         db = self._conn()
         try:
+            if not self._has_tables():
+                return None
             found = db.execute("SELECT data, expired FROM endpoints WHERE key = ?", (key,)).fetchone()
             if found is None or found[1] == _INVALIDATED:
                 return None
@@ -318,13 +334,15 @@ class SQLiteStore:
     async def rows(self, refs: Sequence[tuple[str, str]]) -> list[EntityRow]:
         """The current rows of the entities `refs` name (those stored)."""
         try:
-            return _rows(self._conn(), refs)
+            return _rows(self._conn(), refs) if self._has_tables() else []
         except sqlite3.Error as exc:
             raise SharedStoreError(f"{self.path}: {exc}") from exc
 
     async def keys(self) -> list[str]:
         """Every stored endpoint key."""
         try:
+            if not self._has_tables():
+                return []
             return [key for (key,) in self._conn().execute("SELECT key FROM endpoints")]
         except sqlite3.Error as exc:
             raise SharedStoreError(f"{self.path}: {exc}") from exc
