@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import math
@@ -993,3 +994,97 @@ async def test_a_shared_copy_of_an_entity_deleted_since_is_fetched_again_as_in_t
             await asyncio.wait_for(ctrl.suspense(res.Todo.get, id=1), 10)
         assert caught.value.status == 404
     assert len(gets(api, "/todos/1")) == 3
+
+
+async def test_closing_while_unreachable_warns_of_the_kept_writes_it_loses(
+    private_redis: RedisServer, make: Make, res: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The writes kept for the rejoin went away silently when the controller closed still offline."""
+    ctrl = make(private_redis.url)
+    await started(ctrl)
+    private_redis.stop()
+    with caplog.at_level(logging.WARNING, logger="restlayer.shared"):
+        for todo_id in (1, 2):
+            await asyncio.wait_for(ctrl.fetch(res.Todo.get, id=todo_id), 10)
+        await asyncio.wait_for(shared(ctrl).flush(), 10)
+        ctrl.close()
+        await shared(ctrl).wait_closed()
+    assert "2 writes kept for it are lost" in caplog.text
+
+
+class FreezingProxy:
+    """A TCP proxy to a Redis server whose open connections can be frozen: they stay open but carry
+    nothing more, as when a host or a route dies without closing them. Later connections work."""
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self.connections = 0
+        self._more = asyncio.Event()
+        self._server: asyncio.Server | None = None
+        self._writers: list[asyncio.StreamWriter] = []
+        self._frozen: list[list[bool]] = []  # one flag per connection
+
+    async def start(self) -> str:
+        self._server = await asyncio.start_server(self._accept, "127.0.0.1", 0)
+        return f"redis://127.0.0.1:{self._server.sockets[0].getsockname()[1]}/0"
+
+    async def connected(self, count: int) -> None:
+        """Wait until `count` connections in all were accepted."""
+        while self.connections < count:
+            self._more.clear()
+            await self._more.wait()
+
+    def freeze(self) -> None:
+        """Stop carrying data on every connection open now."""
+        for flag in self._frozen:
+            flag[0] = True
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        upstream_reader, upstream_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
+        self._writers += [writer, upstream_writer]
+        frozen = [False]
+        self._frozen.append(frozen)
+        self.connections += 1
+        self._more.set()
+        await asyncio.gather(self._pipe(reader, upstream_writer, frozen), self._pipe(upstream_reader, writer, frozen))
+
+    @staticmethod
+    async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, frozen: list[bool]) -> None:
+        with contextlib.suppress(OSError):
+            while data := await reader.read(65536):
+                if not frozen[0]:
+                    writer.write(data)
+                    await writer.drain()
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for writer in self._writers:
+            writer.close()
+
+
+async def test_a_subscription_that_dies_silently_is_noticed_and_rejoined(
+    redis_server: RedisServer, namespace: str, make: Make, res: Any, raw: Any
+) -> None:
+    """A process that never writes waited on a dead subscription forever, missing every announcement."""
+    proxy = FreezingProxy(redis_server.port)
+    url = await proxy.start()
+    store = RedisStore(url, namespace=namespace, timeout=0.2)
+    reader = Controller(shared=store)
+    writer = make()
+    try:
+        await started(reader, writer)
+        opened = proxy.connections
+        proxy.freeze()
+        await asyncio.wait_for(proxy.connected(opened + 2), 10)  # noticed: connected again
+        await asyncio.wait_for(shared(reader).wait_online(), 10)
+        for _ in range(100):  # until the new subscription is in place on the server
+            if (await raw.pubsub_numsub(store.channel))[0][1] == 2:
+                break
+        await writer.fetch(res.Todo.get, id=1)
+        await shared(writer).flush()
+        await asyncio.wait_for(until(reader, lambda: reader.cache(res.Todo.get, id=1) is not None), 10)
+    finally:
+        reader.close()
+        await shared(reader).wait_closed()
+        await proxy.close()

@@ -6,8 +6,11 @@ import asyncio
 import contextlib
 import logging
 import math
+import os
 import sqlite3
+import subprocess
 import time
+from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -18,7 +21,7 @@ from restlayer.core import Controller, SharedManager, Write
 from restlayer.errors import ParamError
 from restlayer.rest import RestEndpoint
 from restlayer.stores import SQLiteStore
-from tests.core._models import Todo, gets
+from tests.core._models import Clock, Todo, gets
 
 
 async def run(path: Path, work: Any) -> Any:
@@ -475,3 +478,122 @@ async def test_a_stores_own_failure_is_not_reported_as_a_value_that_is_not_json(
     with caplog.at_level(logging.WARNING, logger="restlayer.shared"):
         await run(tmp_path / "deep.sqlite3", lambda ctrl: ctrl.fetch(deep, id=1))
     assert "not shared (not JSON)" in caplog.text and "unexpectedly" not in caplog.text
+
+
+@contextlib.contextmanager
+def read_only(path: Path, *, directory_only: bool = False) -> Iterator[None]:
+    """`path` and its directory (or the directory only) made read-only; as root (who writes through
+    permissions) made immutable instead, and the test skipped where that is not possible."""
+    made = path.parent if directory_only else path
+    if not directory_only:
+        os.chmod(path, 0o444)
+    os.chmod(path.parent, 0o555)
+    immutable = False
+    try:
+        if os.access(made, os.W_OK):  # root: permissions do not stop it
+            immutable = subprocess.run(["chattr", "+i", str(made)], capture_output=True, check=False).returncode == 0
+            if not immutable:
+                pytest.skip("cannot make a file read-only for this user")
+        yield
+    finally:
+        if immutable:
+            subprocess.run(["chattr", "-i", str(made)], check=True)
+        os.chmod(path.parent, 0o755)
+        os.chmod(path, 0o644)
+
+
+async def test_a_read_only_file_starts_the_next_run_warm_and_refuses_its_writes(
+    tmp_path: Path, res: Any, api: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A file that cannot be written was retried forever as "unreachable": no warm start, ever."""
+    path = tmp_path / "cache" / "cache.sqlite3"
+    path.parent.mkdir()
+    await run(path, lambda ctrl: ctrl.suspense(res.Todo.get, id=1))
+    with read_only(path), caplog.at_level(logging.WARNING, logger="restlayer.shared"):
+
+        async def read(ctrl: Controller) -> Any:
+            todo = ctrl.cache(res.Todo.get, id=1)
+            await ctrl.fetch(res.Todo.get, id=2)  # its write is refused, not retried
+            manager = next(m for m in ctrl.managers if isinstance(m, SharedManager))
+            await manager.flush()
+            assert manager.online
+            return todo
+
+        todo = await run(path, read)
+    assert todo is not None and todo.id == 1
+    assert len(gets(api, "/todos/1")) == 1
+    assert "cannot be written" in caplog.text and "refused a write" in caplog.text
+    assert "unreachable" not in caplog.text
+
+
+async def test_a_controller_on_an_injected_clock_starts_the_next_run_warm(tmp_path: Path, res: Any, api: Any) -> None:
+    """Rows were dated on the controller's clock and pruned at open by wall time: on a test
+    clock the file emptied at every start."""
+    path = tmp_path / "cache.sqlite3"
+    clock = Clock()
+
+    async def read() -> Any:
+        ctrl = Controller(shared=SQLiteStore(path), clock=clock)
+        manager = next(m for m in ctrl.managers if isinstance(m, SharedManager))
+        try:
+            assert await asyncio.wait_for(manager.wait_started(), 10)
+            todo = await ctrl.suspense(res.Todo.get, id=1)
+            await manager.flush()
+            return todo
+        finally:
+            ctrl.close()
+            await manager.wait_closed()
+
+    first = await read()
+    assert await read() == first
+    assert len(gets(api, "/todos/1")) == 1
+
+
+async def test_a_file_in_a_read_only_directory_starts_warm_and_refuses_its_writes(
+    tmp_path: Path, res: Any, api: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Its journal cannot be created: pruning at open failed (retried forever as "unreachable"),
+    and each write took the store offline, expiring the local data at every reconnection."""
+    path = tmp_path / "cache" / "cache.sqlite3"
+    path.parent.mkdir()
+    await run(path, lambda ctrl: ctrl.suspense(res.Todo.get, id=1))
+    with contextlib.closing(sqlite3.connect(path)) as db, db:  # a row past its keep_until: open must prune
+        db.execute("INSERT INTO entities VALUES ('Gone', '1', 0, '[]', 0)")
+    with read_only(path, directory_only=True), caplog.at_level(logging.WARNING, logger="restlayer.shared"):
+
+        async def read(ctrl: Controller) -> Any:
+            todo = ctrl.cache(res.Todo.get, id=1)
+            for todo_id in (2, 3):  # their writes are refused, not retried
+                await ctrl.fetch(res.Todo.get, id=todo_id)
+            manager = next(m for m in ctrl.managers if isinstance(m, SharedManager))
+            await manager.flush()
+            assert manager.online
+            assert ctrl.get_response(res.Todo.get, id=2).expires_at > ctrl.now()  # not expired by a rejoin
+            return todo
+
+        todo = await run(path, read)
+    assert todo is not None and todo.id == 1
+    assert len(gets(api, "/todos/1")) == 1
+    assert "refused a write" in caplog.text and "unreachable" not in caplog.text
+
+
+async def test_a_read_only_file_without_restlayers_tables_reads_as_empty(
+    tmp_path: Path, res: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Opened for reads, an empty file had no tables to read: each read-through failed with
+    "no such table" and took the store offline."""
+    path = tmp_path / "cache" / "cache.sqlite3"
+    path.parent.mkdir()
+    path.touch()
+    with read_only(path), caplog.at_level(logging.WARNING, logger="restlayer.shared"):
+
+        async def fetch(ctrl: Controller) -> Any:
+            todos = [await ctrl.fetch(res.Todo.get, id=todo_id) for todo_id in (1, 2)]
+            manager = next(m for m in ctrl.managers if isinstance(m, SharedManager))
+            await manager.flush()
+            assert manager.online
+            return todos
+
+        todos = await run(path, fetch)
+    assert [todo.id for todo in todos] == [1, 2]
+    assert "refused a write" in caplog.text and "unreachable" not in caplog.text

@@ -233,6 +233,8 @@ class SharedManager(Manager):
 
     def cleanup(self) -> None:
         """Stop connecting and writing; the backend is closed in the background."""
+        if not self._closed:
+            self._report_missed_lost()
         self._closed = True
         self._drop_pending(ClosedError)
         for task in list(self._tasks):
@@ -247,6 +249,19 @@ class SharedManager(Manager):
                 await asyncio.wait_for(asyncio.shield(self._closing), 10)
             except asyncio.TimeoutError:
                 log.warning("the shared store's connections did not close within 10 s")
+
+    def _report_missed_lost(self) -> None:
+        """Warn, with their count, about the writes kept while the backend was unreachable, closing unwritten.
+
+        Closing hands the queued writes over, but those kept for the rejoin only go when the
+        backend is back: the other processes (or the next run) will not see these changes.
+        """
+        if self._missed:
+            log.warning(
+                "closing while the shared store is unreachable: %d writes kept for it are lost "
+                "(the other processes and later runs will not see those changes)",
+                len(self._missed),
+            )
 
     async def _close_store(self) -> None:
         with contextlib.suppress(SharedStoreError):

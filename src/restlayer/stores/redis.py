@@ -251,12 +251,28 @@ class RedisStore:
         if pubsub is None:
             raise SharedStoreError("RedisStore is not open")
         try:
-            async for message in pubsub.listen():
-                if message.get("type") == "message":
-                    self._deliver(message["data"])
+            while pubsub.subscribed:
+                await self._next_message(pubsub)
         except _FAILURES as exc:
             raise SharedStoreError(f"redis at {self.url}: {exc}") from exc
         raise SharedStoreError(f"redis at {self.url}: subscription ended")
+
+    async def _next_message(self, pubsub: PubSub) -> None:
+        """Wait for the subscription's next message and deliver it; ping it after `timeout` s of silence.
+
+        A connection that dies without closing (a host gone, a dropped route, a frozen proxy)
+        leaves a blocking read waiting forever: a process that never writes would not notice,
+        and would miss every announcement from then on. An unanswered ping fails the wait instead.
+        """
+        response = await pubsub.parse_response(block=False, timeout=self.timeout)
+        if response is None:
+            await pubsub.ping()
+            response = await pubsub.parse_response(block=False, timeout=self.timeout)
+            if response is None:
+                raise SharedStoreError(f"redis at {self.url}: the subscription did not answer for {self.timeout} s")
+        message = await pubsub.handle_message(response, ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]
+        if message is not None and message.get("type") == "message":
+            self._deliver(message["data"])
 
     def _deliver(self, data: bytes) -> None:
         """Hand an announcement to `on_patch`; a malformed one (anyone may publish on the channel) is logged.

@@ -10,6 +10,7 @@ Calls are short synchronous statements on the event loop's thread.
 from __future__ import annotations
 
 import json
+import math
 import secrets
 import sqlite3
 import time
@@ -52,6 +53,7 @@ _COLUMNS = {
     "indexes": frozenset({"key", "field", "value", "pk"}),
 }
 
+_SQLITE_READONLY, _SQLITE_CANTOPEN = 8, 14  # primary result codes (sqlite3 has them, its type stubs do not)
 _EXPIRED, _INVALIDATED = 1, 2  # the `expired` column: 0 fresh, 1 stale, 2 invalidated (a tombstone)
 
 
@@ -114,6 +116,17 @@ def _check_existing(path: Path) -> None:
         db.close()
 
 
+def _unwritable(exc: sqlite3.Error) -> bool:
+    """Whether `exc`, raised by a write on an open file, says the file cannot be written.
+
+    `SQLITE_READONLY` (and its variants): the file is read-only; `SQLITE_CANTOPEN`: its
+    journal cannot be created (a read-only directory). Retrying does not help: it is a
+    refusal of the write, not an unreachable store.
+    """
+    code = getattr(exc, "sqlite_errorcode", None)
+    return isinstance(code, int) and code & 0xFF in (_SQLITE_READONLY, _SQLITE_CANTOPEN)
+
+
 def _now_ms() -> float:
     return time.time() * 1000
 
@@ -133,6 +146,7 @@ class SQLiteStore:
         _check_existing(Path(path))
         self.path = Path(path)
         self._db: sqlite3.Connection | None = None
+        self._tables: bool | None = None  # whether the open file holds restlayer's tables (None: not looked yet)
 
     def __repr__(self) -> str:
         return f"SQLiteStore({str(self.path)!r})"
@@ -150,24 +164,52 @@ class SQLiteStore:
         await self.close()
         _check_not_dir(self.path)
         try:
-            self._db = sqlite3.connect(self.path, isolation_level=None)
-            _check_file(self._db, self.path)
-            self._db.executescript(_SCHEMA)
-            now = _now_ms()
-            with self._db:
-                self._db.execute("DELETE FROM entities WHERE keep_until < ?", (now,))
-                self._db.execute("DELETE FROM endpoints WHERE keep_until < ?", (now,))
-            patch = self._load()
+            patch = self._open_writable()
         except ParamError:
             await self.close()
             raise
         except sqlite3.Error as exc:
-            raise SharedStoreError(f"{self.path}: {exc}") from exc
+            if self._db is None or not _unwritable(exc):  # not opened at all (a missing directory): may pass
+                raise SharedStoreError(f"{self.path}: {exc}") from exc
+            patch = await self._open_read_only(exc)
         if patch:
             on_patch(patch)
 
-    def _load(self) -> Patch:
+    def _open_writable(self) -> Patch:
+        """Connect, create restlayer's tables, delete the rows past their `keep_until`, load the rest."""
+        self._db = sqlite3.connect(self.path, isolation_level=None)
+        _check_file(self._db, self.path)
+        self._db.executescript(_SCHEMA)
+        now = _now_ms()
+        with self._db:
+            self._db.execute("DELETE FROM entities WHERE keep_until < ?", (now,))
+            self._db.execute("DELETE FROM endpoints WHERE keep_until < ?", (now,))
+        return self._load()
+
+    async def _open_read_only(self, cause: sqlite3.Error) -> Patch:
+        """Open a file that cannot be written (read-only file, directory or file system) for reads only.
+
+        Retrying the writable open would fail the same way forever, and the controller would
+        never start warm from the file. Rows past their `keep_until` are left in the file and
+        not loaded; each later write is refused (`SharedStoreError.refused`), not retried.
+        """
+        await self.close()
+        log.warning("SQLiteStore: %s cannot be written (%s); reading it without storing changes", self.path, cause)
+        try:
+            self._db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None)
+            _check_file(self._db, self.path)
+            return self._load(_now_ms())
+        except ParamError:
+            await self.close()
+            raise
+        except sqlite3.Error as exc:
+            raise SharedStoreError(f"{self.path}: {exc}", refused=_unwritable(exc)) from exc
+
+    def _load(self, now: float | None = None) -> Patch:
         """Every stored row as one patch (malformed rows are logged and skipped).
+
+        `now` (ms): leave out the rows whose `keep_until` is past (a file that could not be pruned).
+        A file without restlayer's tables (read-only, so they could not be created) holds no rows.
 
         An endpoint naming an entity whose row is gone (pruned before it: each row
         lives until its own expiry, and a later, shorter-lived response may have
@@ -175,8 +217,11 @@ class SQLiteStore:
         of `None`. A fetch of it still reads its stored response from the file.
         """
         db = self._conn()
+        if not self._has_tables():
+            return Patch()
+        since = (-math.inf if now is None else now,)
         entities: list[EntityRow] = []
-        for (text,) in db.execute("SELECT data FROM entities"):
+        for (text,) in db.execute("SELECT data FROM entities WHERE keep_until >= ?", since):
             row = parse_entity(text)
             if row is not None:
                 entities.append(row)
@@ -184,7 +229,7 @@ class SQLiteStore:
         endpoints: list[EndpointRow] = []
         expired: list[str] = []
         invalidated: list[str] = []
-        for key, text, state in db.execute("SELECT key, data, expired FROM endpoints"):
+        for key, text, state in db.execute("SELECT key, data, expired FROM endpoints WHERE keep_until >= ?", since):
             if not isinstance(key, str):  # a foreign file's number: no endpoint key (keys are text everywhere)
                 log.warning("ignored a malformed stored endpoint row: key %r is not text", key)
                 continue
@@ -198,12 +243,24 @@ class SQLiteStore:
         indexes = [row for row in db.execute("SELECT key, field, value, pk FROM indexes") if _index_row(row)]
         return Patch(tuple(entities), tuple(endpoints), tuple(indexes), tuple(invalidated), tuple(expired))
 
+    def _has_tables(self) -> bool:
+        """Whether the open file holds restlayer's tables (a read-only file may not: they were never created).
+
+        Without them it holds no rows: reading it must not fail (that would take the store offline),
+        and a write is refused as for any file that cannot be written.
+        """
+        if self._tables is None:
+            names = {name for (name,) in self._conn().execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            self._tables = set(_COLUMNS) <= names
+        return self._tables
+
     async def run(self) -> None:
         """Nothing is ever announced to a file: returns at once."""
 
     async def close(self) -> None:
         """Close the file (safe to call twice)."""
         db, self._db = self._db, None
+        self._tables = None
         if db is not None:
             db.close()
 
@@ -211,6 +268,8 @@ class SQLiteStore:
         """Store `write` in one transaction; rows older than the file's are skipped."""
         db = self._conn()
         try:
+            if not self._has_tables():
+                raise SharedStoreError(f"{self.path}: the file cannot be written", refused=True)
             with db:
                 db.execute("BEGIN")
                 if write.clear:
@@ -218,7 +277,7 @@ class SQLiteStore:
                         db.execute(f"DELETE FROM {table}")
                 self._write_rows(db, write)
         except sqlite3.Error as exc:
-            raise SharedStoreError(f"{self.path}: {exc}") from exc
+            raise SharedStoreError(f"{self.path}: {exc}", refused=_unwritable(exc)) from exc
 
     def _write_rows(self, db: sqlite3.Connection, write: Write) -> None:
         patch = write.patch
@@ -246,12 +305,21 @@ class SQLiteStore:
         )
 
     def _until(self, meta: dict[str, float], now: float) -> float:
-        return (now or _now_ms()) + lifetime_ms(meta, now or _now_ms(), self.keep_ms)
+        """When a row written at `now` (ms, the controller's clock) may be pruned, in wall-clock ms.
+
+        Its lifetime is measured on the controller's clock (the one its `expires_at` is on),
+        but counted from the wall clock the file is pruned by at open, as Redis counts its TTLs:
+        dated on an injected clock that does not read as wall time, every row was pruned at the
+        next start.
+        """
+        return _now_ms() + lifetime_ms(meta, now or _now_ms(), self.keep_ms)
 
     async def read(self, key: str) -> Snapshot | None:
         """The stored response of `key` with its entities' current rows."""
         db = self._conn()
         try:
+            if not self._has_tables():
+                return None
             found = db.execute("SELECT data, expired FROM endpoints WHERE key = ?", (key,)).fetchone()
             if found is None or found[1] == _INVALIDATED:
                 return None
@@ -266,13 +334,15 @@ class SQLiteStore:
     async def rows(self, refs: Sequence[tuple[str, str]]) -> list[EntityRow]:
         """The current rows of the entities `refs` name (those stored)."""
         try:
-            return _rows(self._conn(), refs)
+            return _rows(self._conn(), refs) if self._has_tables() else []
         except sqlite3.Error as exc:
             raise SharedStoreError(f"{self.path}: {exc}") from exc
 
     async def keys(self) -> list[str]:
         """Every stored endpoint key."""
         try:
+            if not self._has_tables():
+                return []
             return [key for (key,) in self._conn().execute("SELECT key FROM endpoints")]
         except sqlite3.Error as exc:
             raise SharedStoreError(f"{self.path}: {exc}") from exc
