@@ -176,14 +176,14 @@ class SQLiteStore:
             on_patch(patch)
 
     def _open_writable(self) -> Patch:
-        """Connect, create restlayer's tables, delete the rows past their `keep_until`, load the rest."""
+        """Connect, create restlayer's tables, delete the rows whose `keep_until` has come, load the rest."""
         self._db = sqlite3.connect(self.path, isolation_level=None)
         _check_file(self._db, self.path)
         self._db.executescript(_SCHEMA)
         now = _now_ms()
         with self._db:
-            self._db.execute("DELETE FROM entities WHERE keep_until < ?", (now,))
-            self._db.execute("DELETE FROM endpoints WHERE keep_until < ?", (now,))
+            self._db.execute("DELETE FROM entities WHERE keep_until <= ?", (now,))
+            self._db.execute("DELETE FROM endpoints WHERE keep_until <= ?", (now,))
         return self._load()
 
     async def _open_read_only(self, cause: sqlite3.Error) -> Patch:
@@ -221,7 +221,7 @@ class SQLiteStore:
             return Patch()
         since = (-math.inf if now is None else now,)
         entities: list[EntityRow] = []
-        for (text,) in db.execute("SELECT data FROM entities WHERE keep_until >= ?", since):
+        for (text,) in db.execute("SELECT data FROM entities WHERE keep_until > ?", since):
             row = parse_entity(text)
             if row is not None:
                 entities.append(row)
@@ -229,7 +229,7 @@ class SQLiteStore:
         endpoints: list[EndpointRow] = []
         expired: list[str] = []
         invalidated: list[str] = []
-        for key, text, state in db.execute("SELECT key, data, expired FROM endpoints WHERE keep_until >= ?", since):
+        for key, text, state in db.execute("SELECT key, data, expired FROM endpoints WHERE keep_until > ?", since):
             if not isinstance(key, str):  # a foreign file's number: no endpoint key (keys are text everywhere)
                 log.warning("ignored a malformed stored endpoint row: key %r is not text", key)
                 continue
