@@ -25,7 +25,7 @@ from restlayer._handshake import check_handshake_headers
 from restlayer._typing import T, T_co
 from restlayer.errors import ClosedError, NetworkError, ParamError, RestLayerError, TransportError
 from restlayer.graphql._errors import GQLNetworkError
-from restlayer.rest.endpoint import _check_headers
+from restlayer.rest._headers import check_headers
 
 if TYPE_CHECKING:
     from websockets.asyncio.client import ClientConnection
@@ -188,7 +188,7 @@ def _checked_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
     for name, value in checked.items():
         if not isinstance(name, str) or not isinstance(value, str):
             raise ParamError(f"subscription headers map names to values, both str, not {name!r}: {value!r}")
-    _check_headers(checked, "subscription headers")  # what a handshake cannot carry: CR, LF, NUL, non-ASCII
+    check_headers(checked, "subscription headers")  # what a handshake cannot carry: CR, LF, NUL, non-ASCII
     check_handshake_headers(checked, "subscription headers")  # its own (the protocol is graphql-transport-ws)
     return checked
 

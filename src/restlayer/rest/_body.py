@@ -147,7 +147,7 @@ def _header_dict(given: object) -> dict[str, str]:
     what = "request_init headers must be a mapping or (name, value) pairs"
     if isinstance(given, Iterable) and not isinstance(given, (str, bytes, bytearray)):
         pairs = dict(header_pairs(given, what))
-        return cast("dict[str, str]", pairs)  # names and values are checked before sending (`_check_headers`)
+        return cast("dict[str, str]", pairs)  # names and values are checked before sending (`check_headers`)
     raise ParamError(f"{what}, not {type(given).__name__}")
 
 

@@ -25,6 +25,7 @@ from http.cookiejar import Cookie, CookieJar, DefaultCookiePolicy
 import httpx
 
 from restlayer.errors import ParamError
+from restlayer.rest._headers import check_headers
 
 #: Defaults of the shared client: follow redirects like `fetch` does.
 DEFAULT_TIMEOUT = httpx.Timeout(30.0)
@@ -112,9 +113,8 @@ def _check_client_headers(headers: object) -> None:
     """The shared clients' headers pass the check an endpoint's own do (a token name, ASCII value, no CR, LF or
     NUL, no padding): else every request would fail only when sent, as a transport failure (status 500) that
     error policies take for a server down rather than the caller's mistake."""
-    from restlayer.rest.endpoint import _check_headers  # imported here: the endpoint module imports this one
 
-    _check_headers(headers, "configure_client")
+    check_headers(headers, "configure_client")
 
 
 def _check_timeout(timeout: httpx.Timeout) -> None:

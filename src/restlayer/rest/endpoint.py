@@ -12,7 +12,6 @@ import asyncio
 import functools
 import inspect
 import logging
-import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final, Generic, Literal, Protocol, overload
 
@@ -32,8 +31,9 @@ from restlayer.errors import (
     RestLayerError,
     StatusError,
 )
-from restlayer.rest._body import RequestParts, header_pairs
+from restlayer.rest._body import RequestParts
 from restlayer.rest._client import get_client, hold, release
+from restlayer.rest._headers import TOKEN, check_headers, header_items, own_headers
 from restlayer.rest._parse import (
     ByteStream,
     parse_reply,
@@ -95,29 +95,6 @@ def _class_sets(cls: type, name: str) -> bool:
     return False
 
 
-def _header_items(headers: object) -> Iterable[tuple[object, object]]:
-    """(name, value) pairs of headers given as a mapping or as a list of pairs."""
-    if headers is None:
-        return ()
-    what = "headers must be a mapping or a list of (name, value) pairs"
-    if isinstance(headers, Mapping):
-        return headers.items()
-    if isinstance(headers, Iterable) and not isinstance(headers, (str, bytes, bytearray)):
-        return header_pairs(headers, what)
-    raise ParamError(f"{what}, not {type(headers).__name__}")
-
-
-def _own_headers(headers: object) -> object:
-    """A request's headers: a mapping (or None) as given, pairs as a list of checked pairs.
-
-    They are read three times (checked, named for a redirect, sent), so a one-shot
-    iterator of pairs (a generator from `get_headers`) must not be used up by the first.
-    """
-    if headers is None or isinstance(headers, Mapping):
-        return headers
-    return list(_header_items(headers))
-
-
 def _check_auth(auth: object, endpoint: str) -> None:
     """Refuse an `auth` request option httpx cannot use: it would fail only once sending, with a bare error.
 
@@ -132,45 +109,6 @@ def _check_auth(auth: object, endpoint: str) -> None:
         f"{endpoint}: the request option auth must be an httpx.Auth, a function of the request, "
         f"a (user, password) tuple of str or None, not {auth!r}"
     )
-
-
-def _check_header_text(endpoint: str, name: object, part: object, what: str) -> None:
-    """Refuse a header name or value that cannot be sent as it is (a local mistake)."""
-    if isinstance(part, bytes):
-        text = part.decode("latin-1")
-    elif isinstance(part, str):
-        text = part
-    else:
-        raise ParamError(f"{endpoint}: header {name!r} {what} must be str or bytes, not {type(part).__name__}")
-    if "\r" in text or "\n" in text or "\0" in text:
-        raise ParamError(f"{endpoint}: header {name!r} {what} contains a line break or NUL (CR/LF/NUL are not allowed)")
-    if isinstance(part, str) and not text.isascii():
-        raise ParamError(
-            f"{endpoint}: header {name!r} {what} is not ASCII ({text[:40]!r}); percent-encode it or send it in the body"
-        )
-    _check_header_form(endpoint, name, text, what)
-
-
-def _check_header_form(endpoint: str, name: object, text: str, what: str) -> None:
-    """Refuse what HTTP/1.1 cannot carry: a name that is not a token (empty, a space, a colon), a value
-    with whitespace at either end. httpx would refuse it only when sending, as a transport failure of
-    status 500, which error policies take for a server down (soft) rather than the caller's mistake."""
-    if what == "name" and not _TOKEN.fullmatch(text):
-        raise ParamError(
-            f"{endpoint}: {text!r} is not a valid header name (letters, digits and !#$%&'*+-.^_`|~ only; "
-            "no spaces or colons)"
-        )
-    if what == "value" and text != text.strip(" \t"):
-        raise ParamError(
-            f"{endpoint}: header {name!r} value starts or ends with whitespace, which HTTP drops or refuses"
-        )
-
-
-def _check_headers(headers: object, endpoint: str = "request") -> None:
-    """Raise `ParamError` for header names or values holding CR, LF, NUL or non-ASCII text."""
-    for name, value in _header_items(headers):
-        _check_header_text(endpoint, name, name, "name")
-        _check_header_text(endpoint, name, value, "value")
 
 
 def _same_origin(a: httpx.URL, b: httpx.URL) -> bool:
@@ -562,7 +500,7 @@ class RestEndpoint(Generic[T_co, Params, Args]):
         process_overridden = "process" in options or cls.process is not RestEndpoint.process
         self._raw_ok = not self._schema_set or process_overridden
         self._parts = RequestParts(self.request_init)
-        _check_headers(self._parts.plain_headers, f"{self.name}: request_init")  # refused now, not when sent
+        check_headers(self._parts.plain_headers, f"{self.name}: request_init")  # refused now, not when sent
         normalize_time_options(self)
         self.retry = _retry_policy(self.retry)
 
@@ -724,8 +662,8 @@ class RestEndpoint(Generic[T_co, Params, Args]):
         )
         auth = kwargs.pop("auth", httpx.USE_CLIENT_DEFAULT)
         _check_auth(auth, self.name)
-        own = kwargs["headers"] = _own_headers(kwargs.get("headers"))
-        _check_headers(own, self.name)
+        own = kwargs["headers"] = own_headers(kwargs.get("headers"))
+        check_headers(own, self.name)
         build: Callable[..., httpx.Request] = client.build_request  # `init` holds httpx's keyword options
         try:
             _keep_own_query(client, url, kwargs)
@@ -736,7 +674,7 @@ class RestEndpoint(Generic[T_co, Params, Args]):
             # the wrong type (`params=5`, `files="x.txt"`), from `request_init` or `get_request_init`
             given = ", ".join(sorted(kwargs))
             raise ParamError(f"{self.name}: the request options were refused by httpx: {exc} (given: {given})") from exc
-        own_names = {str(name).lower() for name, _ in _header_items(own)} - _BODY_HEADERS
+        own_names = {str(name).lower() for name, _ in header_items(own)} - _BODY_HEADERS
         sending = self._send(client, request, follow, auth, own_names)
         deadline = self.total_timeout
         shared = self.client is None
@@ -1045,8 +983,6 @@ _SYNC_HOOKS: Final = (
     "process", "url", "key", "test_key", "search_to_string", "error_policy", "update",
     "get_optimistic_response", "remove_cursor",
 )  # fmt: skip
-#: An HTTP method is a token (RFC 9110 section 5.6.2).
-_TOKEN: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 
 
 def _guarded(endpoint: str, hook: str, function: Callable[..., object]) -> Callable[..., str]:
@@ -1095,7 +1031,7 @@ def _check_options(ep: RestEndpoint[object, ...], options: Mapping[str, object])
         raise ParamError(f"{cls}: name must be a str, not {ep.name!r}")
     name = ep.name
     method = ep.method
-    if not isinstance(method, str) or not _TOKEN.fullmatch(method):
+    if not isinstance(method, str) or not TOKEN.fullmatch(method):
         raise ParamError(f"{name}: method must be an HTTP method name such as 'GET' or 'POST', not {method!r}")
     for option in ("max_body_size", "total_timeout"):
         value = getattr(ep, option)

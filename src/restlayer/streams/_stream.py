@@ -27,7 +27,7 @@ from restlayer.errors import (
     StatusError,
     StreamTimeoutError,
 )
-from restlayer.rest.endpoint import _check_headers as check_headers
+from restlayer.rest._headers import check_headers
 from restlayer.streams._writes import Handler, Message, Target, Writes, handler_for
 
 if TYPE_CHECKING:

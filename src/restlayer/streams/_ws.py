@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
 
 from websockets.asyncio.client import ClientConnection, connect
@@ -13,6 +12,7 @@ from websockets.typing import Subprotocol
 
 from restlayer._handshake import check_handshake_headers
 from restlayer.errors import ParamError, RestLayerError
+from restlayer.rest._headers import TOKEN
 from restlayer.streams._stream import (
     DEFAULT_MAX_SIZE,
     Backoff,
@@ -188,10 +188,6 @@ class WebSocketStream(Stream):
         return message
 
 
-#: An HTTP token (RFC 9110), what a `Sec-WebSocket-Protocol` name must be.
-_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
-
-
 def _checked_subprotocols(subprotocols: Sequence[str] | None) -> list[str]:
     """`subprotocols=` as a list of names; ParamError unless a sequence (not one str) of tokens.
 
@@ -202,7 +198,7 @@ def _checked_subprotocols(subprotocols: Sequence[str] | None) -> list[str]:
     if isinstance(subprotocols, (str, bytes)) or not isinstance(subprotocols, Sequence):
         raise ParamError(f"subprotocols= must be a list of names (str), not {subprotocols!r}")
     for name in subprotocols:
-        if not isinstance(name, str) or not _TOKEN.fullmatch(name):
+        if not isinstance(name, str) or not TOKEN.fullmatch(name):
             raise ParamError(f"subprotocols= names must be HTTP tokens (no space, comma...), not {name!r}")
     return list(subprotocols)
 
