@@ -883,10 +883,8 @@ async def test_a_redis_refusing_writes_is_not_an_outage(
     assert ctrl.get_response(res.Todo.get, id=1).expires_at == fresh_until  # not expired as after an outage
 
 
-async def test_an_edit_made_while_redis_was_down_is_shared_when_it_is_back(
-    private_redis: RedisServer, make: Make, res: Any, api: Any
-) -> None:
-    """Dropped, the Redis that restarted from its snapshot kept the pre-edit row as fresh for every process."""
+async def _offline_after_a_snapshot(private_redis: RedisServer, make: Make, res: Any) -> Controller:
+    """A controller that fetched todo 1, which Redis then saved in a snapshot, and saw Redis stop."""
     ctrl = make(private_redis.url)
     await started(ctrl)
     await ctrl.fetch(res.Todo.get, id=1)
@@ -898,6 +896,14 @@ async def test_an_edit_made_while_redis_was_down_is_shared_when_it_is_back(
         await admin.aclose()
     private_redis.stop()
     await asyncio.wait_for(ctrl.fetch(res.Todo.get, id=3), 10)  # notices Redis is gone
+    return ctrl
+
+
+async def test_an_edit_made_while_redis_was_down_is_shared_when_it_is_back(
+    private_redis: RedisServer, make: Make, res: Any, api: Any
+) -> None:
+    """Dropped, the Redis that restarted from its snapshot kept the pre-edit row as fresh for every process."""
+    ctrl = await _offline_after_a_snapshot(private_redis, make, res)
     assert not shared(ctrl).online
     ctrl.set(Todo, {"id": 1}, {"id": 1, "title": "edited while redis was down"})
     private_redis.start()
@@ -913,17 +919,7 @@ async def test_more_edits_while_redis_was_down_than_are_kept_expire_every_shared
     private_redis: RedisServer, make: Make, res: Any, api: Any
 ) -> None:
     """The oldest edits kept for the rejoin are dropped past the limit: the rows they replaced must not stay fresh."""
-    ctrl = make(private_redis.url)
-    await started(ctrl)
-    await ctrl.fetch(res.Todo.get, id=1)
-    await shared(ctrl).flush()
-    admin = aioredis.Redis.from_url(private_redis.url)
-    try:
-        await admin.save()
-    finally:
-        await admin.aclose()
-    private_redis.stop()
-    await asyncio.wait_for(ctrl.fetch(res.Todo.get, id=3), 10)  # notices Redis is gone
+    ctrl = await _offline_after_a_snapshot(private_redis, make, res)
     ctrl.set(Todo, {"id": 1}, {"id": 1, "title": "edited while redis was down"})
     for todo_id in range(1000, 2001):
         ctrl.set(Todo, {"id": todo_id}, {"id": todo_id, "title": "filler"})

@@ -35,11 +35,12 @@ _MUTABLE = (list, dict, set, bytearray)
 _PK_CONTAINERS = (Mapping, list, tuple, set, frozenset, bytes, bytearray)
 
 
-def call_hook(schema: object, name: str, *args: object) -> Any:  # what the hook returns, checked by the caller
-    """`schema.name(*args)` while normalizing: a user hook (process, pk, validate, merge...) may raise anything.
+def call_hook(schema: object, name: str, *args: object, reading: Mapping[str, object] | None = None) -> Any:
+    """`schema.name(*args)`: a user hook (process, pk, validate, merge, from_json...) may raise anything.
 
-    Any failure but a RestLayerError is a SchemaError naming the hook, the original as `__cause__`: the
-    caller sees a RestLayerError (status 400) with where in the input it happened, and nothing is stored.
+    Any failure but a RestLayerError becomes one naming the hook, the original as `__cause__`: while
+    normalizing a SchemaError (status 400, nothing is stored); while reading the stored record `reading`,
+    a RestLayerError naming that record.
     """
     try:
         return getattr(schema, name)(*args)
@@ -47,9 +48,11 @@ def call_hook(schema: object, name: str, *args: object) -> Any:  # what the hook
         raise
     except Exception as exc:
         label = getattr(schema, "__name__", type(schema).__name__)
-        raise SchemaError(
-            f"{label}.{name} raised {type(exc).__name__}: {exc}", schema=str(getattr(schema, "key", ""))
-        ) from exc
+        text = f"{label}.{name} raised {type(exc).__name__}: {exc}"
+        key = str(getattr(schema, "key", ""))
+        if reading is not None:
+            raise RestLayerError(f"{text} (reading {key} {reading.get('id')!r})") from exc
+        raise SchemaError(text, schema=key) from exc
 
 
 def usable_pk(pk: str | None) -> str | None:
@@ -300,7 +303,7 @@ class Entity:
         An empty instance lets a reader hand it out before its members are read
         (cycles, deep data).
         """
-        if cls._checks_valid and cls._call_hook("validate", record):
+        if cls._checks_valid and call_hook(cls, "validate", record, reading=record):
             return INVALID
         return object.__new__(cls) if cls._plain_build else None
 
@@ -329,24 +332,9 @@ class Entity:
                 value = None
             values[field] = value
         if obj is None:
-            return cls._call_hook("from_json", values)  # type: ignore[no-any-return]
+            return call_hook(cls, "from_json", values, reading=values)  # type: ignore[no-any-return]
         object.__setattr__(obj, "__dict__", values)
         return obj
-
-    @classmethod
-    def _call_hook(cls, name: str, data: Mapping[str, object]) -> Any:  # what the hook returns
-        """Class hook `name` (`validate`, `from_json`) on a stored record, as a read calls it.
-
-        The user's code may raise anything: that is a RestLayerError naming the hook, the original as cause.
-        """
-        try:
-            return getattr(cls, name)(data)
-        except RestLayerError:
-            raise
-        except Exception as exc:
-            raise RestLayerError(
-                f"{cls.__name__}.{name} raised {type(exc).__name__}: {exc} (reading {cls.key} {data.get('id')!r})"
-            ) from exc
 
     @classmethod
     def has_entities(cls) -> bool:
