@@ -150,7 +150,7 @@ class GQLEndpoint(RestEndpoint[T_co, Params, Args]):
         """The query text for these variables (set by `.query()` / `.mutation()`)."""
         raise RestLayerError(f"{self.name}: You must include a query (use .query() or .mutation())")
 
-    def _query_text(self, variables: object) -> str:
+    def query_text(self, variables: object) -> str:
         """`get_query(variables)`, checked: the user's query function runs inside every key and call.
 
         What it raises becomes a RestLayerError naming the operation (the original as cause),
@@ -399,7 +399,7 @@ class GQLEndpoint(RestEndpoint[T_co, Params, Args]):
     def key(self, *args: object) -> str:
         """`"<query> <compact JSON of the variables>"`; member order is kept."""
         variables = self._variables(args)
-        return f"{self._query_text(variables)} {_key_json(variables, self.name)}"
+        return f"{self.query_text(variables)} {_key_json(variables, self.name)}"
 
     def test_key(self, key: str) -> bool:
         """Whether a store key belongs to this operation (any variables).
@@ -409,7 +409,7 @@ class GQLEndpoint(RestEndpoint[T_co, Params, Args]):
         is then matched against the key of the variables it ends with.
         """
         try:
-            prefix = self._query_text({})
+            prefix = self.query_text({})
         except RestLayerError:
             return self._keys_own_variables(key)
         return key.startswith(prefix)
@@ -430,7 +430,7 @@ class GQLEndpoint(RestEndpoint[T_co, Params, Args]):
 
     async def get_request_init(self, variables: object) -> dict[str, object]:
         """POST init: JSON body `{"query", "variables"}`, headers through `get_headers`."""
-        payload = {"query": self._query_text(variables), "variables": variables}
+        payload = {"query": self.query_text(variables), "variables": variables}
         return await super().get_request_init(payload)
 
     async def fetch_response(self, url: str, init: Mapping[str, object]) -> httpx.Response:

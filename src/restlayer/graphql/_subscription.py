@@ -474,7 +474,7 @@ class _Session(Generic[T_co]):
         await _acknowledged(self.socket, self.sub.ws_url, self.sub.open_timeout)
         self.subscribed = True
         variables = self.args[0] if self.args else {}
-        operation = {"query": self.sub.endpoint._query_text(variables), "variables": variables}
+        operation = {"query": self.sub.endpoint.query_text(variables), "variables": variables}
         await self.socket.send(json.dumps({"id": _OP_ID, "type": "subscribe", "payload": operation}))
 
     async def _frame(self, message: Frame) -> T_co | None:

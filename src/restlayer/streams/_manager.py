@@ -205,7 +205,7 @@ class StreamManager(Manager):
         task.add_done_callback(_report)
         task.add_done_callback(lambda ended: _ran(stream, ended))
         self._tasks[stream] = _RUNS[stream] = task
-        stream._launched()
+        stream.mark_launched()
 
     async def remove(self, stream: Stream) -> None:
         """Stop and forget one stream (it no longer tells this manager its status)."""
@@ -295,7 +295,7 @@ def _check_free(stream: Stream) -> None:
             f"stream {stream.name} runs in another StreamManager: remove it there (or close that one) first, "
             "or make one stream object per manager"
         )
-    if stream._running:
+    if stream.running:
         raise RestLayerError(
             f"stream {stream.name} is already running (an `await stream.run(...)` of its own): "
             "stop that run first, or make one stream object per manager"
@@ -309,8 +309,8 @@ def _ran(stream: Stream, task: asyncio.Task[None]) -> None:
     """
     if _RUNS.get(stream) is task:
         del _RUNS[stream]
-        if not stream._running:
-            stream._over()
+        if not stream.running:
+            stream.mark_ended()
 
 
 async def _cleanup_on_close(manager: StreamManager, controller: Controller) -> None:

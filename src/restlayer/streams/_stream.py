@@ -465,14 +465,25 @@ class Stream:
         finally:
             forget()
             self._running = False
-            self._over()
+            self.mark_ended()
 
-    def _launched(self) -> None:
-        """A task that will `run` the stream was created: not ended any more (for `until`), though not yet running."""
+    @property
+    def running(self) -> bool:
+        """Whether `run` is under way (a stream runs one connection at a time)."""
+        return self._running
+
+    def mark_launched(self) -> None:
+        """For a manager: a task that will `run` the stream was created.
+
+        Not ended any more (for `until`), though not yet running.
+        """
         self.closed = False
 
-    def _over(self) -> None:
-        """The stream's run ended (also one cancelled before it began): closed, and whoever waits in `until` told."""
+    def mark_ended(self) -> None:
+        """For a manager: the stream's run ended (also one cancelled before it began).
+
+        Closed, and whoever waits in `until` is told.
+        """
         self.closed = True
         self._tick()
 
