@@ -9,7 +9,7 @@ type parameters come from `typing` on 3.13+ and from `typing_extensions` before.
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING or sys.version_info < (3, 13):
     from typing_extensions import ParamSpec, TypeVar
@@ -45,4 +45,22 @@ Args = ParamSpec("Args", default=Params)
 #: The call arguments of an endpoint handed to a Controller method.
 A = ParamSpec("A", default=...)
 
-__all__ = ["A", "Args", "B", "E", "P", "Params", "Self", "T", "T_co", "dataclass_transform"]
+#: Methods whose calls take a body after the params, unless `body=None` (`params=` without `body=`: typed `object`).
+BodyMethod = Literal["POST", "PUT", "PATCH"]
+#: Methods whose calls never take a body (RestEndpoint sends none for them).
+NoBodyMethod = Literal["GET", "DELETE"]
+
+__all__ = [
+    "A",
+    "Args",
+    "B",
+    "BodyMethod",
+    "E",
+    "NoBodyMethod",
+    "P",
+    "Params",
+    "Self",
+    "T",
+    "T_co",
+    "dataclass_transform",
+]

@@ -72,6 +72,14 @@ assert_type(
 assert_type(get_todo.extend(data_expiry_length=0), RestEndpoint[Todo, [TodoParams]])
 assert_type(get_todo.extend(schema=[Todo]), RestEndpoint[list[Todo], [TodoParams]])
 assert_type(RestEndpoint(path="/todos/:id", schema=Todo).extend(params=TodoParams), RestEndpoint[Todo, [TodoParams]])
+# A new method decides whether calls take a body, as in the constructor: GET/DELETE never, POST/PUT/PATCH
+# unless `body=None` (without `params=`, their arguments are unchecked: a body cannot be appended to [TodoParams]).
+assert_type(get_todo.extend(method="POST"), RestEndpoint[Todo, [TodoParams], ...])
+assert_type(get_todo.extend(method="PUT", body=None), RestEndpoint[Todo, [TodoParams]])
+assert_type(add_note.extend(method="GET"), RestEndpoint[Todo, [TodoParams]])
+assert_type(update_todo.extend(method="DELETE"), RestEndpoint[Todo, [TodoParams]])
+assert_type(get_todo.extend(method="PATCH", params=TodoParams), RestEndpoint[Todo, [TodoParams], [TodoParams, object]])
+assert_type(add_note.extend(method="POST", params=TodoParams, body=None), RestEndpoint[Todo, [TodoParams]])
 # A new schema with `params=` gives the new schema's type, whatever its kind.
 assert_type(get_todo.extend(schema=Values(Todo), params=Filters), RestEndpoint[dict[str, Todo], [Filters]])
 assert_type(get_todo.extend(schema={"todo": Todo}, params=TodoParams), RestEndpoint[dict[str, Any], [TodoParams]])
@@ -87,6 +95,7 @@ assert_type(
 untyped = RestEndpoint(path="/todos/:id", schema=Todo)
 assert_type(untyped, RestEndpoint[Todo])
 assert_type(untyped.url({"id": "1", "extra": [1]}), str)
+assert_type(untyped.extend(method="POST"), RestEndpoint[Todo])
 
 # resource(params=...) types the item members; get_list (a shorter path) stays untyped.
 TodoResource = resource(path="/todos/:id", url_prefix=URL, schema=Todo, params=TodoParams)
@@ -113,6 +122,7 @@ assert_type(todo_query.extend(schema=[Todo], params=TodoParams), GQLEndpoint[lis
 assert_type(typed_query.extend(schema=[Todo]), GQLEndpoint[list[Todo], [TodoParams]])
 assert_type(typed_query.extend(data_expiry_length=0), GQLEndpoint[Todo, [TodoParams]])
 assert_type(typed_query.extend(process=len, schema=None), GQLEndpoint[int, [TodoParams]])
+assert_type(typed_query.extend(method="POST", params=TodoParams), GQLEndpoint[Todo, [TodoParams], ...])
 
 
 def generic_reader(endpoint: Endpoint[Todo]) -> None:
@@ -129,6 +139,9 @@ async def use_async(ctrl: Controller, maybe: TodoParams | None) -> None:
     assert_type(await ctrl.fetch(add_note, {"id": 1}, {"text": "x"}), Todo)
     assert_type(await ctrl.fetch(TodoResource.partial_update, {"id": 1}, {"title": "x"}), Todo)
     assert_type(await ctrl.fetch(todo_list, {}), list[Todo])
+    assert_type(await ctrl.fetch(get_todo.extend(method="POST"), {"id": 1}, {"title": "x"}), Todo)
+    assert_type(await ctrl.fetch(add_note.extend(method="GET"), {"id": 1}), Todo)
+    await ctrl.fetch(add_note.extend(method="GET"), {"id": 1}, {"title": "x"})  # type: ignore[call-arg]  # pyright: ignore[reportCallIssue]
     assert_type(await ctrl.fetch(todo_list, {"user_id": 2}), list[Todo])
     assert_type(await ctrl.fetch_if_stale(get_todo, {"id": 1}), Todo)
     assert_type(await ctrl.suspense(get_todo, {"id": 1}), Todo)
@@ -158,6 +171,7 @@ async def use_async(ctrl: Controller, maybe: TodoParams | None) -> None:
         pass
     assert_type(await get_todo({"id": 1}), Any)  # the raw reply
     assert_type(await ctrl.fetch(typed_query, {"id": 1}), Todo)
+    assert_type(await ctrl.fetch(typed_query.extend(method="POST"), {"id": 1}), Todo)
     await ctrl.fetch(typed_query, {"id": "1"})  # type: ignore[typeddict-item]  # pyright: ignore[reportArgumentType]
 
     # Params that may be None (fetch only once an id is known): the skip overloads take the union too.

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Final, overload
 import httpx
 
 from restlayer._args import split_call
-from restlayer._typing import Args, B, E, P, Params, Self, T, T_co
+from restlayer._typing import Args, B, BodyMethod, E, NoBodyMethod, P, Params, Self, T, T_co
 from restlayer.errors import BodyTooLargeError, NetworkError, ParamError, RestLayerError, StatusError
 from restlayer.graphql._errors import GQLNetworkError
 from restlayer.rest._body import unencodable
@@ -511,21 +511,37 @@ class GQLEndpoint(RestEndpoint[T_co, Params, Args]):
     @overload
     def extend(self, *, params: type[P], body: type[B], **options: object) -> GQLEndpoint[T_co, [P], [P, B]]: ...  # type: ignore[overload-overlap]
     @overload
+    def extend(
+        self, *, params: type[P], method: BodyMethod, body: None, **options: object
+    ) -> GQLEndpoint[T_co, [P]]: ...
+    @overload
+    def extend(  # type: ignore[overload-overlap]
+        self, *, params: type[P], method: BodyMethod, **options: object
+    ) -> GQLEndpoint[T_co, [P], ...]: ...
+    @overload
     def extend(self, *, params: type[P], **options: object) -> GQLEndpoint[T_co, [P]]: ...  # type: ignore[overload-overlap]
     @overload
-    def extend(self, *, schema: type[E], **options: object) -> GQLEndpoint[E, Params, Args]: ...
+    def extend(self, *, schema: type[E], **options: object) -> GQLEndpoint[E, Params, Args]: ...  # type: ignore[overload-overlap]
     @overload
-    def extend(self, *, schema: list[type[E]], **options: object) -> GQLEndpoint[list[E], Params, Args]: ...
+    def extend(self, *, schema: list[type[E]], **options: object) -> GQLEndpoint[list[E], Params, Args]: ...  # type: ignore[overload-overlap]
     @overload
-    def extend(self, *, schema: list[Schema[T]], **options: object) -> GQLEndpoint[list[T], Params, Args]: ...
+    def extend(self, *, schema: list[Schema[T]], **options: object) -> GQLEndpoint[list[T], Params, Args]: ...  # type: ignore[overload-overlap]
     @overload
-    def extend(self, *, schema: NestedListShorthand, **options: object) -> GQLEndpoint[list[Any], Params, Args]: ...
+    def extend(self, *, schema: NestedListShorthand, **options: object) -> GQLEndpoint[list[Any], Params, Args]: ...  # type: ignore[overload-overlap]
     @overload
-    def extend(self, *, schema: Schema[T], **options: object) -> GQLEndpoint[T, Params, Args]: ...
+    def extend(self, *, schema: Schema[T], **options: object) -> GQLEndpoint[T, Params, Args]: ...  # type: ignore[overload-overlap]
     @overload
-    def extend(
+    def extend(  # type: ignore[overload-overlap]
         self, *, schema: Mapping[str, object], **options: object
     ) -> GQLEndpoint[dict[str, Any], Params, Args]: ...
+    # A method (POST, the only one it sends; others raise) leaves the variables unchecked, as RestEndpoint's
+    # body-taking methods do: the overloads must follow RestEndpoint's, and a POST there takes a body.
+    @overload
+    def extend(self, *, method: BodyMethod, body: None, **options: object) -> GQLEndpoint[T_co, Params]: ...
+    @overload
+    def extend(self, *, method: BodyMethod, **options: object) -> GQLEndpoint[T_co, Params, ...]: ...
+    @overload
+    def extend(self, *, method: NoBodyMethod, **options: object) -> GQLEndpoint[T_co, Params]: ...
     @overload
     def extend(self, **options: object) -> Self: ...
     def extend(self, **options: object) -> RestEndpoint[object, ...]:

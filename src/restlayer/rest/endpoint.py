@@ -13,14 +13,14 @@ import functools
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Final, Generic, Literal, Protocol, overload
+from typing import TYPE_CHECKING, Any, Final, Generic, Protocol, overload
 
 import httpx
 
 from restlayer._args import merge_keywords, split_call
 from restlayer._sentinel import Sentinel
 from restlayer._time import normalize_time_options
-from restlayer._typing import Args, B, E, P, Params, Self, T, T_co
+from restlayer._typing import Args, B, BodyMethod, E, NoBodyMethod, P, Params, Self, T, T_co
 from restlayer.errors import (
     ClientLoopError,
     DeadlineExceededError,
@@ -74,8 +74,6 @@ OPTIONS: Final = frozenset(
 
 CONTENT_MODES: Final = frozenset({"json", "blob", "text", "arrayBuffer", "stream"})
 _NO_BODY_METHODS: Final = ("GET", "DELETE")
-#: Typing only: methods whose calls take a body after the params (`params=` without `body=`: typed `object`).
-_BodyMethod = Literal["POST", "PUT", "PATCH"]
 #: Default cap on a reply's decoded body: 100 MiB.
 DEFAULT_MAX_BODY_SIZE: Final = 100 * 1024 * 1024
 #: Redirects after which a mutation would be repeated as a GET by clients.
@@ -205,7 +203,7 @@ class RestEndpoint(Generic[T_co, Params, Args]):
         *,
         schema: type[E],
         params: type[P],
-        method: _BodyMethod,
+        method: BodyMethod,
         body: None,
         **options: object,
     ) -> None: ...
@@ -215,7 +213,7 @@ class RestEndpoint(Generic[T_co, Params, Args]):
         *,
         schema: type[E],
         params: type[P],
-        method: _BodyMethod,
+        method: BodyMethod,
         **options: object,
     ) -> None: ...
     @overload
@@ -237,7 +235,7 @@ class RestEndpoint(Generic[T_co, Params, Args]):
         *,
         schema: list[type[E]],
         params: type[P],
-        method: _BodyMethod,
+        method: BodyMethod,
         body: None,
         **options: object,
     ) -> None: ...
@@ -247,7 +245,7 @@ class RestEndpoint(Generic[T_co, Params, Args]):
         *,
         schema: list[type[E]],
         params: type[P],
-        method: _BodyMethod,
+        method: BodyMethod,
         **options: object,
     ) -> None: ...
     @overload
@@ -271,7 +269,7 @@ class RestEndpoint(Generic[T_co, Params, Args]):
         *,
         schema: list[Schema[T]],
         params: type[P],
-        method: _BodyMethod,
+        method: BodyMethod,
         body: None,
         **options: object,
     ) -> None: ...
@@ -281,7 +279,7 @@ class RestEndpoint(Generic[T_co, Params, Args]):
         *,
         schema: list[Schema[T]],
         params: type[P],
-        method: _BodyMethod,
+        method: BodyMethod,
         **options: object,
     ) -> None: ...
     @overload
@@ -305,7 +303,7 @@ class RestEndpoint(Generic[T_co, Params, Args]):
         *,
         schema: NestedListShorthand,
         params: type[P],
-        method: _BodyMethod,
+        method: BodyMethod,
         body: None,
         **options: object,
     ) -> None: ...
@@ -315,7 +313,7 @@ class RestEndpoint(Generic[T_co, Params, Args]):
         *,
         schema: NestedListShorthand,
         params: type[P],
-        method: _BodyMethod,
+        method: BodyMethod,
         **options: object,
     ) -> None: ...
     @overload
@@ -334,7 +332,7 @@ class RestEndpoint(Generic[T_co, Params, Args]):
         *,
         schema: Schema[T],
         params: type[P],
-        method: _BodyMethod,
+        method: BodyMethod,
         body: None,
         **options: object,
     ) -> None: ...
@@ -344,7 +342,7 @@ class RestEndpoint(Generic[T_co, Params, Args]):
         *,
         schema: Schema[T],
         params: type[P],
-        method: _BodyMethod,
+        method: BodyMethod,
         **options: object,
     ) -> None: ...
     @overload
@@ -366,7 +364,7 @@ class RestEndpoint(Generic[T_co, Params, Args]):
         *,
         schema: Mapping[str, object],
         params: type[P],
-        method: _BodyMethod,
+        method: BodyMethod,
         body: None,
         **options: object,
     ) -> None: ...
@@ -376,7 +374,7 @@ class RestEndpoint(Generic[T_co, Params, Args]):
         *,
         schema: Mapping[str, object],
         params: type[P],
-        method: _BodyMethod,
+        method: BodyMethod,
         **options: object,
     ) -> None: ...
     @overload
@@ -402,7 +400,7 @@ class RestEndpoint(Generic[T_co, Params, Args]):
         process: Callable[..., T],
         schema: None = None,
         params: type[P],
-        method: _BodyMethod,
+        method: BodyMethod,
         body: None,
         **options: object,
     ) -> None: ...
@@ -413,7 +411,7 @@ class RestEndpoint(Generic[T_co, Params, Args]):
         process: Callable[..., T],
         schema: None = None,
         params: type[P],
-        method: _BodyMethod,
+        method: BodyMethod,
         **options: object,
     ) -> None: ...
     @overload
@@ -446,7 +444,7 @@ class RestEndpoint(Generic[T_co, Params, Args]):
         schema: str | None = None,
         process: None = None,
         params: type[P],
-        method: _BodyMethod,
+        method: BodyMethod,
         body: None,
         **options: object,
     ) -> None: ...
@@ -457,7 +455,7 @@ class RestEndpoint(Generic[T_co, Params, Args]):
         schema: str | None = None,
         process: None = None,
         params: type[P],
-        method: _BodyMethod,
+        method: BodyMethod,
         **options: object,
     ) -> None: ...
     @overload
@@ -846,22 +844,42 @@ class RestEndpoint(Generic[T_co, Params, Args]):
     ) -> RestEndpoint[dict[str, Any], [P]]: ...
     @overload
     def extend(self, *, params: type[P], body: type[B], **options: object) -> RestEndpoint[T_co, [P], [P, B]]: ...  # type: ignore[overload-overlap]
+    # A new method decides, as in the constructor, whether calls take a body after the params (a body left
+    # out is the endpoint's own, so `body=None` is needed for a POST/PUT/PATCH without one).
+    @overload
+    def extend(
+        self, *, params: type[P], method: BodyMethod, body: None, **options: object
+    ) -> RestEndpoint[T_co, [P]]: ...
+    @overload
+    def extend(  # type: ignore[overload-overlap]
+        self, *, params: type[P], method: BodyMethod, **options: object
+    ) -> RestEndpoint[T_co, [P], [P, object]]: ...
     @overload
     def extend(self, *, params: type[P], **options: object) -> RestEndpoint[T_co, [P]]: ...  # type: ignore[overload-overlap]
     @overload
-    def extend(self, *, schema: type[E], **options: object) -> RestEndpoint[E, Params, Args]: ...
+    def extend(self, *, schema: type[E], **options: object) -> RestEndpoint[E, Params, Args]: ...  # type: ignore[overload-overlap]
     @overload
-    def extend(self, *, schema: list[type[E]], **options: object) -> RestEndpoint[list[E], Params, Args]: ...
+    def extend(self, *, schema: list[type[E]], **options: object) -> RestEndpoint[list[E], Params, Args]: ...  # type: ignore[overload-overlap]
     @overload
-    def extend(self, *, schema: list[Schema[T]], **options: object) -> RestEndpoint[list[T], Params, Args]: ...
+    def extend(self, *, schema: list[Schema[T]], **options: object) -> RestEndpoint[list[T], Params, Args]: ...  # type: ignore[overload-overlap]
     @overload
-    def extend(self, *, schema: NestedListShorthand, **options: object) -> RestEndpoint[list[Any], Params, Args]: ...
+    def extend(self, *, schema: NestedListShorthand, **options: object) -> RestEndpoint[list[Any], Params, Args]: ...  # type: ignore[overload-overlap]
     @overload
-    def extend(self, *, schema: Schema[T], **options: object) -> RestEndpoint[T, Params, Args]: ...
+    def extend(self, *, schema: Schema[T], **options: object) -> RestEndpoint[T, Params, Args]: ...  # type: ignore[overload-overlap]
     @overload
-    def extend(
+    def extend(  # type: ignore[overload-overlap]
         self, *, schema: Mapping[str, object], **options: object
     ) -> RestEndpoint[dict[str, Any], Params, Args]: ...
+    # A new method without `params=`: GET/DELETE calls take the params alone; a POST/PUT/PATCH call
+    # takes a body too (unless `body=None`), typed as any arguments, as a type checker cannot append
+    # a body to the endpoint's `[TodoParams]` (give `params=` again to have the call checked). With a new
+    # `schema=` the overloads above win: their call arguments stay the endpoint's.
+    @overload
+    def extend(self, *, method: BodyMethod, body: None, **options: object) -> RestEndpoint[T_co, Params]: ...
+    @overload
+    def extend(self, *, method: BodyMethod, **options: object) -> RestEndpoint[T_co, Params, ...]: ...
+    @overload
+    def extend(self, *, method: NoBodyMethod, **options: object) -> RestEndpoint[T_co, Params]: ...
     @overload
     def extend(self, **options: object) -> Self: ...
     def extend(self, **options: object) -> RestEndpoint[object, ...]:
