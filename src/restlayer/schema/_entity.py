@@ -332,9 +332,25 @@ class Entity:
                 value = None
             values[field] = value
         if obj is None:
-            return call_hook(cls, "from_json", values, reading=values)  # type: ignore[no-any-return]
+            return cls._built_by_from_json(values)
         object.__setattr__(obj, "__dict__", values)
         return obj
+
+    @classmethod
+    def _built_by_from_json(cls, values: Mapping[str, object]) -> Self:
+        """The instance an overridden `from_json` builds from the finished `values`.
+
+        Anything else it returns (a dict, None) would be handed out as the entity, where every reader
+        and the read's type say an instance: a SchemaError naming the hook and the record instead.
+        """
+        built = call_hook(cls, "from_json", values, reading=values)
+        if not isinstance(built, cls):
+            raise SchemaError(
+                f"{cls.__name__}.from_json returned {type(built).__name__}, not a {cls.__name__} instance "
+                f"(reading {cls.key} {values.get('id')!r})",
+                schema=cls.key,
+            )
+        return built
 
     @classmethod
     def has_entities(cls) -> bool:
