@@ -168,6 +168,14 @@ def _next_params(
     return params
 
 
+def _check_max_pages(max_pages: object) -> None:
+    """`ParamError` unless `max_pages` is an int of at least 1: `None`, `"3"` or `2.5` failed with a bare
+    TypeError from `range`, and 0 (or a negative count, or `True`) ended the walk before its first page with
+    "more than max_pages pages", though the API may have a single page."""
+    if not isinstance(max_pages, int) or isinstance(max_pages, bool) or max_pages < 1:
+        raise ParamError(f"paginate: max_pages must be an int of at least 1, not {max_pages!r}")
+
+
 async def paginate(
     ctrl: Controller,
     endpoint: RestEndpoint[T],
@@ -182,6 +190,7 @@ async def paginate(
     """
     if not callable(next_page):
         raise ParamError(f"paginate: next_page must be a function of a Page (e.g. cursor_in_body()), not {next_page!r}")
+    _check_max_pages(max_pages)
     replies: list[httpx.Response] = []
     original = endpoint.fetch_response
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import weakref
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import pytest
@@ -734,3 +735,27 @@ async def test_a_read_hook_that_raises_is_a_rest_layer_error_each_time_and_cache
     todo = ctrl.cache(get, id=1)
     assert todo == _FlakyTodo(id=1, userId=1, title="delectus aut autem", completed=False)
     assert ctrl.get_response(get, id=1).data is todo
+
+
+def _owner_key(params: Any = None, *rest: Any) -> dict[str, Any]:
+    """A Collection's args_key with a bug: a call without `owner` raises KeyError."""
+    return {"owner": params["owner"]}
+
+
+async def test_a_read_whose_query_hook_raises_is_a_rest_layer_error(ctrl: Controller, api: Any) -> None:
+    """A Collection's `args_key` raising on a read of the store (nothing fetched for these args yet) gave
+    `cache`, `dle`, `get_response` and `get` the bare KeyError; it is a RestLayerError, the hook's error as
+    its cause, as a failing `from_json` on a read is."""
+    todos = RestEndpoint(path="/todos", url_prefix=api.url, schema=Collection([Todo], args_key=_owner_key))
+    reads: list[Callable[[], object]] = [
+        lambda: ctrl.cache(todos, {"userId": 1}),
+        lambda: ctrl.dle(todos, {"userId": 1}),
+        lambda: ctrl.get_response(todos, {"userId": 1}),
+        lambda: ctrl.get(todos.schema, {"userId": 1}),
+    ]
+    for read in reads:
+        with pytest.raises(RestLayerError, match=r"querying Collection\(\[Todo\]\) raised KeyError") as info:
+            read()
+        assert isinstance(info.value.__cause__, KeyError)
+    await ctrl.fetch(todos, {"owner": 1, "userId": 1})  # a working call reads as before
+    assert [t.id for t in ctrl.get(todos.schema, {"owner": 1, "userId": 1}) or []] == [1, 2, 3]

@@ -282,6 +282,19 @@ async def test_a_body_with_json_in_request_init_is_refused_not_sent_without_it(a
     assert api.requests.matching("POST", "/_test/echo") == []
 
 
+async def test_a_body_with_content_in_request_init_is_refused_not_sent_in_its_place(api: LocalServer) -> None:
+    """httpx takes the call's encoded body as `content`, replacing the bytes request_init names: one of the two
+    bodies would be dropped silently, as with `json=` or a form."""
+    fixed = RestEndpoint(path="/_test/echo", url_prefix=api.url, method="POST", request_init={"content": b"fixed"})
+    with pytest.raises(ParamError, match=r"request_init sends a body \(content=\).* dropping the body"):
+        await fixed({"title": "x"})
+    assert api.requests.matching("POST", "/_test/echo") == []
+    await fixed.extend(body=None)({"q": 1})
+    assert last(api).body == b"fixed" and last(api).query == "q=1"
+    await fixed.extend(request_init={"content": None})({"title": "x"})  # None: no body of its own
+    assert last(api).body == b'{"title":"x"}'
+
+
 async def test_async_get_headers_adds_auth(api: LocalServer) -> None:
     class Authed(RestEndpoint):
         async def get_headers(self, headers: dict[str, str]) -> dict[str, str]:

@@ -141,6 +141,20 @@ async def test_max_pages_bounds_the_walk(api: Any) -> None:
                 pass
 
 
+@pytest.mark.parametrize("max_pages", [0, -1, True, None, "3", 2.5])
+async def test_a_max_pages_that_is_no_positive_int_is_a_param_error_before_any_request(
+    api: Any, max_pages: Any
+) -> None:
+    """`None`, `"3"` and `2.5` raised a bare TypeError; 0, -1 and True ended the walk before its first page
+    claiming there were "more than max_pages" pages."""
+    endpoint = RestEndpoint(path="/pages/todos", url_prefix=api.url)
+    async with Controller() as ctrl:
+        with pytest.raises(ParamError, match=r"max_pages must be an int of at least 1"):
+            async for _ in paginate(ctrl, endpoint, {}, next_page=cursor_in_body(param="page"), max_pages=max_pages):
+                pass
+    assert api.requests.matching("GET", "/pages/todos") == []
+
+
 async def test_a_failing_next_page_reader_is_a_restlayer_error_naming_it(api: Any) -> None:
     endpoint = RestEndpoint(path="/pages/todos", url_prefix=api.url)
     plain_list = RestEndpoint(path="/todos", url_prefix=api.url)

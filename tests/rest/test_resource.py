@@ -4,6 +4,7 @@ schemas its members carry."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any, cast
 
 import pytest
@@ -157,6 +158,27 @@ async def test_paginated_function_returning_no_argument_list_is_a_param_error(ap
         assert ctrl.get_state() is state
     finally:
         ctrl.close()
+
+
+async def test_paginated_function_that_raises_is_a_rest_layer_error_naming_it(api: Any) -> None:
+    """`paginated(fn)` with an fn that raises (a page call without the field it reads) gave `key()`,
+    `ctrl.fetch` and the reads the bare KeyError; it is a RestLayerError naming the function, the
+    original as its cause (as an overridden `key()` or `url()` raising is), and no request is sent."""
+    from restlayer.core import Controller
+
+    def by_owner(params: dict[str, Any]) -> list[Any]:
+        return [{"userId": params["owner"]}]
+
+    page = RestEndpoint(path="/todos", url_prefix=api.url, schema=Collection([Todo])).paginated(by_owner)
+    async with Controller() as ctrl:
+        calls: list[Callable[[], object]] = [lambda: page.key({"page": 2}), lambda: ctrl.cache(page, {"page": 2})]
+        for call in calls:
+            with pytest.raises(RestLayerError, match=r"remove_cursor 'by_owner' raised KeyError: 'owner'") as info:
+                call()
+            assert isinstance(info.value.__cause__, KeyError)
+        with pytest.raises(RestLayerError, match=r"remove_cursor 'by_owner' raised KeyError"):
+            await ctrl.fetch(page, {"page": 2})
+    assert api.requests.matching("GET", "/todos") == []
 
 
 def test_paginated_needs_a_collection() -> None:

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from typing_extensions import Self
 
+from restlayer.errors import SchemaError
 from restlayer.schema import (
     INVALID,
     All,
@@ -244,6 +245,29 @@ def test_from_json_override() -> None:
     assert p.owner == User(id=9)  # nested schemas are denormalized before from_json
     m = MemoCache()
     assert m.denormalize(Point, "1", r.entities) is m.denormalize(Point, "1", r.entities)
+
+
+@pytest.mark.parametrize("built", [{"id": 1}, None], ids=["dict", "None"])
+def test_from_json_returning_no_instance_is_a_schema_error_not_the_data(each_engine: str, built: object) -> None:
+    """A `from_json` returning a dict or None was handed out as the entity (a dict where the read's type says
+    Point, or None read as "not found" with the data valid); every read of the record now names the hook."""
+
+    class Point(Entity):
+        id: int = 0
+
+        @classmethod
+        def from_json(cls, data: Mapping[str, Any]) -> Any:
+            return built
+
+    r = normalize([Point], [{"id": 1}])
+    reads: list[Callable[[], object]] = [
+        lambda: denormalize(Point, "1", r.entities),
+        lambda: MemoCache().denormalize(Point, "1", r.entities),
+        lambda: MemoCache().denormalize([Point], r.result, r.entities),
+    ]
+    for read in reads:
+        with pytest.raises(SchemaError, match=r"Point\.from_json returned (dict|NoneType), not a Point instance"):
+            read()
 
 
 # ----- cycles ---------------------------------------------------------------------------------

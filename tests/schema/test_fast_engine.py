@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from restlayer.errors import SchemaError
+from restlayer.graphql import GQLEntity
 from restlayer.schema import INVALID, Entity, MemoCache, Values, _fast, normalize
 from restlayer.schema._base import compile_schema
 from restlayer.schema._denormalize import Unvisit, deps_valid, expand_deps
@@ -89,6 +90,13 @@ class FUserCard(Entity):
     name: str = "card"
 
 
+class FGqlUser(GQLEntity):
+    """A numeric id is stored as its text: on the fast path too, with the same records."""
+
+    name: str = ""
+    best_friend: FUser | None = None
+
+
 FCycle.schema = {"friend": FCycle, "owner": FUser}
 FComment.schema = {"author": FUser}
 
@@ -98,6 +106,7 @@ SCHEMAS: dict[str, Any] = {
     "list": [FPost],
     "cycle": [FCycle],
     "shared": {"users": [FUser], "cards": [FUserCard], "posts": [FPost]},
+    "gql": [FGqlUser],
 }
 
 IDS = st.one_of(
@@ -139,6 +148,7 @@ cycle = st.recursive(
     max_leaves=6,
 )
 custom = record({"label": st.text("l", max_size=2)})
+gql_user = record({"name": st.text("g", max_size=1), "best_friend": user})
 
 INPUTS: dict[str, st.SearchStrategy[Any]] = {
     "posts": st.fixed_dictionaries(
@@ -159,6 +169,7 @@ INPUTS: dict[str, st.SearchStrategy[Any]] = {
             "posts": st.lists(post, max_size=2),
         },
     ),
+    "gql": st.one_of(st.lists(gql_user, max_size=4), WEIRD),
 }
 
 
@@ -341,6 +352,7 @@ def test_grouped_dependency_check_agrees_with_the_plain_check(deps: list[Any], n
 
 def test_fast_path_is_used_for_plain_entities_and_not_for_custom_hooks() -> None:
     assert _fast.normalizer(compile_schema([FPost])) is not None
+    assert _fast.normalizer(FGqlUser) is not None  # GQLEntity's text ids need no hook
     assert _fast.normalizer(FCustom) is None
     assert _fast.denormalizer(FPost) is not None
 

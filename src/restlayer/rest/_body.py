@@ -151,6 +151,10 @@ def _header_dict(given: object) -> dict[str, str]:
     raise ParamError(f"{what}, not {type(given).__name__}")
 
 
+#: How a refusal names request_init's own body option (`data` and `files` are forms).
+_OWN_BODY_KINDS: Final = {"content": "body", "json": "JSON body"}
+
+
 class RequestParts:
     """What a request derives from `request_init`, computed once per dict.
 
@@ -171,8 +175,9 @@ class RequestParts:
         self.plain_headers = headers
         sets_type = any(k.lower() == "content-type" for k in headers)
         is_form = "data" in init or "files" in init
-        #: the body option request_init sends itself, which a call's body would replace in httpx
-        self.own_body = next((name for name in ("files", "data", "json") if name in init), None)
+        #: the body option request_init sends itself, which a call's body (sent as `content`) would
+        #: replace in httpx, or overwrite when request_init's own body is `content`
+        self.own_body = next((n for n in ("content", "files", "data", "json") if init.get(n) is not None), None)
         self.json_headers = headers if sets_type or is_form else {**_JSON_CONTENT_TYPE, **headers}
 
     def encode(self, method: str, body: object, endpoint: str = "request") -> tuple[dict[str, object], dict[str, str]]:
@@ -183,7 +188,7 @@ class RequestParts:
         if body is None:
             return init, self.json_headers
         if self.own_body is not None:
-            kind = "JSON body" if self.own_body == "json" else "form"
+            kind = _OWN_BODY_KINDS.get(self.own_body, "form")
             raise ParamError(
                 f"{endpoint}: request_init sends a {kind} ({self.own_body}=), and httpx would send the call's "
                 f"body ({type(body).__name__}) in its place, dropping the {kind}; call the endpoint without a "

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, overload
 
 from restlayer._text import to_text
 from restlayer._typing import E, T, T_co
-from restlayer.errors import DefinitionError, ParamError, SchemaError
+from restlayer.errors import DefinitionError, ParamError, RestLayerError, SchemaError
 from restlayer.schema._base import INVALID, Schema, compile_schema, schema_name
 from restlayer.schema._containers import Array, Object, Values
 from restlayer.schema._entity import Meta
@@ -556,11 +556,19 @@ def cursor_args(remove_cursor: Callable[..., Iterable[object]], args: tuple[obje
 
     It must give a list of arguments (`[params]`): the params dict itself would be read as the
     arguments (its names) and key the page to the wrong list, and None would fail deep inside.
+    It is the user's function, run by `key()` and every read: what it raises (but a RestLayerError)
+    becomes a RestLayerError naming it, the original as its cause, as an overridden `key()` raising does.
     """
-    base = remove_cursor(*args)
+    label = getattr(remove_cursor, "__name__", remove_cursor)
+    try:
+        base = remove_cursor(*args)
+    except RestLayerError:
+        raise
+    except Exception as exc:
+        raise RestLayerError(f"remove_cursor {label!r} raised {type(exc).__name__}: {exc}") from exc
     if isinstance(base, (Mapping, str, bytes)) or not isinstance(base, Iterable):
         raise ParamError(
-            f"remove_cursor {getattr(remove_cursor, '__name__', remove_cursor)!r} must return the list endpoint's "
+            f"remove_cursor {label!r} must return the list endpoint's "
             f"arguments as a list (such as [params]), not {type(base).__name__}"
         )
     return tuple(base)

@@ -60,6 +60,14 @@ def usable_pk(pk: str | None) -> str | None:
     return None if pk in _UNUSABLE_PKS else pk
 
 
+def _with_text_id(record: dict[str, object]) -> dict[str, object]:
+    """`record`, or a copy whose numeric `id` (not a bool) is its text: what a `_text_id` class stores."""
+    ident = record.get("id")
+    if isinstance(ident, (int, float)) and not isinstance(ident, bool):
+        return {**record, "id": to_text(ident)}
+    return record
+
+
 def _is_classvar(annotation: object) -> bool:
     text = annotation if isinstance(annotation, str) else repr(annotation)
     return "ClassVar" in text
@@ -96,6 +104,10 @@ class Entity:
     _plain_store: ClassVar[bool] = True
     _checks_valid: ClassVar[bool] = False
     _pk_view: ClassVar[type[Entity] | None] = None
+    #: A numeric `id` of a processed record is stored as its text (a GraphQL ID is a string, whatever
+    #: number a server or a REST member sends). A flag, not a `process` override, so such a class keeps
+    #: the fast engines: they hand a numeric id to `normalize_value`, which applies it after `process`.
+    _text_id: ClassVar[bool] = False
 
     def __init_subclass__(cls, _pk_view: bool = False, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
@@ -332,9 +344,25 @@ class Entity:
                 value = None
             values[field] = value
         if obj is None:
-            return call_hook(cls, "from_json", values, reading=values)  # type: ignore[no-any-return]
+            return cls._built_by_from_json(values)
         object.__setattr__(obj, "__dict__", values)
         return obj
+
+    @classmethod
+    def _built_by_from_json(cls, values: Mapping[str, object]) -> Self:
+        """The instance an overridden `from_json` builds from the finished `values`.
+
+        Anything else it returns (a dict, None) would be handed out as the entity, where every reader
+        and the read's type say an instance: a SchemaError naming the hook and the record instead.
+        """
+        built = call_hook(cls, "from_json", values, reading=values)
+        if not isinstance(built, cls):
+            raise SchemaError(
+                f"{cls.__name__}.from_json returned {type(built).__name__}, not a {cls.__name__} instance "
+                f"(reading {cls.key} {values.get('id')!r})",
+                schema=cls.key,
+            )
+        return built
 
     @classmethod
     def has_entities(cls) -> bool:
@@ -407,6 +435,8 @@ class Entity:
                     schema=cls.key,
                 )
             processed = dict(processed)  # never write into (or store) the caller's object
+        if cls._text_id:
+            processed = _with_text_id(processed)
         pk = cls.compute_pk(processed, parent, key, args)
         if pk is None:
             if not ctx.creating:

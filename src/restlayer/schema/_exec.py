@@ -156,6 +156,7 @@ class NEntity(NPlan):
         self.cls = cls
         self.key: str = cls.key
         self.nested = bool(cls.nested())  # members normalized one level deeper (the depth guard)
+        self.int_ids: bool = not cls._text_id  # an int id stays in the record (else: the general engine)
         self.fields: list[tuple[str, NPlan]] = []  # filled by the builder (schemas can be cyclic)
 
     def walk(self, value: object, parent: object, key: str | None, w: Walk) -> object:
@@ -163,7 +164,7 @@ class NEntity(NPlan):
             return self.general(value, parent, key, w.ctx)
         src = cast("dict[str, object]", value)
         pk = src.get("id")
-        if type(pk) is int:
+        if type(pk) is int and self.int_ids:
             pk = str(pk)
         if type(pk) is not str or pk == "" or pk == "undefined":
             return self.general(value, parent, key, w.ctx)  # anything unusual: the general engine

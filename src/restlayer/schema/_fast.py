@@ -518,10 +518,10 @@ class _Gen:
         general, ekey, cls_ref = self.const(cls.normalize_value), self.const(cls.key), self.const(cls)
         pk, rec = f"pk{i}", f"rec{i}"
         j = self.hoisted.setdefault(cls.key, (len(self.hoisted), ekey))[0]
+        ints = [f"{ind}if {pk}.__class__ is int:", f"{ind}    {pk} = str({pk})"]
         body = [
             f"{ind}{pk} = {src}.get('id') if {src}.__class__ is dict else None",
-            f"{ind}if {pk}.__class__ is int:",
-            f"{ind}    {pk} = str({pk})",
+            *([] if cls._text_id else ints),  # a text-id class's int id goes to the general engine
             f"{ind}if {pk}.__class__ is not str or {pk} == '' or {pk} == 'undefined':",
             *self.call_out(ind + "    ", dst, general, f"{src}, {parent}, {key}, ctx"),  # anything unusual
             f"{ind}else:",

@@ -14,7 +14,8 @@ from typing import Any, TypeAlias, overload
 from restlayer._gc import pause as gc_pause
 from restlayer._gc import resume as gc_resume
 from restlayer._typing import E, T
-from restlayer.schema._base import INVALID, Node, Schema, compile_schema
+from restlayer.errors import RestLayerError
+from restlayer.schema._base import INVALID, Node, Schema, compile_schema, schema_name
 from restlayer.schema._containers import Object
 from restlayer.schema._denormalize import Dep, DepItem, Hit, InstanceCache, Unvisit, expand_deps
 from restlayer.schema._fast import Group, denormalize_with, dep_groups, groups_valid
@@ -202,7 +203,7 @@ class MemoCache:
         if node is None:
             return Denormalized(None, False, False, [])
         probe = Unvisit(entities, args, indexes=indexes)
-        key = node.query_key(args, probe)
+        key = _query_key(node, args, probe)
         if key is None:
             return Denormalized(None, False, False, probe.deps)
         if key is INVALID:
@@ -260,3 +261,19 @@ class MemoCache:
         self._entities = kept
         self._results = {slot: entry for slot, entry in self._results.items() if entry.valid_for(entities)}
         self._queries = dict(self._queries)
+
+
+def _query_key(node: Node, args: tuple[object, ...], probe: Unvisit) -> object:
+    """`node.query_key(args, probe)`: the input a read of the store denormalizes.
+
+    It runs the schema's user functions (a Collection's `args_key`, a page's cursor remover, a
+    Union's attribute function): any failure but a RestLayerError becomes one naming the schema,
+    the original as its cause, as a failure while denormalizing does, so reads (`ctrl.get`,
+    `cache`, `dle`, `get_response`) raise what every other read error is.
+    """
+    try:
+        return node.query_key(args, probe)
+    except RestLayerError:
+        raise
+    except Exception as exc:
+        raise RestLayerError(f"querying {schema_name(node)} raised {type(exc).__name__}: {exc}") from exc
