@@ -674,6 +674,24 @@ def test_a_malformed_redis_url_is_refused_at_once(url: str) -> None:
         RedisStore(url)
 
 
+async def test_a_database_the_server_does_not_have_is_reported_at_once_not_retried(
+    redis_server: RedisServer, namespace: str, res: Any, api: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """`/99` on a 16-database server was taken for an outage: retried every 2 s for ever, with a warning."""
+    store = RedisStore(redis_server.url.rsplit("/", 1)[0] + "/99", namespace=namespace)
+    manager = SharedManager(store)
+    ctrl = Controller(shared=manager)
+    try:
+        with caplog.at_level(logging.WARNING, logger="restlayer.shared"):
+            assert await asyncio.wait_for(manager.wait_started(), 10) is False
+        assert "DB index is out of range" in caplog.text and "cannot be used" in caplog.text  # not retried
+        assert "unreachable" not in caplog.text
+        assert (await ctrl.fetch(res.Todo.get, id=1)).title == "delectus aut autem"  # the local store works
+    finally:
+        ctrl.close()
+        await manager.wait_closed()
+
+
 class _HeldRows(RedisStore):
     """A RedisStore whose `rows` (a read-through's look for entities its snapshot lacks) waits for `release`."""
 

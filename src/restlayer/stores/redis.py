@@ -220,12 +220,28 @@ class RedisStore:
         # (a dead server closes the socket, which ends the wait).
         self._listener = self._connect(None)
         async with self._calls() as client:
-            await client.ping()
+            await self._ping(client)
             self._script = client.register_script(_WRITE)
             self._extend = client.register_script(_EXTEND)
             self._lock = client.register_script(_LOCK)
             self._pubsub = self._listener.pubsub(ignore_subscribe_messages=True)
             await self._pubsub.subscribe(self.channel)
+
+    async def _ping(self, client: aioredis.Redis) -> None:
+        """Check the connection; ParamError when the server refuses the URL's database.
+
+        A database number past the server's `databases` (or any but 0 on Redis Cluster) can
+        never be selected: reported as a configuration error at once, not retried forever
+        as if the server were down.
+        """
+        try:
+            await client.ping()
+        except ResponseError as exc:
+            message = str(exc)
+            if "DB index" not in message and "SELECT" not in message:
+                raise
+            await self.close()
+            raise ParamError(f"RedisStore: {self.url} names a database the server cannot select: {message}") from exc
 
     def _opened(self, script: AsyncScript | None) -> AsyncScript:
         """A script registered by `open` (SharedStoreError before that)."""
