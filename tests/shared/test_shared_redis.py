@@ -992,6 +992,52 @@ async def test_a_write_redis_drops_the_connection_for_is_not_retried_for_good(
     assert "dropped a shared-store write" in caplog.text
 
 
+class _CountedOpens(RedisStore):
+    """A RedisStore noting the loop time of every `open` (each connection attempt), and waking `opened`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.opens: list[float] = []
+        self.opened = asyncio.Event()
+
+    async def open(self, on_patch: Any) -> None:
+        self.opens.append(asyncio.get_running_loop().time())
+        self.opened.set()
+        await super().open(on_patch)
+
+
+async def test_a_redis_failing_every_write_is_reconnected_with_a_growing_pause(
+    private_redis: RedisServer, namespace: str
+) -> None:
+    """Each failed write reconnected at once (about 20 times a second), expiring the local data at every rejoin."""
+    admin = aioredis.Redis.from_url(private_redis.url)
+    try:
+        await admin.config_set("client-query-buffer-limit", "1mb")  # Redis closes the connection of a larger call
+    finally:
+        await admin.aclose()
+    store = _CountedOpens(private_redis.url, namespace=namespace)
+    manager = SharedManager(store)
+    ctrl = Controller(shared=manager)
+    try:
+        await started(ctrl)
+        for i in range(3):  # each is sent again on 3 rejoins before it is dropped
+            ctrl.set(Todo, {"id": i}, {"id": i, "title": "x" * 2_000_000})
+
+        async def opens(count: int) -> None:
+            for _ in range(100):
+                if len(store.opens) >= count:
+                    return
+                store.opened.clear()
+                await store.opened.wait()
+
+        await asyncio.wait_for(opens(6), 30)
+        pauses = [later - earlier for earlier, later in zip(store.opens, store.opens[1:], strict=False)]
+        assert pauses[3] >= 0.4, pauses  # 0.05 s, doubled after each connection that failed again at once
+    finally:
+        ctrl.close()
+        await manager.wait_closed()
+
+
 async def test_a_shared_copy_of_an_entity_deleted_since_is_fetched_again_as_in_the_deleting_process(
     make: Make, res: Any, api: Any
 ) -> None:
