@@ -992,6 +992,26 @@ async def test_a_write_redis_drops_the_connection_for_is_not_retried_for_good(
     assert "dropped a shared-store write" in caplog.text
 
 
+async def test_a_value_larger_than_redis_lets_a_subscriber_buffer_reaches_the_fleet_without_an_outage(
+    private_redis: RedisServer, make: Make, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Announced whole, it made Redis disconnect every subscriber: the whole fleet went offline, expired its
+    data, and missed what was announced while it reconnected (32 MB by default; 1 MB here)."""
+    admin = aioredis.Redis.from_url(private_redis.url)
+    try:
+        await admin.config_set("client-output-buffer-limit", "pubsub 1mb 1mb 60")
+    finally:
+        await admin.aclose()
+    writer, reader = make(private_redis.url), make(private_redis.url)
+    await started(writer, reader)
+    with caplog.at_level(logging.WARNING, logger="restlayer.shared"):
+        writer.set(Todo, {"id": 1}, {"id": 1, "title": "x" * 2_000_000})
+        writer.set(Todo, {"id": 2}, {"id": 2, "title": "small"})
+        await until(reader, lambda: title(reader.get(Todo, {"id": 2})) == "small")
+    assert title(reader.get(Todo, {"id": 1})) == "x" * 2_000_000
+    assert "unreachable" not in caplog.text and shared(reader).online and shared(writer).online
+
+
 class _CountedOpens(RedisStore):
     """A RedisStore noting the loop time of every `open` (each connection attempt), and waking `opened`."""
 
