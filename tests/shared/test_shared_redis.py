@@ -674,6 +674,24 @@ def test_a_malformed_redis_url_is_refused_at_once(url: str) -> None:
         RedisStore(url)
 
 
+async def test_a_database_the_server_does_not_have_is_reported_at_once_not_retried(
+    redis_server: RedisServer, namespace: str, res: Any, api: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """`/99` on a 16-database server was taken for an outage: retried every 2 s for ever, with a warning."""
+    store = RedisStore(redis_server.url.rsplit("/", 1)[0] + "/99", namespace=namespace)
+    manager = SharedManager(store)
+    ctrl = Controller(shared=manager)
+    try:
+        with caplog.at_level(logging.WARNING, logger="restlayer.shared"):
+            assert await asyncio.wait_for(manager.wait_started(), 10) is False
+        assert "DB index is out of range" in caplog.text and "cannot be used" in caplog.text  # not retried
+        assert "unreachable" not in caplog.text
+        assert (await ctrl.fetch(res.Todo.get, id=1)).title == "delectus aut autem"  # the local store works
+    finally:
+        ctrl.close()
+        await manager.wait_closed()
+
+
 class _HeldRows(RedisStore):
     """A RedisStore whose `rows` (a read-through's look for entities its snapshot lacks) waits for `release`."""
 
@@ -972,6 +990,72 @@ async def test_a_write_redis_drops_the_connection_for_is_not_retried_for_good(
         writer.set(Todo, {"id": 2}, {"id": 2, "title": "shared after it"})
         await until(reader, lambda: title(reader.get(Todo, {"id": 2})) == "shared after it")
     assert "dropped a shared-store write" in caplog.text
+
+
+async def test_a_value_larger_than_redis_lets_a_subscriber_buffer_reaches_the_fleet_without_an_outage(
+    private_redis: RedisServer, make: Make, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Announced whole, it made Redis disconnect every subscriber: the whole fleet went offline, expired its
+    data, and missed what was announced while it reconnected (32 MB by default; 1 MB here)."""
+    admin = aioredis.Redis.from_url(private_redis.url)
+    try:
+        await admin.config_set("client-output-buffer-limit", "pubsub 1mb 1mb 60")
+    finally:
+        await admin.aclose()
+    writer, reader = make(private_redis.url), make(private_redis.url)
+    await started(writer, reader)
+    with caplog.at_level(logging.WARNING, logger="restlayer.shared"):
+        writer.set(Todo, {"id": 1}, {"id": 1, "title": "x" * 2_000_000})
+        writer.set(Todo, {"id": 2}, {"id": 2, "title": "small"})
+        await until(reader, lambda: title(reader.get(Todo, {"id": 2})) == "small")
+    assert title(reader.get(Todo, {"id": 1})) == "x" * 2_000_000
+    assert "unreachable" not in caplog.text and shared(reader).online and shared(writer).online
+
+
+class _CountedOpens(RedisStore):
+    """A RedisStore noting the loop time of every `open` (each connection attempt), and waking `opened`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.opens: list[float] = []
+        self.opened = asyncio.Event()
+
+    async def open(self, on_patch: Any) -> None:
+        self.opens.append(asyncio.get_running_loop().time())
+        self.opened.set()
+        await super().open(on_patch)
+
+
+async def test_a_redis_failing_every_write_is_reconnected_with_a_growing_pause(
+    private_redis: RedisServer, namespace: str
+) -> None:
+    """Each failed write reconnected at once (about 20 times a second), expiring the local data at every rejoin."""
+    admin = aioredis.Redis.from_url(private_redis.url)
+    try:
+        await admin.config_set("client-query-buffer-limit", "1mb")  # Redis closes the connection of a larger call
+    finally:
+        await admin.aclose()
+    store = _CountedOpens(private_redis.url, namespace=namespace)
+    manager = SharedManager(store)
+    ctrl = Controller(shared=manager)
+    try:
+        await started(ctrl)
+        for i in range(3):  # each is sent again on 3 rejoins before it is dropped
+            ctrl.set(Todo, {"id": i}, {"id": i, "title": "x" * 2_000_000})
+
+        async def opens(count: int) -> None:
+            for _ in range(100):
+                if len(store.opens) >= count:
+                    return
+                store.opened.clear()
+                await store.opened.wait()
+
+        await asyncio.wait_for(opens(6), 30)
+        pauses = [later - earlier for earlier, later in zip(store.opens, store.opens[1:], strict=False)]
+        assert pauses[3] >= 0.4, pauses  # 0.05 s, doubled after each connection that failed again at once
+    finally:
+        ctrl.close()
+        await manager.wait_closed()
 
 
 async def test_a_shared_copy_of_an_entity_deleted_since_is_fetched_again_as_in_the_deleting_process(

@@ -117,6 +117,8 @@ _ATTEMPTS = 8  # rounds of read / lock / wait before a waiter fetches without th
 _FILL_ROUNDS = 4  # levels of entities a read-through looks for beyond its snapshot's rows
 _MISSED_MAX = 1000  # writes kept while the backend is unreachable, handed over when it is back
 _MISSED_TRIES = 3  # rejoins in a row a kept write may fail on before it is dropped (it may be what fails)
+_FIRST_DELAY_S, _MAX_DELAY_S = 0.05, 2.0  # pauses between connection attempts, doubling up to the longest
+_STABLE_S = 10.0  # a connection up this long was healthy: after it drops, reconnecting starts fast again
 
 
 class SharedManager(Manager):
@@ -268,8 +270,14 @@ class SharedManager(Manager):
             await self.store.close()
 
     async def _keep_connected(self) -> None:
-        """Open the backend, run its announcements, reopen after a failure (with backoff)."""
-        delay = 0.05
+        """Open the backend, run its announcements, reopen after a failure (with backoff).
+
+        The pause doubles from one failed opening, or short-lived connection, to the next: a
+        backend that accepts connections but fails every write (dropping the connection of a call
+        too large for it, say) would otherwise be reconnected at once, again and again, expiring
+        the local data and warning at each rejoin.
+        """
+        delay = _FIRST_DELAY_S
         while not self._closed:
             try:
                 await self.store.open(self._on_patch)
@@ -283,16 +291,21 @@ class SharedManager(Manager):
                 self._went_offline(exc)
                 self._first.set()
                 await asyncio.sleep(delay)
-                delay = min(delay * 2, 2.0)
+                delay = min(delay * 2, _MAX_DELAY_S)
                 continue
             if self._closed:  # closed while opening (some clients swallow the cancellation)
                 await self._close_store()
                 return
             _raise_if_cancelling()
-            delay = 0.05
+            loop = asyncio.get_running_loop()
+            opened_at = loop.time()
             self._came_online()
             if not await self._run_until_dropped():
                 return
+            if loop.time() - opened_at >= _STABLE_S:
+                delay = _FIRST_DELAY_S
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, _MAX_DELAY_S)
 
     async def _run_until_dropped(self) -> bool:
         """Run the backend's announcements; True when the connection dropped (reconnect)."""

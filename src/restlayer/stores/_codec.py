@@ -21,6 +21,7 @@ class EndpointRecord(NamedTuple):
     response: object
     meta: Meta
     deps: list[tuple[str, str]]
+    result: object = None
 
 
 def dumps(value: object) -> str:
@@ -63,7 +64,8 @@ def parse_endpoint(text: object, key: str) -> EndpointRecord | None:
             isinstance(d, list) and len(d) == 2 and all(isinstance(p, str) for p in d) for d in deps
         ):
             raise ValueError("deps must be [key, pk] pairs")
-        return EndpointRecord(data["response"], meta_of(data.get("meta")), [(d[0], d[1]) for d in deps])
+        meta = meta_of(data.get("meta"))
+        return EndpointRecord(data["response"], meta, [(d[0], d[1]) for d in deps], data.get("result"))
     except (ValueError, RecursionError) as exc:  # RecursionError: JSON nested deeper than Python parses
         log.warning("ignored a malformed stored value for %s: %s", key, exc)
         return None

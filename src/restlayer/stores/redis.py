@@ -9,7 +9,8 @@ lives on one cluster node; spread load with several namespaces.
 Layout (``P`` = ``rl:{namespace}:``): ``P e:<json [entity key, pk]>`` and
 ``P r:<endpoint key>`` are hashes (``f`` = fetched_at, ``d`` = JSON, ``x`` = expired),
 ``P l:<endpoint key>`` the fleet-wide fetch lock, ``P announce`` the channel (``P announce@<db>``
-for a database other than 0: Redis publishes to every database's clients).
+for a database other than 0: Redis publishes to every database's clients). An announcement
+carries its rows, or past `_ANNOUNCED_MAX` bytes only their names (each subscriber reads them).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import math
 import secrets
 from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import timedelta
+from typing import TypeGuard
 
 try:
     import redis.asyncio as aioredis
@@ -96,6 +98,12 @@ return 1 + foreign
 """
 
 _FAILURES = (RedisError, OSError, asyncio.TimeoutError)
+
+# Bytes of rows one announcement carries; a larger one names its rows (each subscriber reads them).
+# Redis disconnects a subscriber whose pending output passes `client-output-buffer-limit pubsub`
+# (32 MB at once, 8 MB for a minute by default): a large value announced whole took every process
+# of the fleet offline, and the announcements published while they reconnected were lost.
+_ANNOUNCED_MAX = 256 * 1024
 
 
 def _foreign(error: object) -> bool:
@@ -220,12 +228,28 @@ class RedisStore:
         # (a dead server closes the socket, which ends the wait).
         self._listener = self._connect(None)
         async with self._calls() as client:
-            await client.ping()
+            await self._ping(client)
             self._script = client.register_script(_WRITE)
             self._extend = client.register_script(_EXTEND)
             self._lock = client.register_script(_LOCK)
             self._pubsub = self._listener.pubsub(ignore_subscribe_messages=True)
             await self._pubsub.subscribe(self.channel)
+
+    async def _ping(self, client: aioredis.Redis) -> None:
+        """Check the connection; ParamError when the server refuses the URL's database.
+
+        A database number past the server's `databases` (or any but 0 on Redis Cluster) can
+        never be selected: reported as a configuration error at once, not retried forever
+        as if the server were down.
+        """
+        try:
+            await client.ping()
+        except ResponseError as exc:
+            message = str(exc)
+            if "DB index" not in message and "SELECT" not in message:
+                raise
+            await self.close()
+            raise ParamError(f"RedisStore: {self.url} names a database the server cannot select: {message}") from exc
 
     def _opened(self, script: AsyncScript | None) -> AsyncScript:
         """A script registered by `open` (SharedStoreError before that)."""
@@ -272,16 +296,17 @@ class RedisStore:
                 raise SharedStoreError(f"redis at {self.url}: the subscription did not answer for {self.timeout} s")
         message = await pubsub.handle_message(response, ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]
         if message is not None and message.get("type") == "message":
-            self._deliver(message["data"])
+            await self._deliver(message["data"])
 
-    def _deliver(self, data: bytes) -> None:
+    async def _deliver(self, data: bytes) -> None:
         """Hand an announcement to `on_patch`; a malformed one (anyone may publish on the channel) is logged.
 
         JSON nested deeper than Python parses raises RecursionError: caught too, or it would end
         `run` as if the connection had dropped (offline, local data expired, announcements missed).
+        Rows announced by name (a large write) are read from Redis first.
         """
         try:
-            patch = Patch.from_json(json.loads(data))
+            patch = Patch.from_json(await self._dereferenced(json.loads(data)))
         except (ValueError, RecursionError) as exc:
             log.warning("ignored a malformed announcement on %s: %s", self.channel, exc)
             return
@@ -290,6 +315,51 @@ class RedisStore:
                 self._on_patch(patch)
             except Exception:
                 log.exception("applying an announced patch failed")
+
+    async def _dereferenced(self, message: object) -> object:
+        """`message` with the rows it announces by name (`[key, pk]`, `[endpoint key]`) read from Redis.
+
+        A row gone or replaced since is read as it is now (a replacement is announced too); a
+        missing one is left out, as are those of this process's own announcements (it holds
+        them already). A malformed message is returned as it is, for `Patch.from_json`.
+        """
+        if not isinstance(message, dict):
+            return message
+        entities, endpoints = message.get("e"), message.get("r")
+        if not isinstance(entities, list) or not isinstance(endpoints, list):
+            return message
+        named = [(row[0], row[1]) for row in entities if _entity_ref(row)]
+        keys = [row[0] for row in endpoints if _endpoint_ref(row)]
+        if not named and not keys:
+            return message
+        rows: list[EntityRow] = []
+        results: list[list[object]] = []
+        if message.get("src") != self.source:
+            async with self._calls() as client:
+                rows = await self._rows(client, named)
+                results = await self._results(client, keys)
+        return {
+            **message,
+            "e": [row for row in entities if not _entity_ref(row)] + [list(row) for row in rows],
+            "r": [row for row in endpoints if not _endpoint_ref(row)] + results,
+        }
+
+    async def _results(self, client: aioredis.Redis, keys: Sequence[str]) -> list[list[object]]:
+        """The announced form (`[key, result, meta]`) of the stored responses of `keys` (those stored)."""
+        if not keys:
+            return []
+        pipe = client.pipeline(transaction=False)
+        for key in keys:
+            pipe.hget(self.endpoint_key(key), "d")
+        texts = await pipe.execute(raise_on_error=False)
+        results: list[list[object]] = []
+        for key, text in zip(keys, texts, strict=True):
+            if isinstance(text, Exception) and not _foreign(text):
+                raise text
+            parsed = None if text is None or isinstance(text, Exception) else parse_endpoint(text, key)
+            if parsed is not None:
+                results.append([key, parsed.result, parsed.meta])
+        return results
 
     async def close(self) -> None:
         """Disconnect (safe to call twice)."""
@@ -326,13 +396,18 @@ class RedisStore:
             await self._opened(self._script)(keys=keys, args=[self.channel, head, tail, *args])
 
     def _operations(self, write: Write) -> tuple[list[str], list[str | int]]:
-        """Script KEYS and the five ARGV of each (kind, fetched_at, stored, ttl, announced)."""
+        """Script KEYS and the five ARGV of each (kind, fetched_at, stored, ttl, announced).
+
+        Rows announced whole past `_ANNOUNCED_MAX` bytes in all are announced by name instead.
+        """
         keys: list[str] = []
         args: list[str | int] = []
+        rows: list[tuple[str, str]] = []  # (announced whole, announced by name) of each row
         for key, pk, record, meta in write.patch.entities:
             row = dumps([key, pk, record, meta])
             keys.append(self.entity_key(key, pk))
-            args += ["e", repr(float(meta["fetched_at"])), row, lifetime_ms(meta, write.now, self.keep_ms), row]
+            args += ["e", repr(float(meta["fetched_at"])), row, lifetime_ms(meta, write.now, self.keep_ms), ""]
+            rows.append((row, dumps([key, pk])))
         for key, result, meta in write.patch.endpoints:
             response, deps = write.responses.get(key, (None, ()))
             keys.append(self.endpoint_key(key))
@@ -341,8 +416,12 @@ class RedisStore:
                 repr(float(meta["fetched_at"])),
                 endpoint_record(response, result, meta, deps),
                 lifetime_ms(meta, write.now, self.keep_ms),
-                dumps([key, result, meta]),
+                "",
             ]
+            rows.append((dumps([key, result, meta]), dumps([key])))
+        by_name = sum(len(whole) for whole, _ in rows) > _ANNOUNCED_MAX
+        for i, (whole, name) in enumerate(rows):
+            args[i * 5 + 4] = name if by_name else whole
         for kind, names in (("x", write.patch.invalidated), ("o", write.patch.expired)):
             for key in names:
                 keys.append(self.endpoint_key(key))
@@ -428,6 +507,16 @@ class RedisStore:
         """Push the lock's expiry `ttl_ms` further while `token` still holds it."""
         async with self._calls():
             return bool(await self._opened(self._extend)(keys=[self.lock_key(key)], args=[token, int(ttl_ms)]))
+
+
+def _entity_ref(row: object) -> TypeGuard[list[str]]:
+    """Whether an announced entity row is one named (`[key, pk]`), not given whole."""
+    return isinstance(row, list) and len(row) == 2 and all(isinstance(part, str) for part in row)
+
+
+def _endpoint_ref(row: object) -> TypeGuard[list[str]]:
+    """Whether an announced endpoint row is one named (`[endpoint key]`), not given whole."""
+    return isinstance(row, list) and len(row) == 1 and isinstance(row[0], str)
 
 
 def _entity_of(text: object) -> EntityRow | None:
