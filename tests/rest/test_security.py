@@ -14,7 +14,8 @@ import pytest
 from examples.todo_api import LocalServer
 from restlayer.core import Controller
 from restlayer.errors import NetworkError, ParamError, RedirectError
-from restlayer.rest import RestEndpoint
+from restlayer.rest import RestEndpoint, resource
+from restlayer.schema import Entity
 
 pytestmark = pytest.mark.usefixtures("shared_client_closed")
 
@@ -181,6 +182,30 @@ async def test_dot_segment_param_sends_no_request(api: LocalServer) -> None:
     with pytest.raises(ParamError):
         await ep({"id": ".."})
     assert api.requests == []
+
+
+@pytest.mark.parametrize("path", ["/users/:id", "/users/:id/posts", "/users{/:id}", "/users/:id?x=1"])
+def test_an_empty_value_filling_a_whole_segment_is_refused(path: str) -> None:
+    ep = RestEndpoint(path=path)
+    with pytest.raises(ParamError, match="empty value cannot be a whole path segment"):
+        ep.url({"id": ""})
+
+
+class Todo(Entity):
+    id: int = 0
+    title: str = ""
+
+
+async def test_an_empty_id_never_sends_a_delete_to_the_lists_url(api: LocalServer) -> None:
+    todos = resource(path="/todos/:id", schema=Todo, url_prefix=api.url)
+    with pytest.raises(ParamError, match="Parameter id: an empty value"):
+        await todos.delete({"id": ""})
+    assert api.requests == []
+
+
+@pytest.mark.parametrize(("path", "url"), [("/files/:id.json", "/files/.json"), ("/a/x:id", "/a/x")])
+def test_an_empty_value_inside_a_segment_is_still_sent(path: str, url: str) -> None:
+    assert RestEndpoint(path=path).url({"id": ""}) == url
 
 
 @pytest.mark.parametrize("value", ["...", "a..b", ".hidden", "v1.2"])

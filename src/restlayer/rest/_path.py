@@ -215,14 +215,14 @@ def _wildcard_text(name: str, value: object) -> str:
     return "/".join(parts)
 
 
-def _fill(nodes: tuple[_Node, ...], params: Mapping[str, object], out: list[str], dots: list[str]) -> list[str]:
+def _fill(nodes: tuple[_Node, ...], params: Mapping[str, object], out: list[str], bad: _Suspects) -> list[str]:
     """Append the filled `nodes` to `out`; return the names of missing direct params.
 
     Every value is checked even where a group ends up dropped (as path-to-regexp does).
-    The names of params whose text holds `.` or `..` as a part go to `dots`.
+    Params whose text would make the URL name another resource go to `bad` (see `_Suspects`).
     """
     missing: list[str] = []
-    for node in nodes:
+    for i, node in enumerate(nodes):
         if isinstance(node, str):
             out.append(node)
         elif isinstance(node, _Param):
@@ -232,13 +232,34 @@ def _fill(nodes: tuple[_Node, ...], params: Mapping[str, object], out: list[str]
                 continue
             text = _wildcard_text(node.name, value) if node.wildcard else _param_text(node.name, value)
             if "." in text and _DOTS.intersection(text.split("/")):
-                dots.append(node.name)
+                bad.dots.append(node.name)
+            elif not text and _whole_segment(out, nodes[i + 1] if i + 1 < len(nodes) else None):
+                bad.empty.append(node.name)
             out.append(text)
         else:
             inner: list[str] = []
-            if not _fill(node.children, params, inner, dots):
+            if not _fill(node.children, params, inner, bad):
                 out.extend(inner)
     return missing
+
+
+@dataclass
+class _Suspects:
+    """Params whose text would turn the URL into another resource's: `.`/`..` segments (which URLs
+    collapse), and empty values filling a whole segment (`/users/:id` with `""` is the list's URL)."""
+
+    dots: list[str] = field(default_factory=list)
+    empty: list[str] = field(default_factory=list)
+
+
+def _whole_segment(before: list[str], after: _Node | None) -> bool:
+    """Whether a param between the text filled so far and the node `after` fills a whole path segment.
+
+    The edges of a group count as segment edges: a doubt refuses an empty value rather than sends it.
+    """
+    starts = not before or before[-1].endswith("/")
+    ends = after is None or (isinstance(after, str) and after[:1] in ("", "/", "?", "#"))
+    return starts and ends
 
 
 def _has_dot_segment(path: str) -> bool:
@@ -374,18 +395,23 @@ class PathTemplate:
         Raises `ParamError` for missing required params and unusable values.
         """
         out: list[str] = []
-        dots: list[str] = []
+        bad = _Suspects()
         try:
-            missing = _fill(self._nodes, params, out, dots)
+            missing = _fill(self._nodes, params, out, bad)
         except _BadValue as exc:
             raise ParamError(f"{exc}{self._context(endpoint)}") from None
         if missing:
             raise ParamError(f"Missing parameters: {', '.join(missing)}{self._context(endpoint)}")
         path = "".join(out)
-        if dots and _has_dot_segment(path):
+        if bad.dots and _has_dot_segment(path):
             raise ParamError(
-                f'Parameter {", ".join(dots)}: "." and ".." cannot be a whole path segment (the URL '
+                f'Parameter {", ".join(bad.dots)}: "." and ".." cannot be a whole path segment (the URL '
                 f"would be collapsed to another resource){self._context(endpoint)}"
+            )
+        if bad.empty:
+            raise ParamError(
+                f"Parameter {', '.join(bad.empty)}: an empty value cannot be a whole path segment (the URL "
+                f"would name another resource, such as the list){self._context(endpoint)}"
             )
         return path
 
