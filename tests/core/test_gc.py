@@ -97,6 +97,29 @@ async def test_failed_fetches_are_swept_like_data(res: Any, clock: Clock) -> Non
     ctrl.close()
 
 
+async def test_requests_that_could_not_be_built_are_swept_like_failed_fetches(api: Any, clock: Clock) -> None:
+    """A request refused before sending (a `ParamError`: here a header with a line break) is remembered
+    per key so `last_error` and `dle` can show it. The sweep forgot the key but kept that record, so a
+    worker whose requests kept failing so grew without bound, whatever its `GCPolicy`."""
+
+    class Broken(RestEndpoint):
+        def get_headers(self, headers: dict[str, str]) -> dict[str, str]:
+            return {**headers, "Authorization": "Bearer a\nb"}
+
+    broken = Broken(path="/todos/:id", url_prefix=api.url)
+    policy = GCPolicy(interval_ms=10**9)
+    ctrl = Controller(clock=clock, gc_policy=policy)
+    for n in range(1, 21):
+        with pytest.raises(ParamError, match="line break"):
+            await ctrl.fetch(broken, id=n)
+    assert all(isinstance(ctrl.last_error(broken, id=n), ParamError) for n in range(1, 21))
+    clock.advance(MIN_LIFETIME + 1)
+    policy.sweep()
+    assert [n for n in range(1, 21) if ctrl.last_error(broken, id=n) is not None] == []
+    assert api.requests.matching("GET", "/todos/1") == []
+    ctrl.close()
+
+
 def test_a_sweep_keeps_the_objects_of_what_it_did_not_remove(clock: Clock) -> None:
     """Removing other entities is no change to a held one: its reads stay the same objects (a list's too)."""
     policy = GCPolicy(interval_ms=10**9)

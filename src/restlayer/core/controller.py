@@ -12,7 +12,7 @@ import contextlib
 import logging
 import time
 import weakref
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple, cast, overload
 
 from restlayer._args import merge_keywords
@@ -218,6 +218,7 @@ class Controller:
         elif isinstance(action, act.GC):
             self.memo.prune(state.entities)  # what stays keeps its identity; the memory of the rest is returned
             self._side_memo.prune(state.entities)
+            self._forget_unsent(action.endpoint_keys)
         if len(self._watchers):
             self._watchers.notify()
 
@@ -334,6 +335,18 @@ class Controller:
         """
         unsent = self._unsent_of(key)
         return self._current().meta.get(key) if unsent is None else unsent
+
+    def _forget_unsent(self, keys: Iterable[str]) -> None:
+        """Drop the unbuildable-request records of keys the garbage collector swept.
+
+        Such a record lives outside the store, so the sweep's removal of the key's
+        `endpoints` and `meta` left it behind: with it, every key whose request once
+        failed to build stayed in memory for good. The sweep only takes keys no
+        reader holds; a later read builds the request again (nothing is sent when it
+        fails again) and records the failure anew.
+        """
+        for key in keys:
+            self._unsent.pop(key, None)
 
     def _unsent_of(self, key: str) -> _Unsent | None:
         """The record of the last request for `key` that could not be built, while it still applies.
