@@ -474,12 +474,15 @@ class Controller:
         self._start(endpoint, args, (frequency / 2, frequency / 10, _soft))
 
     def resolve(
-        self, fetch: act.Fetch, *, value: object = None, error: BaseException | None = None
+        self, fetch: act.Fetch, *, value: object = None, error: BaseException | None = None, unread: bool = False
     ) -> BaseException | None:
         """Store the outcome of a `"fetch"` action: its reply `value`, or the `error` the request raised.
 
         Returns the error its callers must get instead of `value` when storing
         failed (the reply did not match the schema, or the error policy raised).
+        `unread`: every caller was cancelled while the request ran on (a mutation);
+        the garbage collector is told of the stored outcome as a caller's own read
+        would have told it, or nothing would ever let it be swept.
         """
         ep, date = fetch.endpoint, self.now()
         failure: BaseException | None
@@ -508,6 +511,8 @@ class Controller:
                 self._refetch_if_overtaken(fetch)
         if _log.isEnabledFor(logging.DEBUG):
             self._log_outcome(fetch, error, action.error_policy, failure)
+        if unread and self.gc_policy is not None and not self.closed:
+            self._touch(ep, fetch.args)
         return failure
 
     def _log_outcome(
