@@ -6,11 +6,13 @@ import asyncio
 import concurrent.futures
 import gc
 import inspect
+import os
+import select
 import signal
 import sys
 import threading
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -438,3 +440,47 @@ def test_submitted_work_cut_short_by_close_ends_with_closed_error() -> None:
     ctrl.close()
     with pytest.raises(ClosedError, match="closed"):
         cut_short.result(10)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_controller_inherited_through_fork_refuses_calls_instead_of_hanging(api: Any) -> None:
+    """A forked child (multiprocessing's default on Linux, a pre-forking server) has no copy of the
+    loop thread: every call on a controller made before the fork, even `cache`, used to block the
+    child for good. It raises ClosedError saying why; the parent's controller goes on working."""
+    todos = todo_resource(api)
+    with Controller() as ctrl:
+        ctrl.fetch(todos.get, id=1)
+        read, write = os.pipe()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # "fork() of a multi-threaded process"
+            pid = os.fork()
+        if pid == 0:  # the child: report each call's outcome, never run the test runner's exit
+            outcomes: list[str] = []
+            calls: list[Callable[[], object]] = [
+                lambda: ctrl.cache(todos.get, id=1),
+                lambda: ctrl.fetch(todos.get, id=2),
+            ]
+            for call in calls:
+                try:
+                    call()
+                    outcomes.append("returned")
+                except ClosedError as error:
+                    outcomes.append("ClosedError: " + str(error))
+                except BaseException as error:
+                    outcomes.append(type(error).__name__)
+            os.write(write, "\n".join(outcomes).encode())
+            os._exit(0)
+        os.close(write)
+        ready: list[int] = []
+        try:
+            ready = select.select([read], [], [], 30)[0]
+            report = os.read(read, 4096).decode() if ready else "(the child is blocked)"
+        finally:
+            os.close(read)
+            if not ready:
+                os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        lines = report.splitlines()
+        assert len(lines) == 2 and all(line.startswith("ClosedError") for line in lines), report
+        assert "another process" in lines[0]
+        assert ctrl.fetch(todos.get, id=3).id == 3

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
+import os
 import threading
 import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterator, Mapping
@@ -63,11 +64,25 @@ class _LoopThread:
         self.closed = False
         #: What ended the loop thread when a callback raised SystemExit (or KeyboardInterrupt) on it.
         self.ended_by: BaseException | None = None
+        #: Whether this is a copy inherited by a forked child, where the loop thread does not exist.
+        self.forked = False
         self._lock = threading.Lock()
         self._pending: set[_Cancellable] = set()
         self._closing: set[asyncio.Future[object]] = set()
         self.thread = threading.Thread(target=self._run, name="restlayer-sync-loop", daemon=True)
         self.thread.start()
+        _LIVE.add(self)
+
+    def orphan(self) -> None:
+        """Refuse every call from now on: this is a forked child's copy, whose loop thread did not come along.
+
+        Only the thread that called `fork()` exists in the child, so work handed to the
+        loop would wait for good. The lock is replaced too: another thread may have held
+        it at the fork, and the child's copy would then never be released.
+        """
+        self._lock = threading.Lock()
+        self.closed = self.forked = True
+        self._pending = set()
 
     def _run(self) -> None:
         asyncio.set_event_loop(self.loop)
@@ -99,9 +114,14 @@ class _LoopThread:
         self.loop.close()
 
     def closed_error(self, message: str) -> ClosedError:
-        """`ClosedError(message)`, saying why when a callback ended the loop thread."""
+        """`ClosedError(message)`, saying why when a callback ended the loop thread or this is a forked copy."""
         if self.ended_by is not None:
             message += f" (a callback raised {self.ended_by!r} on its loop thread)"
+        if self.forked:
+            message += (
+                " (it was made in another process, before os.fork(), and its loop thread stayed there: "
+                "make a Controller in each process)"
+            )
         return ClosedError(message)
 
     def run(self, coro: Coroutine[object, None, T]) -> T:
@@ -258,6 +278,20 @@ class _LoopThread:
             shutdown.result()
         finally:
             self.thread.join()
+
+
+#: Every loop thread not yet collected, so a forked child can refuse its copies (see `_LoopThread.orphan`).
+_LIVE: weakref.WeakSet[_LoopThread] = weakref.WeakSet()
+
+
+def _orphan_all() -> None:
+    """In a forked child: every controller inherited from the parent refuses calls instead of hanging."""
+    for loop_thread in list(_LIVE):
+        loop_thread.orphan()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_orphan_all)
 
 
 async def _shutdown(before: Callable[[], Awaitable[object]] | None) -> None:

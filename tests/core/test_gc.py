@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 from typing import Any
 
@@ -11,7 +12,8 @@ from restlayer.core import Controller, GCPolicy
 from restlayer.core.gc import MIN_LIFETIME
 from restlayer.errors import NetworkError, ParamError
 from restlayer.rest import RestEndpoint
-from tests.core._models import Clock, Todo
+from tests.core._gate import Gates
+from tests.core._models import Clock, Recorder, Todo, stored
 
 
 async def test_default_never_removes(cctrl: Controller, res: Any, clock: Clock) -> None:
@@ -94,6 +96,55 @@ async def test_failed_fetches_are_swept_like_data(res: Any, clock: Clock) -> Non
     clock.advance(MIN_LIFETIME + 1)
     assert policy.sweep() == 20
     assert ctrl.get_state()["meta"] == {}
+    ctrl.close()
+
+
+async def test_requests_that_could_not_be_built_are_swept_like_failed_fetches(api: Any, clock: Clock) -> None:
+    """A request refused before sending (a `ParamError`: here a header with a line break) is remembered
+    per key so `last_error` and `dle` can show it. The sweep forgot the key but kept that record, so a
+    worker whose requests kept failing so grew without bound, whatever its `GCPolicy`."""
+
+    class Broken(RestEndpoint):
+        def get_headers(self, headers: dict[str, str]) -> dict[str, str]:
+            return {**headers, "Authorization": "Bearer a\nb"}
+
+    broken = Broken(path="/todos/:id", url_prefix=api.url)
+    policy = GCPolicy(interval_ms=10**9)
+    ctrl = Controller(clock=clock, gc_policy=policy)
+    for n in range(1, 21):
+        with pytest.raises(ParamError, match="line break"):
+            await ctrl.fetch(broken, id=n)
+    assert all(isinstance(ctrl.last_error(broken, id=n), ParamError) for n in range(1, 21))
+    clock.advance(MIN_LIFETIME + 1)
+    policy.sweep()
+    assert [n for n in range(1, 21) if ctrl.last_error(broken, id=n) is not None] == []
+    assert api.requests.matching("GET", "/todos/1") == []
+    ctrl.close()
+
+
+async def test_a_mutation_whose_caller_was_cancelled_is_swept_once_its_reply_is_stored(
+    gates: Gates, clock: Clock
+) -> None:
+    """A cancelled mutation runs on and its reply is stored (the server may have applied it). With
+    nobody left to read that reply, its key was never queued, so the sweep never removed it: a worker
+    whose mutations time out kept every such reply for good."""
+    rec = Recorder()
+    policy = GCPolicy(interval_ms=10**9)
+    ctrl = Controller(clock=clock, gc_policy=policy, managers=[rec])
+    vote = RestEndpoint(path="/gate/:name", url_prefix=gates.url, method="POST")
+    name = gates.name()
+    key = vote.key({"name": name}, {})
+    task = asyncio.ensure_future(ctrl.fetch(vote, {"name": name}, {}))
+    await gates.arrived(name)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    gates.open(name)
+    await rec.wait_for(stored(key))
+    assert ctrl.get_state()["endpoints"][key] == {"gate": name}
+    clock.advance(MIN_LIFETIME + 1)
+    assert policy.sweep() == 1
+    assert key not in ctrl.get_state()["meta"]
     ctrl.close()
 
 

@@ -118,3 +118,19 @@ def test_build_url_custom_search_to_string_and_endpoint() -> None:
 def test_build_url_raises_for_dict_search_param() -> None:
     with pytest.raises(ParamError, match='"f"'):
         url("/items", {"f": {"a": 1}})
+
+
+@pytest.mark.parametrize(
+    "value", [{"b", "a"}, frozenset({"b", "a"}), [{"b", "a"}]], ids=["set", "frozenset", "in-list"]
+)
+def test_a_set_is_refused_not_sent_as_its_repr(value: Any) -> None:
+    """A set used to be sent as Python's repr (`tags=%7B%27b%27%2C+%27a%27%7D`), in an order that
+    changes from one process to the next, so the same call had another store key in every process
+    (a shared or warm-restarted store never matched) and the server got text it cannot read."""
+    from restlayer.rest import RestEndpoint
+
+    todos = RestEndpoint(path="/todos/:id", url_prefix="http://127.0.0.1:1")
+    with pytest.raises(ParamError, match=r'"tags" is a (frozen)?set, which has no fixed order: pass a list'):
+        todos.key({"id": 1, "tags": value})
+    with pytest.raises(ParamError, match='Expected "id" to be a string'):
+        todos.url({"id": value})

@@ -12,7 +12,7 @@ import contextlib
 import logging
 import time
 import weakref
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple, cast, overload
 
 from restlayer._args import merge_keywords
@@ -218,6 +218,7 @@ class Controller:
         elif isinstance(action, act.GC):
             self.memo.prune(state.entities)  # what stays keeps its identity; the memory of the rest is returned
             self._side_memo.prune(state.entities)
+            self._forget_unsent(action.endpoint_keys)
         if len(self._watchers):
             self._watchers.notify()
 
@@ -334,6 +335,18 @@ class Controller:
         """
         unsent = self._unsent_of(key)
         return self._current().meta.get(key) if unsent is None else unsent
+
+    def _forget_unsent(self, keys: Iterable[str]) -> None:
+        """Drop the unbuildable-request records of keys the garbage collector swept.
+
+        Such a record lives outside the store, so the sweep's removal of the key's
+        `endpoints` and `meta` left it behind: with it, every key whose request once
+        failed to build stayed in memory for good. The sweep only takes keys no
+        reader holds; a later read builds the request again (nothing is sent when it
+        fails again) and records the failure anew.
+        """
+        for key in keys:
+            self._unsent.pop(key, None)
 
     def _unsent_of(self, key: str) -> _Unsent | None:
         """The record of the last request for `key` that could not be built, while it still applies.
@@ -461,12 +474,15 @@ class Controller:
         self._start(endpoint, args, (frequency / 2, frequency / 10, _soft))
 
     def resolve(
-        self, fetch: act.Fetch, *, value: object = None, error: BaseException | None = None
+        self, fetch: act.Fetch, *, value: object = None, error: BaseException | None = None, unread: bool = False
     ) -> BaseException | None:
         """Store the outcome of a `"fetch"` action: its reply `value`, or the `error` the request raised.
 
         Returns the error its callers must get instead of `value` when storing
         failed (the reply did not match the schema, or the error policy raised).
+        `unread`: every caller was cancelled while the request ran on (a mutation);
+        the garbage collector is told of the stored outcome as a caller's own read
+        would have told it, or nothing would ever let it be swept.
         """
         ep, date = fetch.endpoint, self.now()
         failure: BaseException | None
@@ -495,6 +511,8 @@ class Controller:
                 self._refetch_if_overtaken(fetch)
         if _log.isEnabledFor(logging.DEBUG):
             self._log_outcome(fetch, error, action.error_policy, failure)
+        if unread and self.gc_policy is not None and not self.closed:
+            self._touch(ep, fetch.args)
         return failure
 
     def _log_outcome(

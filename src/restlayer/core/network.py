@@ -65,7 +65,7 @@ def _same_request(running: act.Fetch, new: act.Fetch) -> bool:
 class _Flight:
     """One request in flight and the callers waiting for it."""
 
-    __slots__ = ("action", "dropped", "futures", "key", "pinned", "task")
+    __slots__ = ("action", "dropped", "futures", "key", "left", "pinned", "task")
 
     def __init__(self, action: act.Fetch) -> None:
         self.action = action
@@ -73,7 +73,12 @@ class _Flight:
         self.futures: list[asyncio.Future[object]] = []
         self.pinned = False
         self.dropped = False
+        self.left = False  # a caller stopped waiting (cancelled) before the outcome came
         self.task: asyncio.Task[None] | None = None
+
+    def unread(self) -> bool:
+        """Whether the outcome reaches nobody: every caller left, the request ran on (a mutation)."""
+        return self.left and not self.futures
 
     def runs_in(self, loop: asyncio.AbstractEventLoop) -> bool:
         """Whether the request runs in `loop` (a caller elsewhere must not join it)."""
@@ -175,6 +180,7 @@ class NetworkManager(Manager):
             return
         if future in flight.futures:
             flight.futures.remove(future)
+            flight.left = True
         if not flight.futures and not flight.pinned and flight.task is not None:
             self._finish(flight)
             flight.task.cancel()
@@ -236,7 +242,7 @@ class NetworkManager(Manager):
     ) -> None:
         """Store the outcome and settle the callers; they are settled even when storing fails."""
         try:
-            failure = controller.resolve(action, value=value, error=error)
+            failure = controller.resolve(action, value=value, error=error, unread=flight.unread())
         except RestLayerError as exc:
             failure = exc
         except Exception as exc:  # a manager or user callback failed while storing: never leave callers waiting

@@ -11,6 +11,7 @@ import re
 import unicodedata
 import warnings
 from collections.abc import Iterator, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import TypeAlias
@@ -193,7 +194,7 @@ def _param_text(name: str, value: object) -> str:
     cls = type(value)
     if cls is int:
         return str(value)
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, (list, tuple, AbstractSet)):  # a set's text (its repr) has no fixed order either
         raise _BadValue(f'Expected "{name}" to be a string')
     if isinstance(value, Mapping):
         raise _BadValue(

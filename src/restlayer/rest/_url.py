@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from collections.abc import Set as AbstractSet
 from typing import TypeVar
 from urllib.parse import quote_plus
 
@@ -33,13 +34,23 @@ def _form_encode(text: str) -> str:
 
 
 def _value_text(key: str, value: object) -> str:
-    """Text of one present search value; a mapping cannot be sent this way."""
+    """Text of one present search value; a mapping or a set cannot be sent this way.
+
+    A set's text is its repr, in an order that changes from one process to the next
+    (string hashing is randomized): the server could not read it, and the same call
+    would have another store key in each process.
+    """
     if value.__class__ is str:
         return str(value)
     if isinstance(value, Mapping):
         raise ParamError(
             f'Search parameter "{key}" is a {value.__class__.__name__}: nested objects need '
             "an overridden search_to_string()"
+        )
+    if isinstance(value, AbstractSet):
+        raise ParamError(
+            f'Search parameter "{key}" is a {value.__class__.__name__}, which has no fixed order: '
+            "pass a list (e.g. sorted(...)) to repeat the parameter once per element"
         )
     return to_text(value)
 
