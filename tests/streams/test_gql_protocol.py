@@ -19,6 +19,7 @@ from restlayer import (
     NetworkError,
     ParamError,
     RestLayerError,
+    StatusError,
     TransportError,
 )
 from restlayer.graphql import GQLEndpoint, GQLEvents, GQLNetworkError, GQLSubscription
@@ -346,7 +347,7 @@ async def test_a_backoff_of_no_wait_still_waits_the_least_reconnect_wait(scripte
     assert delays.delays == [MIN_RECONNECT_WAIT]
 
 
-@pytest.mark.parametrize("code", [1011, 1008, 4400, 4401, 4403, 4409, 4500])
+@pytest.mark.parametrize("code", [1011, 4500])
 async def test_a_close_refusing_the_operation_raises_instead_of_reconnecting(scripted: Scripted, code: int) -> None:
     delays = Delays()
     sub, _ = scripted(
@@ -357,6 +358,27 @@ async def test_a_close_refusing_the_operation_raises_instead_of_reconnecting(scr
         async with events:
             async for _ in events:
                 pass
+    assert (events.connects, delays.delays) == (1, [])
+
+
+@pytest.mark.parametrize(
+    ("code", "status"), [(1008, 403), (4400, 400), (4401, 401), (4403, 403), (4409, 409), (4429, 429)]
+)
+async def test_a_close_refusing_the_client_raises_status_error_with_its_http_status(
+    scripted: Scripted, code: int, status: int
+) -> None:
+    """4401 unauthorized, 4403 forbidden...: the server answered, refusing; the caller can tell why (re-authenticate),
+    as for a handshake refused with that status, not a transport failure with status 500."""
+    delays = Delays()
+    sub, _ = scripted(
+        [f"DROP:{code}", nxt({"data": {"todoChanged": {"id": 1, "title": "never"}}})], backoff=recorded(delays)
+    )
+    events = sub.events(Controller())
+    with pytest.raises(StatusError, match=f"subscription socket failed: received {code}") as info:
+        async with events:
+            async for _ in events:
+                pass
+    assert info.value.status == status
     assert (events.connects, delays.delays) == (1, [])
 
 

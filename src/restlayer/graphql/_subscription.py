@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 
 from restlayer._handshake import check_handshake_headers
 from restlayer._typing import T, T_co
-from restlayer.errors import ClosedError, NetworkError, ParamError, RestLayerError, TransportError
+from restlayer.errors import ClosedError, NetworkError, ParamError, RestLayerError, StatusError, TransportError
 from restlayer.graphql._errors import GQLNetworkError
 from restlayer.rest._headers import check_headers
 
@@ -82,6 +82,21 @@ def reopens(code: int | None) -> bool:
     return not (1000 <= code <= 1999 or code in _REFUSED_CODES or refusing_status(code) is not None)
 
 
+def _refused_status(code: int | None) -> int | None:
+    """The HTTP client error a close `code` that refuses this client stands for (4401 -> 401...); None otherwise.
+
+    What a `restlayer.streams` WebSocket stream ends on with a StatusError (1008 policy violation a 403...),
+    and any 4400-4499 the protocol refuses with (4429, too many `connection_init`, a 429): the server
+    answered, so a caller can tell why (re-authenticate on 401) rather than see a transport failure.
+    """
+    from restlayer.streams._stream import refusing_status
+
+    status = refusing_status(code)
+    if status is None and code is not None and 4400 <= code < 4500 and not reopens(code):
+        return code - 4000
+    return status
+
+
 class GQLSubscription(Generic[T_co]):
     """A subscription operation: `endpoint` names its store slot (key, schema) like a query's.
 
@@ -90,7 +105,9 @@ class GQLSubscription(Generic[T_co]):
 
     `backoff` paces reconnects after a lost connection (default: a
     `restlayer.streams.Backoff()`); `retries` reconnects in a row that deliver no
-    event are tried before `TransportError` is raised (None: never give up).
+    event are tried before `TransportError` is raised (None: never give up). A close
+    refusing the client (4401 unauthorized, 4403 forbidden...) raises StatusError with
+    that HTTP status at once, one refusing the operation otherwise (1011, 4500) TransportError.
 
     `headers` go with each WebSocket handshake (e.g. `Authorization`, `Cookie`);
     `connection_params` is the `connection_init` payload, where graphql-transport-ws
@@ -460,6 +477,9 @@ class _Session(Generic[T_co]):
             code = None if exc.rcvd is None else exc.rcvd.code
             if reopens(code):
                 raise _Lost(f"{url}: subscription socket lost: {exc}", status=500) from exc
+            status = _refused_status(code)
+            if status is not None:  # the server answered, refusing this client: as a handshake refused so
+                raise StatusError(f"{url}: subscription socket failed: {exc}; refused", status=status) from exc
             raise TransportError(f"{url}: subscription socket failed: {exc}", status=500) from exc
         except WebSocketException as exc:
             raise TransportError(f"{url}: subscription socket failed: {exc}", status=500) from exc
