@@ -481,6 +481,20 @@ async def test_an_event_over_max_size_ends_the_subscription_and_a_larger_max_siz
         assert [data["todoChanged"].title async for data in events] == [big]
 
 
+async def test_a_server_closing_with_1009_refuses_the_client_and_is_not_taken_for_an_event_over_max_size(
+    scripted: Scripted,
+) -> None:
+    """1009 from the server: a message of this client's was too big for it. The client echoes the code, but its
+    own max_size is not at fault (raising it mends nothing): StatusError 413, as a WebSocketStream ends with."""
+    sub, _ = scripted(["DROP:1009"], backoff=recorded(Delays()))
+    with pytest.raises(StatusError, match="received 1009") as info:
+        async with sub.events(Controller()) as events:
+            async for _ in events:
+                pass
+    assert not isinstance(info.value, BodyTooLargeError)
+    assert info.value.status == 413
+
+
 @pytest.mark.parametrize(
     ("options", "match"),
     [

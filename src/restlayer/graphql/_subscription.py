@@ -470,8 +470,9 @@ class _Session(Generic[T_co]):
                     return data
         except ConnectionClosed as exc:
             from restlayer.streams._stream import frame_too_big
+            from restlayer.streams._ws import started_close_code
 
-            too_big = frame_too_big(url, None if exc.sent is None else exc.sent.code, self.sub.max_size)
+            too_big = frame_too_big(url, started_close_code(exc), self.sub.max_size)
             if too_big is not None:
                 raise too_big from exc
             code = None if exc.rcvd is None else exc.rcvd.code
