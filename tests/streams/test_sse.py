@@ -434,6 +434,20 @@ async def test_a_last_event_id_header_given_is_the_first_last_event_id_and_an_em
     assert played.resumed_from[:2] == ["0", ""]  # the server reset the id: the reconnect sends none
 
 
+async def test_an_empty_id_field_before_any_id_of_a_resumed_connection_forgets_the_last_event_id(
+    script_server: LocalServer, script: ScriptFactory
+) -> None:
+    """The server resets the id as soon as the stream resumes (nothing to replay after 1): the reconnect must
+    send no `Last-Event-ID`, or the server replays from the id it said to forget."""
+    cleared = 'id:\nevent: todos.updated\ndata: {"id": 1, "title": "b"}\n\n'
+    query, played = script([updated(1, 1, "a")], tail=cleared, hold=False)
+    url = f"{script_server.url}/_stream/sse{query}"
+    stream = SSEStream(url, on={"todos.updated": Todo}, headers={"Last-Event-ID": "1"}, backoff=fast())
+    async with StreamManager(Controller(), [stream]):
+        await stream.until(lambda s: s.connects >= 2)
+    assert played.resumed_from[:2] == ["1", ""]
+
+
 async def test_an_event_id_that_is_not_ascii_is_sent_back_as_utf8(
     script_server: LocalServer, script: ScriptFactory
 ) -> None:

@@ -129,13 +129,12 @@ class SSEStream(Stream):
                 )
             _check_event_stream(response)  # a reply of another kind is no connection (and pauses no polling)
             await self._opened()
-            named = False  # whether a frame of this connection named an event id yet
-            if self.max_size is not None:
-                source = EventSource(cast(httpx.Response, _Bounded(response, self.max_size, self.url)))
-            async for sse in source.aiter_sse():
-                if named and not sse.id:  # the parser's id empties only on an `id:` with no value
+            # The parser starts each connection with no last event id: seeded with the stream's (as browsers
+            # do), an event's id is empty only after an `id:` with no value, a reset, even before any other id
+            reply = _Bounded(response, self.max_size, self.url, seed=self.last_event_id)
+            async for sse in EventSource(cast(httpx.Response, reply)).aiter_sse():
+                if not sse.id:
                     self._forget_event_id()
-                named = named or bool(sse.id)
                 yield self._message(sse)
 
     async def _answered(
@@ -184,29 +183,39 @@ class SSEStream(Stream):
 
 
 class _Bounded:
-    """The reply as `EventSource` reads it (its headers and text), refusing an event over `max_size` characters.
+    """The reply as `EventSource` reads it (its headers and text), refusing an event over `max_size` characters
+    (None: no limit), after an `id: <seed>` line of its own when `seed` is given.
 
     The SSE parser holds an event (and a line) until its end: a server sending one without end would
     grow memory without bound. Events end at a blank line (two line ends: CR LF, LF or CR); the text
     since the last one is counted as it arrives, so a line that never ends is refused too.
+
+    The seed line (not counted) gives the parser the stream's last event id, which it would otherwise start
+    without: then an event's id is empty only when the server reset it. The id holds no line end nor NUL
+    (the parser drops an id with NUL; a `Last-Event-ID` header with them is refused), so it stays one line.
     """
 
-    def __init__(self, response: httpx.Response, max_size: int, url: str) -> None:
+    def __init__(self, response: httpx.Response, max_size: int | None, url: str, seed: str | None = None) -> None:
         self.response = response
         self.headers = response.headers
         self.max_size = max_size
         self.url = url
+        self.seed = seed
         #: Characters of the event under way (since the last blank line).
         self.pending = 0
         #: The last character of the previous chunk when a line end (a CR may be half of a CR LF).
         self.tail = ""
 
     async def aiter_text(self) -> AsyncIterator[str]:
+        if self.seed:
+            yield f"id: {self.seed}\n"
         async for text in self.response.aiter_text():
             self._count(text)
             yield text
 
     async def aiter_lines(self) -> AsyncIterator[str]:  # what httpx-sse 0.4.0 reads
+        if self.seed:
+            yield f"id: {self.seed}"
         async for line in self.response.aiter_lines():
             self.pending = 0 if not line else self.pending + len(line) + 1
             self._check(self.pending)
@@ -214,7 +223,7 @@ class _Bounded:
 
     def _count(self, text: str) -> None:
         """Count `text` into the event under way; BodyTooLargeError when an event in it is over the limit."""
-        if not text:
+        if not text or self.max_size is None:
             return
         joined = (self.tail + text).replace("\r\n", "\n").replace("\r", "\n")
         events = joined.split("\n\n")  # the last one is under way
@@ -226,7 +235,7 @@ class _Bounded:
         self.tail = text[-1] if text[-1] in "\r\n" else ""
 
     def _check(self, size: int) -> None:
-        if size > self.max_size:
+        if self.max_size is not None and size > self.max_size:
             raise BodyTooLargeError(
                 f"{self.url}: an event exceeds max_size={self.max_size} characters; not reconnecting: "
                 "raise max_size (None: no limit)",
