@@ -541,6 +541,8 @@ def test_bad_reconnect_options_raise_param_error() -> None:
         ("http://127.0.0.1:9/graphql", "not a url"),
         ("http://127.0.0.1:9/graphql", "ws:///graphql"),
         ("http://127.0.0.1:9/graphql", "ws://[::1/graphql"),
+        ("http://127.0.0.1:9/graphql", "ws://127.0.0.1:99999/graphql"),  # no port: every connect would fail
+        ("http://127.0.0.1:9/graphql", "ws://127.0.0.1:abc/graphql"),
         ("ftp://127.0.0.1:9/graphql", None),  # no WebSocket address follows from it
     ],
 )

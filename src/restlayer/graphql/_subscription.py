@@ -222,10 +222,11 @@ def _checked_ws_url(url: object) -> str:
 
 
 def _ws_address(url: str) -> bool:
-    """Whether `url` is a `ws://` or `wss://` address naming a host."""
+    """Whether `url` is a `ws://` or `wss://` address naming a host (and a port, if any, from 0 to 65535)."""
     try:
         parts = urlsplit(url)
-    except ValueError:  # not a url at all (an unclosed IPv6 bracket, say)
+        _ = parts.port  # its ValueError: a port no socket has
+    except ValueError:  # not a url at all (an unclosed IPv6 bracket, say), or a port that is no port
         return False
     return parts.scheme.lower() in ("ws", "wss") and bool(parts.netloc)
 

@@ -195,9 +195,14 @@ def _key_test(covers: Covers) -> Callable[[str], bool]:
 def check_url(url: str, schemes: tuple[str, str], *, relative: bool = False) -> None:
     """ParamError unless `url` is absolute with one of `schemes` (or, when `relative` is allowed, has no scheme).
 
-    A url no connection can open would otherwise fail every reconnect, forever, only in the log.
+    A url no connection can open would otherwise fail every reconnect, forever, only in the log:
+    so is one whose host or port cannot be read (an unclosed IPv6 bracket, a port not in 0-65535).
     """
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+        _ = parts.port  # its ValueError: a port that is no number from 0 to 65535
+    except ValueError as exc:
+        raise ParamError(f"a stream url must name a host and port that can be read, not {url!r} ({exc})") from None
     if relative and not parts.scheme and not parts.netloc:
         return
     if parts.scheme.lower() not in schemes or not parts.netloc:
