@@ -396,6 +396,8 @@ async def subscribe_later(last_event_id: str | None) -> list[dict[str, Any]]:
         ({"subprotocols": ["feed v1"]}, "subprotocols= names must be HTTP tokens"),
         ({"subprotocols": [""]}, "subprotocols= names must be HTTP tokens"),
         ({"headers": {"Authorization": None}}, "headers="),
+        ({"headers": "Authorization: x"}, "headers= must map names to values"),  # was a bare ValueError
+        ({"headers": [("Authorization", "x")]}, "headers= must map names to values"),
         ({"headers": {"X-A": "a\r\nX-B: b"}}, "headers=: header 'X-A' value contains a line break"),
         ({"headers": {"Authorization": "Bearer é"}}, "headers=: header 'Authorization' value is not ASCII"),
         # the handshake's own: sent twice, the server refuses the handshake (retried forever)

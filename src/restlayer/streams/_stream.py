@@ -185,6 +185,8 @@ def _key_test(covers: Covers) -> Callable[[str], bool]:
         return covers.test_key
     if callable(covers):
         return covers
+    if isinstance(covers, (str, bytes)) or not isinstance(covers, Iterable):  # a str would be taken letter by letter
+        raise ParamError(f"covers= takes endpoints or a key predicate, not {covers!r}")
     endpoints = list(covers)
     for endpoint in endpoints:
         if not _tests_keys(endpoint):
@@ -223,7 +225,10 @@ def _checked_backoff(backoff: object) -> Backoff:
 
 def _checked_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
     """`headers` as a dict; ParamError unless names and values are text that can be sent: ASCII, no CR, LF
-    or NUL, as for requests (else every connect would fail, and be retried forever)."""
+    or NUL, as for requests (else every connect would fail, and be retried forever). Another kind than a
+    mapping (a str, a list) is one too, rather than whatever `dict()` raises or makes of it."""
+    if headers is not None and not isinstance(headers, Mapping):
+        raise ParamError(f"headers= must map names to values (a dict), not {headers!r}")
     checked = dict(headers or {})
     for name, value in checked.items():
         if not isinstance(name, str) or not isinstance(value, str):
