@@ -531,6 +531,8 @@ def test_bad_reconnect_options_raise_param_error() -> None:
         gql.subscription(QUERY, retries=True)
     with pytest.raises(ParamError, match=r"backoff must be a restlayer\.streams\.Backoff"):
         gql.subscription(QUERY, backoff=0.5)  # type: ignore[call-overload]
+    with pytest.raises(ParamError, match=r"backoff must be a restlayer\.streams\.Backoff, not the class"):
+        gql.subscription(QUERY, backoff=Backoff)  # type: ignore[call-overload]  # an AttributeError at a reconnect
 
 
 @pytest.mark.parametrize(

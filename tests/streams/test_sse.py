@@ -580,6 +580,8 @@ async def decode_later(text: str) -> object:
         ({"decode": None}, "decode="),
         ({"backoff": {"initial": 1}}, "backoff= must be a Backoff"),  # each reconnect would fail: the stream dies
         ({"backoff": object()}, "backoff= must be a Backoff"),
+        # the class, not one: its `delay` has no self (an AttributeError ended the stream at its first reconnect)
+        ({"backoff": Backoff}, r"backoff= must be a Backoff \(restlayer.streams\), not the class: Backoff\(\)"),
         ({"max_size": 0}, "max_size= must be"),
         ({"max_size": 1.5}, "max_size= must be"),
         ({"decode": decode_later}, "decode= must be a plain function, not an async one"),

@@ -131,6 +131,8 @@ class GQLSubscription(Generic[T_co]):
     ) -> None:
         if retries is not None and (isinstance(retries, bool) or not isinstance(retries, int) or retries < 0):
             raise ParamError(f"subscription retries must be a count >= 0 or None, not {retries!r}")
+        if isinstance(backoff, type):  # its `delay` takes no self: an AttributeError at the first reconnect
+            raise ParamError(f"subscription backoff must be a restlayer.streams.Backoff, not the class: {backoff!r}")
         if backoff is not None and not (callable(getattr(backoff, "delay", None)) and callable(backoff.sleep)):
             raise ParamError(f"subscription backoff must be a restlayer.streams.Backoff, not {backoff!r}")
         if isinstance(open_timeout, bool) or not isinstance(open_timeout, (int, float)) or not open_timeout > 0:

@@ -218,6 +218,10 @@ def _checked_backoff(backoff: object) -> Backoff:
     otherwise, rather than the stream dying with an AttributeError at its first reconnect."""
     if backoff is None:
         return Backoff()
+    if isinstance(backoff, type):  # its `delay` is there, but takes no self: it fails at the first reconnect
+        raise ParamError(
+            f"backoff= must be a Backoff (restlayer.streams), not the class: Backoff() is one, not {backoff!r}"
+        )
     if not (callable(getattr(backoff, "delay", None)) and callable(getattr(backoff, "sleep", None))):
         raise ParamError(f"backoff= must be a Backoff (restlayer.streams), not {backoff!r}")
     return backoff  # type: ignore[return-value]  # one like it: it has what a stream uses
