@@ -584,6 +584,7 @@ async def decode_later(text: str) -> object:
         ({"backoff": Backoff}, r"backoff= must be a Backoff \(restlayer.streams\), not the class: Backoff\(\)"),
         ({"max_size": 0}, "max_size= must be"),
         ({"max_size": 1.5}, "max_size= must be"),
+        ({"max_size": -1}, "max_size= must be a number of characters"),  # what it counts (said bytes)
         ({"decode": decode_later}, "decode= must be a plain function, not an async one"),
         ({"timeout": "10"}, "timeout="),
         ({"timeout": httpx.Timeout(-1.0)}, "timeout="),

@@ -83,7 +83,7 @@ class SSEStream(Stream):
         self.decode = decode
         self.client = client
         self.timeout = _timeout(timeout)
-        self.max_size = frame_size(max_size)
+        self.max_size = frame_size(max_size, unit="characters")  # an event is counted as text (see `_Bounded`)
 
     async def _messages(self) -> AsyncGenerator[Message | None, None]:
         if self.client is not None:

@@ -248,10 +248,10 @@ DEFAULT_MAX_SIZE = 2**20
 _MESSAGE_TOO_BIG = 1009
 
 
-def frame_size(value: object) -> int | None:
-    """`max_size=` checked: a number of bytes >= 1, or None for no limit; ParamError otherwise."""
+def frame_size(value: object, unit: str = "bytes") -> int | None:
+    """`max_size=` checked: a number of `unit` (what the stream counts) >= 1, or None (no limit); else ParamError."""
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise ParamError(f"max_size= must be a number of bytes >= 1 or None (no limit), not {value!r}")
+        raise ParamError(f"max_size= must be a number of {unit} >= 1 or None (no limit), not {value!r}")
     return value
 
 
