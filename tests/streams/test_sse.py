@@ -574,6 +574,16 @@ async def decode_later(text: str) -> object:
     return json.loads(text)
 
 
+def test_a_client_that_is_no_async_httpx_client_is_a_param_error() -> None:
+    """A blocking `httpx.Client` was taken, to fail every connect (retried forever, only in the log);
+    a url given as `client=` raised a bare AttributeError."""
+    refused = r"client= must be an httpx\.AsyncClient or None, not "
+    with httpx.Client() as blocking, pytest.raises(ParamError, match=refused + r"<httpx\.Client"):
+        SSEStream("http://127.0.0.1:9/e", on={}, client=blocking)  # type: ignore[arg-type]
+    with pytest.raises(ParamError, match=refused + r"'http://127\.0\.0\.1:9'"):
+        SSEStream("/e", on={}, client="http://127.0.0.1:9")  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize(
     ("options", "match"),
     [

@@ -12,7 +12,7 @@ from typing import Final, cast
 import httpx
 from httpx_sse import EventSource, ServerSentEvent, SSEError, aconnect_sse
 
-from restlayer.errors import BodyTooLargeError, ClosedError, RedirectError
+from restlayer.errors import BodyTooLargeError, ClosedError, ParamError, RedirectError
 from restlayer.rest import get_client
 from restlayer.rest._client import hold, release
 from restlayer.streams._stream import (
@@ -77,6 +77,7 @@ class SSEStream(Stream):
         max_size: int | None = DEFAULT_MAX_SIZE,
     ) -> None:
         super().__init__(url, on=on, name=name, backoff=backoff, headers=headers, covers=covers)
+        _check_client(client)
         check_url(url, ("http", "https"), relative=client is not None and bool(str(client.base_url)))
         checked_callable("decode=", decode)
         self.last_event_id = _take_last_event_id(self.headers)
@@ -241,6 +242,13 @@ class _Bounded:
                 "raise max_size (None: no limit)",
                 status=400,
             )
+
+
+def _check_client(client: object) -> None:
+    """ParamError unless `client` is None or an `httpx.AsyncClient`: a blocking `httpx.Client` cannot stream
+    here (every connect would fail, retried forever, only in the log), anything else has no `base_url`."""
+    if client is not None and not isinstance(client, httpx.AsyncClient):
+        raise ParamError(f"client= must be an httpx.AsyncClient or None, not {client!r}")
 
 
 def _not_followed(url: str, response: httpx.Response) -> RedirectError:
