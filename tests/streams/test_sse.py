@@ -448,6 +448,33 @@ async def test_an_empty_id_field_before_any_id_of_a_resumed_connection_forgets_t
     assert played.resumed_from[:2] == ["1", ""]
 
 
+@pytest.mark.parametrize("charset", ["iso-8859-1", "utf-16", "ascii"])
+async def test_an_event_stream_is_read_as_utf8_whatever_charset_its_content_type_names(
+    script_server: LocalServer, script: ScriptFactory, charset: str
+) -> None:
+    """SSE is always UTF-8 (the charset is no choice of the server's): read as latin-1, `café` was stored
+    as `cafÃ©`; read as UTF-16, every connect failed with a UnicodeError, retried forever."""
+    event = (1, "todos.updated", json.dumps({"id": 1, "title": "café ✓"}, ensure_ascii=False))  # sent as UTF-8
+    query, _ = script([event], content_type=f"text/event-stream; charset={charset}")
+    ctrl = Controller()
+    stream = SSEStream(f"{script_server.url}/_stream/sse{query}", on={"todos.updated": Todo}, backoff=fast())
+    async with StreamManager(ctrl, [stream]):
+        await stream.until(lambda s: s.applied == 1)
+    assert titles(ctrl) == {1: "café ✓"}
+
+
+async def test_a_byte_order_mark_starting_the_event_stream_is_no_part_of_the_first_field(
+    script_server: LocalServer, script: ScriptFactory
+) -> None:
+    """The SSE standard drops one leading BOM: kept, it made the first field `\ufeffid`, so the first
+    event lost its id (and, were it first, its event type)."""
+    query, _ = script([updated(1, 1, "a")], head="\ufeff")
+    stream = SSEStream(f"{script_server.url}/_stream/sse{query}", on={"todos.updated": Todo}, backoff=fast())
+    async with StreamManager(Controller(), [stream]):
+        await stream.until(lambda s: s.applied == 1)
+    assert stream.last_event_id == "1"
+
+
 async def test_an_event_id_that_is_not_ascii_is_sent_back_as_utf8(
     script_server: LocalServer, script: ScriptFactory
 ) -> None:

@@ -37,6 +37,10 @@ DEFAULT_TIMEOUT = httpx.Timeout(10.0, read=None)
 #: The shortest reconnection time a server's `retry:` may set, in ms: `retry: 0` (or a few ms)
 #: from a server that then drops each connection must not make the client reconnect in a tight loop.
 MIN_SERVER_RETRY_MS = 100
+#: How an event stream is decoded, whatever charset its Content-Type names: UTF-8 (SSE standard: the server
+#: has no choice, and the label may be wrong), one leading byte order mark dropped, bytes that are no UTF-8
+#: replaced (`httpx` decodes its text with errors="replace").
+SSE_ENCODING: Final = "utf-8-sig"
 #: Headers `aconnect_sse` sets itself (an event stream, never cached), in lower case: one of `headers`
 #: spelled otherwise would be sent as well, a second value for the server to pick from.
 _SET_BY_SSE: Final = frozenset({"accept", "cache-control"})
@@ -45,6 +49,7 @@ _SET_BY_SSE: Final = frozenset({"accept", "cache-control"})
 class SSEStream(Stream):
     """An `text/event-stream` at `url`: each event becomes a `Message(event, data, id)`.
 
+    The stream is read as UTF-8, whatever charset its Content-Type names (SSE standard).
     `data` is decoded by `decode` (JSON by default); the event type is the SSE
     `event:` field (`"message"` when absent). After a reconnect the last seen id
     is sent as `Last-Event-ID` (one given in `headers` is the first
@@ -129,6 +134,7 @@ class SSEStream(Stream):
                     f"{self.url} answered {response.status_code}", request=response.request, response=response
                 )
             _check_event_stream(response)  # a reply of another kind is no connection (and pauses no polling)
+            response.encoding = SSE_ENCODING
             await self._opened()
             # The parser starts each connection with no last event id: seeded with the stream's (as browsers
             # do), an event's id is empty only after an `id:` with no value, a reset, even before any other id
