@@ -62,13 +62,16 @@ class ReconnectBackoff(Protocol):
     def sleep(self) -> Callable[[float], Awaitable[object]]: ...
 
 
+#: The WebSocket scheme of each HTTP one.
+_WS_SCHEMES: Final = {"http": "ws", "https": "wss"}
+
+
 def ws_url_of(url: str) -> str:
-    """The WebSocket address of a GraphQL HTTP url (http -> ws, https -> wss)."""
-    if url.startswith("https://"):
-        return "wss://" + url[len("https://") :]
-    if url.startswith("http://"):
-        return "ws://" + url[len("http://") :]
-    return url
+    """The WebSocket address of a GraphQL HTTP url (http -> ws, https -> wss; a scheme in any case, as
+    schemes ignore it); any other url as it is."""
+    scheme, sep, rest = url.partition("://")
+    ws_scheme = _WS_SCHEMES.get(scheme.lower()) if sep else None
+    return url if ws_scheme is None else f"{ws_scheme}://{rest}"
 
 
 def reopens(code: int | None) -> bool:
