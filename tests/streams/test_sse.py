@@ -463,6 +463,17 @@ async def test_an_event_stream_is_read_as_utf8_whatever_charset_its_content_type
     assert titles(ctrl) == {1: "café ✓"}
 
 
+async def test_an_event_stream_content_type_is_recognized_in_any_case(
+    script_server: LocalServer, script: ScriptFactory
+) -> None:
+    """Media types ignore case: `Text/Event-Stream` was taken for another kind of reply, retried forever."""
+    query, _ = script([updated(1, 1, "a")], content_type="Text/Event-Stream")
+    stream = SSEStream(f"{script_server.url}/_stream/sse{query}", on={"todos.updated": Todo}, backoff=fast())
+    async with StreamManager(Controller(), [stream]):
+        await stream.until(lambda s: s.applied == 1)
+    assert stream.connects == 1
+
+
 async def test_a_byte_order_mark_starting_the_event_stream_is_no_part_of_the_first_field(
     script_server: LocalServer, script: ScriptFactory
 ) -> None:

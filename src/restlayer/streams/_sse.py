@@ -204,7 +204,7 @@ class _Bounded:
 
     def __init__(self, response: httpx.Response, max_size: int | None, url: str, seed: str | None = None) -> None:
         self.response = response
-        self.headers = response.headers
+        self.headers = _media_type_lowered(response.headers)
         self.max_size = max_size
         self.url = url
         self.seed = seed
@@ -248,6 +248,15 @@ class _Bounded:
                 "raise max_size (None: no limit)",
                 status=400,
             )
+
+
+def _media_type_lowered(headers: httpx.Headers) -> httpx.Headers:
+    """A copy of `headers` whose Content-Type is in lower case: media types ignore case, and httpx-sse
+    refuses a `Text/Event-Stream` (which every reconnect would get again)."""
+    lowered = httpx.Headers(headers)
+    if "content-type" in lowered:
+        lowered["content-type"] = lowered["content-type"].lower()
+    return lowered
 
 
 def _check_client(client: object) -> None:
@@ -297,7 +306,8 @@ def _timeout(value: object) -> httpx.Timeout:
 
 
 def _check_event_stream(response: httpx.Response) -> None:
-    """Raise `SSEError` unless the reply is a `text/event-stream` (as httpx-sse checks when reading it)."""
+    """Raise `SSEError` unless the reply is a `text/event-stream`, in any case (as httpx-sse checks when
+    reading it, though in lower case only: `_Bounded` shows it the type lowered)."""
     content_type = response.headers.get("content-type", "").partition(";")[0]
-    if "text/event-stream" not in content_type:
+    if "text/event-stream" not in content_type.lower():
         raise SSEError(f"Expected response header Content-Type to contain 'text/event-stream', got {content_type!r}")
