@@ -179,3 +179,13 @@ def test_an_open_timeout_that_is_no_number_of_seconds_is_a_param_error(open_time
 def test_ws_url_follows_the_http_url() -> None:
     assert GQLEndpoint("https://example.org/graphql").subscription(TODO_CHANGED).ws_url == "wss://example.org/graphql"
     assert GQLEndpoint("http://a/graphql").subscription(TODO_CHANGED, ws_url="ws://b/ws").ws_url == "ws://b/ws"
+
+
+@pytest.mark.parametrize(
+    ("url", "ws_url"),
+    [("HTTP://127.0.0.1:9/graphql", "ws://127.0.0.1:9/graphql"), ("Https://example.org/gql", "wss://example.org/gql")],
+)
+def test_ws_url_follows_an_http_url_whatever_the_case_of_its_scheme(url: str, ws_url: str) -> None:
+    """Schemes ignore case (the endpoint's queries go to `HTTP://...`): its subscription was a ParamError
+    saying the url must be http:// or https://, which it is."""
+    assert GQLEndpoint(url).subscription(TODO_CHANGED).ws_url == ws_url

@@ -36,6 +36,10 @@ class Script:
     hold: bool = True
     #: Raw SSE text sent after the events of each connection (frames the events cannot express).
     tail: str = ""
+    #: Raw SSE text sent first on each connection (a byte order mark, say); all of it is sent as UTF-8.
+    head: str = ""
+    #: The SSE reply's Content-Type (its charset, if any, is only a label: the bytes are UTF-8).
+    content_type: str = "text/event-stream"
     #: The last event id each connection resumed from ("" when none), in order.
     resumed_from: list[str] = field(default_factory=list)
     #: The request headers of each SSE connection as sent, in order (names in lower case, repeats kept).
@@ -77,6 +81,8 @@ async def sse(request: Request) -> Response:
     events = _pending(script, last)
 
     async def body() -> AsyncIterator[bytes]:
+        if script.head:
+            yield script.head.encode()
         if script.retry_ms is not None:
             yield f"retry: {script.retry_ms}\n\n".encode()
         for count, (event_id, event, data) in enumerate(events):
@@ -90,7 +96,7 @@ async def sse(request: Request) -> Response:
         if script.hold:
             await _forever()
 
-    return StreamingResponse(body(), media_type="text/event-stream")
+    return StreamingResponse(body(), media_type=script.content_type)
 
 
 async def ws(websocket: WebSocket) -> None:

@@ -19,6 +19,7 @@ from restlayer import (
     NetworkError,
     ParamError,
     RestLayerError,
+    StatusError,
     TransportError,
 )
 from restlayer.graphql import GQLEndpoint, GQLEvents, GQLNetworkError, GQLSubscription
@@ -346,7 +347,7 @@ async def test_a_backoff_of_no_wait_still_waits_the_least_reconnect_wait(scripte
     assert delays.delays == [MIN_RECONNECT_WAIT]
 
 
-@pytest.mark.parametrize("code", [1011, 1008, 4400, 4401, 4403, 4409, 4500])
+@pytest.mark.parametrize("code", [1011, 4500])
 async def test_a_close_refusing_the_operation_raises_instead_of_reconnecting(scripted: Scripted, code: int) -> None:
     delays = Delays()
     sub, _ = scripted(
@@ -357,6 +358,27 @@ async def test_a_close_refusing_the_operation_raises_instead_of_reconnecting(scr
         async with events:
             async for _ in events:
                 pass
+    assert (events.connects, delays.delays) == (1, [])
+
+
+@pytest.mark.parametrize(
+    ("code", "status"), [(1008, 403), (4400, 400), (4401, 401), (4403, 403), (4409, 409), (4429, 429)]
+)
+async def test_a_close_refusing_the_client_raises_status_error_with_its_http_status(
+    scripted: Scripted, code: int, status: int
+) -> None:
+    """4401 unauthorized, 4403 forbidden...: the server answered, refusing; the caller can tell why (re-authenticate),
+    as for a handshake refused with that status, not a transport failure with status 500."""
+    delays = Delays()
+    sub, _ = scripted(
+        [f"DROP:{code}", nxt({"data": {"todoChanged": {"id": 1, "title": "never"}}})], backoff=recorded(delays)
+    )
+    events = sub.events(Controller())
+    with pytest.raises(StatusError, match=f"subscription socket failed: received {code}") as info:
+        async with events:
+            async for _ in events:
+                pass
+    assert info.value.status == status
     assert (events.connects, delays.delays) == (1, [])
 
 
@@ -459,6 +481,20 @@ async def test_an_event_over_max_size_ends_the_subscription_and_a_larger_max_siz
         assert [data["todoChanged"].title async for data in events] == [big]
 
 
+async def test_a_server_closing_with_1009_refuses_the_client_and_is_not_taken_for_an_event_over_max_size(
+    scripted: Scripted,
+) -> None:
+    """1009 from the server: a message of this client's was too big for it. The client echoes the code, but its
+    own max_size is not at fault (raising it mends nothing): StatusError 413, as a WebSocketStream ends with."""
+    sub, _ = scripted(["DROP:1009"], backoff=recorded(Delays()))
+    with pytest.raises(StatusError, match="received 1009") as info:
+        async with sub.events(Controller()) as events:
+            async for _ in events:
+                pass
+    assert not isinstance(info.value, BodyTooLargeError)
+    assert info.value.status == 413
+
+
 @pytest.mark.parametrize(
     ("options", "match"),
     [
@@ -495,6 +531,8 @@ def test_bad_reconnect_options_raise_param_error() -> None:
         gql.subscription(QUERY, retries=True)
     with pytest.raises(ParamError, match=r"backoff must be a restlayer\.streams\.Backoff"):
         gql.subscription(QUERY, backoff=0.5)  # type: ignore[call-overload]
+    with pytest.raises(ParamError, match=r"backoff must be a restlayer\.streams\.Backoff, not the class"):
+        gql.subscription(QUERY, backoff=Backoff)  # type: ignore[call-overload]  # an AttributeError at a reconnect
 
 
 @pytest.mark.parametrize(
@@ -505,6 +543,8 @@ def test_bad_reconnect_options_raise_param_error() -> None:
         ("http://127.0.0.1:9/graphql", "not a url"),
         ("http://127.0.0.1:9/graphql", "ws:///graphql"),
         ("http://127.0.0.1:9/graphql", "ws://[::1/graphql"),
+        ("http://127.0.0.1:9/graphql", "ws://127.0.0.1:99999/graphql"),  # no port: every connect would fail
+        ("http://127.0.0.1:9/graphql", "ws://127.0.0.1:abc/graphql"),
         ("ftp://127.0.0.1:9/graphql", None),  # no WebSocket address follows from it
     ],
 )

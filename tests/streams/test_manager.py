@@ -96,6 +96,21 @@ def test_covers_takes_endpoints_or_a_key_test() -> None:
         SSEStream("http://127.0.0.1:9/e", on={}, covers=[42])  # type: ignore[list-item]
 
 
+@pytest.mark.parametrize("covers", [42, "todos", b"todos"])
+def test_covers_of_another_kind_is_a_param_error(covers: object) -> None:
+    """`covers=42` raised a bare TypeError (not iterable); a str was taken letter by letter."""
+    with pytest.raises(ParamError, match=f"covers= takes endpoints or a key predicate, not {re.escape(repr(covers))}"):
+        SSEStream("http://127.0.0.1:9/e", on={}, covers=covers)  # type: ignore[arg-type]
+
+
+def test_streams_given_as_something_else_than_streams_is_a_param_error() -> None:
+    """`StreamManager(ctrl, stream)` (one stream, not a list) or a number raised a bare TypeError."""
+    with pytest.raises(ParamError, match="streams= must be a list of streams, not 42"):
+        StreamManager(Controller(), 42)  # type: ignore[arg-type]
+    with pytest.raises(ParamError, match="streams= must be a list of streams, not SSEStream"):
+        StreamManager(Controller(), SSEStream("http://127.0.0.1:9/e", on={}))  # type: ignore[arg-type]
+
+
 async def test_a_stream_added_while_running_starts_and_remove_stops_it(
     script_server: LocalServer, script: ScriptFactory
 ) -> None:

@@ -434,6 +434,58 @@ async def test_a_last_event_id_header_given_is_the_first_last_event_id_and_an_em
     assert played.resumed_from[:2] == ["0", ""]  # the server reset the id: the reconnect sends none
 
 
+async def test_an_empty_id_field_before_any_id_of_a_resumed_connection_forgets_the_last_event_id(
+    script_server: LocalServer, script: ScriptFactory
+) -> None:
+    """The server resets the id as soon as the stream resumes (nothing to replay after 1): the reconnect must
+    send no `Last-Event-ID`, or the server replays from the id it said to forget."""
+    cleared = 'id:\nevent: todos.updated\ndata: {"id": 1, "title": "b"}\n\n'
+    query, played = script([updated(1, 1, "a")], tail=cleared, hold=False)
+    url = f"{script_server.url}/_stream/sse{query}"
+    stream = SSEStream(url, on={"todos.updated": Todo}, headers={"Last-Event-ID": "1"}, backoff=fast())
+    async with StreamManager(Controller(), [stream]):
+        await stream.until(lambda s: s.connects >= 2)
+    assert played.resumed_from[:2] == ["1", ""]
+
+
+@pytest.mark.parametrize("charset", ["iso-8859-1", "utf-16", "ascii"])
+async def test_an_event_stream_is_read_as_utf8_whatever_charset_its_content_type_names(
+    script_server: LocalServer, script: ScriptFactory, charset: str
+) -> None:
+    """SSE is always UTF-8 (the charset is no choice of the server's): read as latin-1, `café` was stored
+    as `cafÃ©`; read as UTF-16, every connect failed with a UnicodeError, retried forever."""
+    event = (1, "todos.updated", json.dumps({"id": 1, "title": "café ✓"}, ensure_ascii=False))  # sent as UTF-8
+    query, _ = script([event], content_type=f"text/event-stream; charset={charset}")
+    ctrl = Controller()
+    stream = SSEStream(f"{script_server.url}/_stream/sse{query}", on={"todos.updated": Todo}, backoff=fast())
+    async with StreamManager(ctrl, [stream]):
+        await stream.until(lambda s: s.applied == 1)
+    assert titles(ctrl) == {1: "café ✓"}
+
+
+async def test_an_event_stream_content_type_is_recognized_in_any_case(
+    script_server: LocalServer, script: ScriptFactory
+) -> None:
+    """Media types ignore case: `Text/Event-Stream` was taken for another kind of reply, retried forever."""
+    query, _ = script([updated(1, 1, "a")], content_type="Text/Event-Stream")
+    stream = SSEStream(f"{script_server.url}/_stream/sse{query}", on={"todos.updated": Todo}, backoff=fast())
+    async with StreamManager(Controller(), [stream]):
+        await stream.until(lambda s: s.applied == 1)
+    assert stream.connects == 1
+
+
+async def test_a_byte_order_mark_starting_the_event_stream_is_no_part_of_the_first_field(
+    script_server: LocalServer, script: ScriptFactory
+) -> None:
+    """The SSE standard drops one leading BOM: kept, it made the first field `\ufeffid`, so the first
+    event lost its id (and, were it first, its event type)."""
+    query, _ = script([updated(1, 1, "a")], head="\ufeff")
+    stream = SSEStream(f"{script_server.url}/_stream/sse{query}", on={"todos.updated": Todo}, backoff=fast())
+    async with StreamManager(Controller(), [stream]):
+        await stream.until(lambda s: s.applied == 1)
+    assert stream.last_event_id == "1"
+
+
 async def test_an_event_id_that_is_not_ascii_is_sent_back_as_utf8(
     script_server: LocalServer, script: ScriptFactory
 ) -> None:
@@ -560,14 +612,27 @@ async def decode_later(text: str) -> object:
     return json.loads(text)
 
 
+def test_a_client_that_is_no_async_httpx_client_is_a_param_error() -> None:
+    """A blocking `httpx.Client` was taken, to fail every connect (retried forever, only in the log);
+    a url given as `client=` raised a bare AttributeError."""
+    refused = r"client= must be an httpx\.AsyncClient or None, not "
+    with httpx.Client() as blocking, pytest.raises(ParamError, match=refused + r"<httpx\.Client"):
+        SSEStream("http://127.0.0.1:9/e", on={}, client=blocking)  # type: ignore[arg-type]
+    with pytest.raises(ParamError, match=refused + r"'http://127\.0\.0\.1:9'"):
+        SSEStream("/e", on={}, client="http://127.0.0.1:9")  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize(
     ("options", "match"),
     [
         ({"decode": None}, "decode="),
         ({"backoff": {"initial": 1}}, "backoff= must be a Backoff"),  # each reconnect would fail: the stream dies
         ({"backoff": object()}, "backoff= must be a Backoff"),
+        # the class, not one: its `delay` has no self (an AttributeError ended the stream at its first reconnect)
+        ({"backoff": Backoff}, r"backoff= must be a Backoff \(restlayer.streams\), not the class: Backoff\(\)"),
         ({"max_size": 0}, "max_size= must be"),
         ({"max_size": 1.5}, "max_size= must be"),
+        ({"max_size": -1}, "max_size= must be a number of characters"),  # what it counts (said bytes)
         ({"decode": decode_later}, "decode= must be a plain function, not an async one"),
         ({"timeout": "10"}, "timeout="),
         ({"timeout": httpx.Timeout(-1.0)}, "timeout="),

@@ -363,6 +363,15 @@ def test_a_url_no_websocket_can_open_is_a_param_error(url: str) -> None:
         WebSocketStream(url, on={})
 
 
+@pytest.mark.parametrize("kind", [SSEStream, WebSocketStream])
+@pytest.mark.parametrize("address", ["[::1", "127.0.0.1:99999", "127.0.0.1:abc", "127.0.0.1:-1"])
+def test_a_url_whose_host_or_port_cannot_be_read_is_a_param_error(kind: type[Stream], address: str) -> None:
+    """An unclosed IPv6 bracket raised a bare ValueError; a port no socket has was taken, to fail every connect."""
+    scheme = "ws" if kind is WebSocketStream else "http"
+    with pytest.raises(ParamError, match=f"not '{re.escape(scheme)}://{re.escape(address)}/e'"):
+        kind(f"{scheme}://{address}/e", on={})
+
+
 async def parse_later(frame: str | bytes) -> Message:
     return parse_json_message(frame)
 
@@ -387,6 +396,8 @@ async def subscribe_later(last_event_id: str | None) -> list[dict[str, Any]]:
         ({"subprotocols": ["feed v1"]}, "subprotocols= names must be HTTP tokens"),
         ({"subprotocols": [""]}, "subprotocols= names must be HTTP tokens"),
         ({"headers": {"Authorization": None}}, "headers="),
+        ({"headers": "Authorization: x"}, "headers= must map names to values"),  # was a bare ValueError
+        ({"headers": [("Authorization", "x")]}, "headers= must map names to values"),
         ({"headers": {"X-A": "a\r\nX-B: b"}}, "headers=: header 'X-A' value contains a line break"),
         ({"headers": {"Authorization": "Bearer é"}}, "headers=: header 'Authorization' value is not ASCII"),
         # the handshake's own: sent twice, the server refuses the handshake (retried forever)

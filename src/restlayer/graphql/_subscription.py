@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 
 from restlayer._handshake import check_handshake_headers
 from restlayer._typing import T, T_co
-from restlayer.errors import ClosedError, NetworkError, ParamError, RestLayerError, TransportError
+from restlayer.errors import ClosedError, NetworkError, ParamError, RestLayerError, StatusError, TransportError
 from restlayer.graphql._errors import GQLNetworkError
 from restlayer.rest._headers import check_headers
 
@@ -62,13 +62,16 @@ class ReconnectBackoff(Protocol):
     def sleep(self) -> Callable[[float], Awaitable[object]]: ...
 
 
+#: The WebSocket scheme of each HTTP one.
+_WS_SCHEMES: Final = {"http": "ws", "https": "wss"}
+
+
 def ws_url_of(url: str) -> str:
-    """The WebSocket address of a GraphQL HTTP url (http -> ws, https -> wss)."""
-    if url.startswith("https://"):
-        return "wss://" + url[len("https://") :]
-    if url.startswith("http://"):
-        return "ws://" + url[len("http://") :]
-    return url
+    """The WebSocket address of a GraphQL HTTP url (http -> ws, https -> wss; a scheme in any case, as
+    schemes ignore it); any other url as it is."""
+    scheme, sep, rest = url.partition("://")
+    ws_scheme = _WS_SCHEMES.get(scheme.lower()) if sep else None
+    return url if ws_scheme is None else f"{ws_scheme}://{rest}"
 
 
 def reopens(code: int | None) -> bool:
@@ -82,6 +85,21 @@ def reopens(code: int | None) -> bool:
     return not (1000 <= code <= 1999 or code in _REFUSED_CODES or refusing_status(code) is not None)
 
 
+def _refused_status(code: int | None) -> int | None:
+    """The HTTP client error a close `code` that refuses this client stands for (4401 -> 401...); None otherwise.
+
+    What a `restlayer.streams` WebSocket stream ends on with a StatusError (1008 policy violation a 403...),
+    and any 4400-4499 the protocol refuses with (4429, too many `connection_init`, a 429): the server
+    answered, so a caller can tell why (re-authenticate on 401) rather than see a transport failure.
+    """
+    from restlayer.streams._stream import refusing_status
+
+    status = refusing_status(code)
+    if status is None and code is not None and 4400 <= code < 4500 and not reopens(code):
+        return code - 4000
+    return status
+
+
 class GQLSubscription(Generic[T_co]):
     """A subscription operation: `endpoint` names its store slot (key, schema) like a query's.
 
@@ -90,7 +108,9 @@ class GQLSubscription(Generic[T_co]):
 
     `backoff` paces reconnects after a lost connection (default: a
     `restlayer.streams.Backoff()`); `retries` reconnects in a row that deliver no
-    event are tried before `TransportError` is raised (None: never give up).
+    event are tried before `TransportError` is raised (None: never give up). A close
+    refusing the client (4401 unauthorized, 4403 forbidden...) raises StatusError with
+    that HTTP status at once, one refusing the operation otherwise (1011, 4500) TransportError.
 
     `headers` go with each WebSocket handshake (e.g. `Authorization`, `Cookie`);
     `connection_params` is the `connection_init` payload, where graphql-transport-ws
@@ -114,6 +134,8 @@ class GQLSubscription(Generic[T_co]):
     ) -> None:
         if retries is not None and (isinstance(retries, bool) or not isinstance(retries, int) or retries < 0):
             raise ParamError(f"subscription retries must be a count >= 0 or None, not {retries!r}")
+        if isinstance(backoff, type):  # its `delay` takes no self: an AttributeError at the first reconnect
+            raise ParamError(f"subscription backoff must be a restlayer.streams.Backoff, not the class: {backoff!r}")
         if backoff is not None and not (callable(getattr(backoff, "delay", None)) and callable(backoff.sleep)):
             raise ParamError(f"subscription backoff must be a restlayer.streams.Backoff, not {backoff!r}")
         if isinstance(open_timeout, bool) or not isinstance(open_timeout, (int, float)) or not open_timeout > 0:
@@ -205,10 +227,11 @@ def _checked_ws_url(url: object) -> str:
 
 
 def _ws_address(url: str) -> bool:
-    """Whether `url` is a `ws://` or `wss://` address naming a host."""
+    """Whether `url` is a `ws://` or `wss://` address naming a host (and a port, if any, from 0 to 65535)."""
     try:
         parts = urlsplit(url)
-    except ValueError:  # not a url at all (an unclosed IPv6 bracket, say)
+        _ = parts.port  # its ValueError: a port no socket has
+    except ValueError:  # not a url at all (an unclosed IPv6 bracket, say), or a port that is no port
         return False
     return parts.scheme.lower() in ("ws", "wss") and bool(parts.netloc)
 
@@ -453,13 +476,17 @@ class _Session(Generic[T_co]):
                     return data
         except ConnectionClosed as exc:
             from restlayer.streams._stream import frame_too_big
+            from restlayer.streams._ws import started_close_code
 
-            too_big = frame_too_big(url, None if exc.sent is None else exc.sent.code, self.sub.max_size)
+            too_big = frame_too_big(url, started_close_code(exc), self.sub.max_size)
             if too_big is not None:
                 raise too_big from exc
             code = None if exc.rcvd is None else exc.rcvd.code
             if reopens(code):
                 raise _Lost(f"{url}: subscription socket lost: {exc}", status=500) from exc
+            status = _refused_status(code)
+            if status is not None:  # the server answered, refusing this client: as a handshake refused so
+                raise StatusError(f"{url}: subscription socket failed: {exc}; refused", status=status) from exc
             raise TransportError(f"{url}: subscription socket failed: {exc}", status=500) from exc
         except WebSocketException as exc:
             raise TransportError(f"{url}: subscription socket failed: {exc}", status=500) from exc

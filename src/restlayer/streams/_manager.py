@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Protocol, TypeGuard
 
 from restlayer._typing import Self
 from restlayer.core.manager import Manager, Next
-from restlayer.errors import ClosedError, RestLayerError
+from restlayer.errors import ClosedError, ParamError, RestLayerError
 from restlayer.streams._stream import Stream, checked_controller
 
 if TYPE_CHECKING:
@@ -81,7 +81,7 @@ class StreamManager(Manager):
         self._close_watch: asyncio.Task[None] | None = None
         self._held: list[_Held] = []
         self._passing = False
-        for stream in streams:
+        for stream in _checked_streams(streams):
             self.add(stream)
 
     # -- as a manager: polling only while no connected stream covers the key --------------
@@ -274,6 +274,16 @@ class StreamManager(Manager):
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self.aclose()
+
+
+def _checked_streams(streams: Iterable[Stream]) -> Iterable[Stream]:
+    """`streams=` when it can be iterated for the streams (each is checked by `add`); ParamError otherwise.
+
+    One stream given alone (not in a list), or a number, would fail with a bare TypeError.
+    """
+    if isinstance(streams, (Stream, str, bytes)) or not isinstance(streams, Iterable):
+        raise ParamError(f"StreamManager: streams= must be a list of streams, not {streams!r}")
+    return streams
 
 
 def _running_loop() -> asyncio.AbstractEventLoop:

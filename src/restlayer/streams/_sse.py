@@ -12,7 +12,7 @@ from typing import Final, cast
 import httpx
 from httpx_sse import EventSource, ServerSentEvent, SSEError, aconnect_sse
 
-from restlayer.errors import BodyTooLargeError, ClosedError, RedirectError
+from restlayer.errors import BodyTooLargeError, ClosedError, ParamError, RedirectError
 from restlayer.rest import get_client
 from restlayer.rest._client import hold, release
 from restlayer.streams._stream import (
@@ -37,6 +37,10 @@ DEFAULT_TIMEOUT = httpx.Timeout(10.0, read=None)
 #: The shortest reconnection time a server's `retry:` may set, in ms: `retry: 0` (or a few ms)
 #: from a server that then drops each connection must not make the client reconnect in a tight loop.
 MIN_SERVER_RETRY_MS = 100
+#: How an event stream is decoded, whatever charset its Content-Type names: UTF-8 (SSE standard: the server
+#: has no choice, and the label may be wrong), one leading byte order mark dropped, bytes that are no UTF-8
+#: replaced (`httpx` decodes its text with errors="replace").
+SSE_ENCODING: Final = "utf-8-sig"
 #: Headers `aconnect_sse` sets itself (an event stream, never cached), in lower case: one of `headers`
 #: spelled otherwise would be sent as well, a second value for the server to pick from.
 _SET_BY_SSE: Final = frozenset({"accept", "cache-control"})
@@ -45,6 +49,7 @@ _SET_BY_SSE: Final = frozenset({"accept", "cache-control"})
 class SSEStream(Stream):
     """An `text/event-stream` at `url`: each event becomes a `Message(event, data, id)`.
 
+    The stream is read as UTF-8, whatever charset its Content-Type names (SSE standard).
     `data` is decoded by `decode` (JSON by default); the event type is the SSE
     `event:` field (`"message"` when absent). After a reconnect the last seen id
     is sent as `Last-Event-ID` (one given in `headers` is the first
@@ -77,13 +82,14 @@ class SSEStream(Stream):
         max_size: int | None = DEFAULT_MAX_SIZE,
     ) -> None:
         super().__init__(url, on=on, name=name, backoff=backoff, headers=headers, covers=covers)
+        _check_client(client)
         check_url(url, ("http", "https"), relative=client is not None and bool(str(client.base_url)))
         checked_callable("decode=", decode)
         self.last_event_id = _take_last_event_id(self.headers)
         self.decode = decode
         self.client = client
         self.timeout = _timeout(timeout)
-        self.max_size = frame_size(max_size)
+        self.max_size = frame_size(max_size, unit="characters")  # an event is counted as text (see `_Bounded`)
 
     async def _messages(self) -> AsyncGenerator[Message | None, None]:
         if self.client is not None:
@@ -128,14 +134,14 @@ class SSEStream(Stream):
                     f"{self.url} answered {response.status_code}", request=response.request, response=response
                 )
             _check_event_stream(response)  # a reply of another kind is no connection (and pauses no polling)
+            response.encoding = SSE_ENCODING
             await self._opened()
-            named = False  # whether a frame of this connection named an event id yet
-            if self.max_size is not None:
-                source = EventSource(cast(httpx.Response, _Bounded(response, self.max_size, self.url)))
-            async for sse in source.aiter_sse():
-                if named and not sse.id:  # the parser's id empties only on an `id:` with no value
+            # The parser starts each connection with no last event id: seeded with the stream's (as browsers
+            # do), an event's id is empty only after an `id:` with no value, a reset, even before any other id
+            reply = _Bounded(response, self.max_size, self.url, seed=self.last_event_id)
+            async for sse in EventSource(cast(httpx.Response, reply)).aiter_sse():
+                if not sse.id:
                     self._forget_event_id()
-                named = named or bool(sse.id)
                 yield self._message(sse)
 
     async def _answered(
@@ -184,29 +190,39 @@ class SSEStream(Stream):
 
 
 class _Bounded:
-    """The reply as `EventSource` reads it (its headers and text), refusing an event over `max_size` characters.
+    """The reply as `EventSource` reads it (its headers and text), refusing an event over `max_size` characters
+    (None: no limit), after an `id: <seed>` line of its own when `seed` is given.
 
     The SSE parser holds an event (and a line) until its end: a server sending one without end would
     grow memory without bound. Events end at a blank line (two line ends: CR LF, LF or CR); the text
     since the last one is counted as it arrives, so a line that never ends is refused too.
+
+    The seed line (not counted) gives the parser the stream's last event id, which it would otherwise start
+    without: then an event's id is empty only when the server reset it. The id holds no line end nor NUL
+    (the parser drops an id with NUL; a `Last-Event-ID` header with them is refused), so it stays one line.
     """
 
-    def __init__(self, response: httpx.Response, max_size: int, url: str) -> None:
+    def __init__(self, response: httpx.Response, max_size: int | None, url: str, seed: str | None = None) -> None:
         self.response = response
-        self.headers = response.headers
+        self.headers = _media_type_lowered(response.headers)
         self.max_size = max_size
         self.url = url
+        self.seed = seed
         #: Characters of the event under way (since the last blank line).
         self.pending = 0
         #: The last character of the previous chunk when a line end (a CR may be half of a CR LF).
         self.tail = ""
 
     async def aiter_text(self) -> AsyncIterator[str]:
+        if self.seed:
+            yield f"id: {self.seed}\n"
         async for text in self.response.aiter_text():
             self._count(text)
             yield text
 
     async def aiter_lines(self) -> AsyncIterator[str]:  # what httpx-sse 0.4.0 reads
+        if self.seed:
+            yield f"id: {self.seed}"
         async for line in self.response.aiter_lines():
             self.pending = 0 if not line else self.pending + len(line) + 1
             self._check(self.pending)
@@ -214,7 +230,7 @@ class _Bounded:
 
     def _count(self, text: str) -> None:
         """Count `text` into the event under way; BodyTooLargeError when an event in it is over the limit."""
-        if not text:
+        if not text or self.max_size is None:
             return
         joined = (self.tail + text).replace("\r\n", "\n").replace("\r", "\n")
         events = joined.split("\n\n")  # the last one is under way
@@ -226,12 +242,28 @@ class _Bounded:
         self.tail = text[-1] if text[-1] in "\r\n" else ""
 
     def _check(self, size: int) -> None:
-        if size > self.max_size:
+        if self.max_size is not None and size > self.max_size:
             raise BodyTooLargeError(
                 f"{self.url}: an event exceeds max_size={self.max_size} characters; not reconnecting: "
                 "raise max_size (None: no limit)",
                 status=400,
             )
+
+
+def _media_type_lowered(headers: httpx.Headers) -> httpx.Headers:
+    """A copy of `headers` whose Content-Type is in lower case: media types ignore case, and httpx-sse
+    refuses a `Text/Event-Stream` (which every reconnect would get again)."""
+    lowered = httpx.Headers(headers)
+    if "content-type" in lowered:
+        lowered["content-type"] = lowered["content-type"].lower()
+    return lowered
+
+
+def _check_client(client: object) -> None:
+    """ParamError unless `client` is None or an `httpx.AsyncClient`: a blocking `httpx.Client` cannot stream
+    here (every connect would fail, retried forever, only in the log), anything else has no `base_url`."""
+    if client is not None and not isinstance(client, httpx.AsyncClient):
+        raise ParamError(f"client= must be an httpx.AsyncClient or None, not {client!r}")
 
 
 def _not_followed(url: str, response: httpx.Response) -> RedirectError:
@@ -274,7 +306,8 @@ def _timeout(value: object) -> httpx.Timeout:
 
 
 def _check_event_stream(response: httpx.Response) -> None:
-    """Raise `SSEError` unless the reply is a `text/event-stream` (as httpx-sse checks when reading it)."""
+    """Raise `SSEError` unless the reply is a `text/event-stream`, in any case (as httpx-sse checks when
+    reading it, though in lower case only: `_Bounded` shows it the type lowered)."""
     content_type = response.headers.get("content-type", "").partition(";")[0]
-    if "text/event-stream" not in content_type:
+    if "text/event-stream" not in content_type.lower():
         raise SSEError(f"Expected response header Content-Type to contain 'text/event-stream', got {content_type!r}")

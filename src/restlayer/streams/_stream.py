@@ -185,6 +185,8 @@ def _key_test(covers: Covers) -> Callable[[str], bool]:
         return covers.test_key
     if callable(covers):
         return covers
+    if isinstance(covers, (str, bytes)) or not isinstance(covers, Iterable):  # a str would be taken letter by letter
+        raise ParamError(f"covers= takes endpoints or a key predicate, not {covers!r}")
     endpoints = list(covers)
     for endpoint in endpoints:
         if not _tests_keys(endpoint):
@@ -195,9 +197,14 @@ def _key_test(covers: Covers) -> Callable[[str], bool]:
 def check_url(url: str, schemes: tuple[str, str], *, relative: bool = False) -> None:
     """ParamError unless `url` is absolute with one of `schemes` (or, when `relative` is allowed, has no scheme).
 
-    A url no connection can open would otherwise fail every reconnect, forever, only in the log.
+    A url no connection can open would otherwise fail every reconnect, forever, only in the log:
+    so is one whose host or port cannot be read (an unclosed IPv6 bracket, a port not in 0-65535).
     """
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+        _ = parts.port  # its ValueError: a port that is no number from 0 to 65535
+    except ValueError as exc:
+        raise ParamError(f"a stream url must name a host and port that can be read, not {url!r} ({exc})") from None
     if relative and not parts.scheme and not parts.netloc:
         return
     if parts.scheme.lower() not in schemes or not parts.netloc:
@@ -211,6 +218,10 @@ def _checked_backoff(backoff: object) -> Backoff:
     otherwise, rather than the stream dying with an AttributeError at its first reconnect."""
     if backoff is None:
         return Backoff()
+    if isinstance(backoff, type):  # its `delay` is there, but takes no self: it fails at the first reconnect
+        raise ParamError(
+            f"backoff= must be a Backoff (restlayer.streams), not the class: Backoff() is one, not {backoff!r}"
+        )
     if not (callable(getattr(backoff, "delay", None)) and callable(getattr(backoff, "sleep", None))):
         raise ParamError(f"backoff= must be a Backoff (restlayer.streams), not {backoff!r}")
     return backoff  # type: ignore[return-value]  # one like it: it has what a stream uses
@@ -218,7 +229,10 @@ def _checked_backoff(backoff: object) -> Backoff:
 
 def _checked_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
     """`headers` as a dict; ParamError unless names and values are text that can be sent: ASCII, no CR, LF
-    or NUL, as for requests (else every connect would fail, and be retried forever)."""
+    or NUL, as for requests (else every connect would fail, and be retried forever). Another kind than a
+    mapping (a str, a list) is one too, rather than whatever `dict()` raises or makes of it."""
+    if headers is not None and not isinstance(headers, Mapping):
+        raise ParamError(f"headers= must map names to values (a dict), not {headers!r}")
     checked = dict(headers or {})
     for name, value in checked.items():
         if not isinstance(name, str) or not isinstance(value, str):
@@ -234,10 +248,10 @@ DEFAULT_MAX_SIZE = 2**20
 _MESSAGE_TOO_BIG = 1009
 
 
-def frame_size(value: object) -> int | None:
-    """`max_size=` checked: a number of bytes >= 1, or None for no limit; ParamError otherwise."""
+def frame_size(value: object, unit: str = "bytes") -> int | None:
+    """`max_size=` checked: a number of `unit` (what the stream counts) >= 1, or None (no limit); else ParamError."""
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise ParamError(f"max_size= must be a number of bytes >= 1 or None (no limit), not {value!r}")
+        raise ParamError(f"max_size= must be a number of {unit} >= 1 or None (no limit), not {value!r}")
     return value
 
 

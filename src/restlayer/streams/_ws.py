@@ -7,7 +7,7 @@ import json
 from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
 
 from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import ConnectionClosedError, InvalidStatus, NegotiationError
+from websockets.exceptions import ConnectionClosed, ConnectionClosedError, InvalidStatus, NegotiationError
 from websockets.typing import Subprotocol
 
 from restlayer._handshake import check_handshake_headers
@@ -29,7 +29,7 @@ from restlayer.streams._stream import (
 )
 from restlayer.streams._writes import Handler, Message, Target
 
-__all__ = ["WebSocketStream", "parse_json_message"]
+__all__ = ["WebSocketStream", "parse_json_message", "started_close_code"]
 
 
 def parse_json_message(frame: str | bytes) -> Message:
@@ -144,8 +144,7 @@ class WebSocketStream(Stream):
     def _final(self, exc: ConnectionClosedError) -> RestLayerError | None:
         """The error ending the stream after `exc` closed its socket (see `refused_close`, `frame_too_big`);
         None when a new connection may do better."""
-        started = exc.sent is not None and not exc.rcvd_then_sent  # this client closed first (not an echo)
-        too_big = frame_too_big(self.url, exc.sent.code if started and exc.sent else None, self.max_size)
+        too_big = frame_too_big(self.url, started_close_code(exc), self.max_size)
         if too_big is not None:
             return too_big
         return None if exc.rcvd is None else refused_close(self.url, exc.rcvd.code, exc.rcvd.reason)
@@ -186,6 +185,17 @@ class WebSocketStream(Stream):
             self.malformed(_event_type(frame), None, reason)
             return None
         return message
+
+
+def started_close_code(exc: ConnectionClosed) -> int | None:
+    """The code of the close this client started, when it closed first; None when it only echoed the server's.
+
+    A client echoes the server's close code: a server's 1009 (a message of this client's too big for it)
+    comes back as "sent 1009" too, and must not be taken for a message over this client's `max_size`.
+    """
+    if exc.sent is None or exc.rcvd_then_sent:
+        return None
+    return exc.sent.code
 
 
 def _checked_subprotocols(subprotocols: Sequence[str] | None) -> list[str]:
