@@ -25,7 +25,7 @@ from restlayer._handshake import check_handshake_headers
 from restlayer._typing import T, T_co
 from restlayer.errors import ClosedError, NetworkError, ParamError, RestLayerError, StatusError, TransportError
 from restlayer.graphql._errors import GQLNetworkError
-from restlayer.rest._headers import check_headers
+from restlayer.rest._headers import check_headers, text_headers
 
 if TYPE_CHECKING:
     from websockets.asyncio.client import ClientConnection
@@ -204,12 +204,7 @@ async def _called(params: Callable[[], object]) -> object:
 
 def _checked_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
     """`headers` as a dict; ParamError unless names and values are text (else every handshake would fail)."""
-    if headers is not None and not isinstance(headers, Mapping):
-        raise ParamError(f"subscription headers must map names to values, not {headers!r}")
-    checked = dict(headers or {})
-    for name, value in checked.items():
-        if not isinstance(name, str) or not isinstance(value, str):
-            raise ParamError(f"subscription headers map names to values, both str, not {name!r}: {value!r}")
+    checked = text_headers(headers, "subscription headers")
     check_headers(checked, "subscription headers")  # what a handshake cannot carry: CR, LF, NUL, non-ASCII
     check_handshake_headers(checked, "subscription headers")  # its own (the protocol is graphql-transport-ws)
     return checked

@@ -29,6 +29,21 @@ def header_items(headers: object) -> Iterable[tuple[object, object]]:
     raise ParamError(f"{what}, not {type(headers).__name__}")
 
 
+def text_headers(headers: object, label: str) -> dict[str, str]:
+    """`headers` (a mapping or None) as a new dict of str names to str values; ParamError naming `label` otherwise.
+
+    For connections made again and again (streams, subscriptions): a wrong kind is refused where it is
+    given, not found at each connect. A str would be read as pairs of letters, a list kept as pairs.
+    """
+    if headers is not None and not isinstance(headers, Mapping):
+        raise ParamError(f"{label} must map names to values (a dict), not {headers!r}")
+    checked = dict(headers or {})
+    for name, value in checked.items():
+        if not isinstance(name, str) or not isinstance(value, str):
+            raise ParamError(f"{label} map names to values, both str, not {name!r}: {value!r}")
+    return checked
+
+
 def own_headers(headers: object) -> object:
     """A request's headers: a mapping (or None) as given, pairs as a list of checked pairs.
 

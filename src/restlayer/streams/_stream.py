@@ -27,7 +27,7 @@ from restlayer.errors import (
     StatusError,
     StreamTimeoutError,
 )
-from restlayer.rest._headers import check_headers
+from restlayer.rest._headers import check_headers, text_headers
 from restlayer.streams._writes import Handler, Message, Target, Writes, handler_for
 
 if TYPE_CHECKING:
@@ -231,12 +231,7 @@ def _checked_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
     """`headers` as a dict; ParamError unless names and values are text that can be sent: ASCII, no CR, LF
     or NUL, as for requests (else every connect would fail, and be retried forever). Another kind than a
     mapping (a str, a list) is one too, rather than whatever `dict()` raises or makes of it."""
-    if headers is not None and not isinstance(headers, Mapping):
-        raise ParamError(f"headers= must map names to values (a dict), not {headers!r}")
-    checked = dict(headers or {})
-    for name, value in checked.items():
-        if not isinstance(name, str) or not isinstance(value, str):
-            raise ParamError(f"headers= maps names to values, both str, not {name!r}: {value!r}")
+    checked = text_headers(headers, "headers=")
     # A `Last-Event-ID` is sent as UTF-8 (see `SSEStream`): only CR, LF and NUL are refused in it.
     check_headers({n: v.encode() if n.lower() == "last-event-id" else v for n, v in checked.items()}, "headers=")
     return checked
