@@ -545,6 +545,12 @@ async def test_accept_and_cache_control_given_in_any_spelling_are_sent_once(
     assert ("x-feed", "1") in sent
 
 
+@pytest.mark.parametrize("name", ["Content-Length", "transfer-encoding"])
+def test_a_header_describing_a_body_is_a_param_error_not_a_connect_failing_for_ever(name: str) -> None:
+    with pytest.raises(ParamError, match=f"'{name}' describes a request body"):
+        SSEStream("http://127.0.0.1:1/events", on={}, headers={name: "5"})
+
+
 async def test_an_id_only_frame_wakes_whoever_waits_for_that_last_event_id(script_server: LocalServer) -> None:
     key = uuid.uuid4().hex
     stream = SSEStream(f"{script_server.url}/_stream/paced?key={key}", on={}, backoff=fast())

@@ -44,6 +44,8 @@ SSE_ENCODING: Final = "utf-8-sig"
 #: Headers `aconnect_sse` sets itself (an event stream, never cached), in lower case: one of `headers`
 #: spelled otherwise would be sent as well, a second value for the server to pick from.
 _SET_BY_SSE: Final = frozenset({"accept", "cache-control"})
+#: Headers that describe a request body, which the stream's GET never has: given, every connect fails.
+_BODY_HEADERS: Final = frozenset({"content-length", "transfer-encoding"})
 
 
 class SSEStream(Stream):
@@ -83,6 +85,7 @@ class SSEStream(Stream):
     ) -> None:
         super().__init__(url, on=on, name=name, backoff=backoff, headers=headers, covers=covers)
         _check_client(client)
+        _check_no_body_headers(self.headers)
         check_url(url, ("http", "https"), relative=client is not None and bool(str(client.base_url)))
         checked_callable("decode=", decode)
         self.last_event_id = _take_last_event_id(self.headers)
@@ -281,6 +284,13 @@ def _not_followed(url: str, response: httpx.Response) -> RedirectError:
         location=location,
         response=response,
     )
+
+
+def _check_no_body_headers(headers: Mapping[str, str]) -> None:
+    """ParamError when `headers` describe a body: the stream asks with a bodiless GET, so HTTP could send none."""
+    for name in headers:
+        if name.lower() in _BODY_HEADERS:
+            raise ParamError(f"headers=: {name!r} describes a request body, and an event stream's GET has none")
 
 
 def _take_last_event_id(headers: dict[str, str]) -> str | None:
