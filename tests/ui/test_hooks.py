@@ -184,6 +184,69 @@ def test_dle_shows_the_error_of_a_failed_fetch(mount: Any, seen: Seen, api: Any,
     assert seen.of("dle")[0] == (True, None, None)
 
 
+@pytest.fixture
+def crawling() -> Iterator[tuple[Controller, list[float]]]:
+    """A controller whose clock moves a microsecond per reading (what expires at once does expire) and as
+    far as the test moves `now[0]` (ms)."""
+    now = [1_000_000.0]
+
+    def clock() -> float:
+        now[0] += 0.001
+        return now[0]
+
+    ctrl = Controller(clock=clock)
+    yield ctrl, now
+    ctrl.close()
+
+
+def test_suspense_shows_an_error_that_expires_at_once_instead_of_fetching_again(
+    mount: Any, seen: Seen, api: Any, crawling: tuple[Controller, list[float]]
+) -> None:
+    """`error_expiry_length=0`: the failure shows, one request; a retry a second later asks the server again."""
+    ctrl, now = crawling
+    Failing = resource(path="/todos/:id", schema=Todo, url_prefix=api.url, error_expiry_length=0)
+
+    @solara.component
+    def Item() -> Any:
+        use_suspense(Failing.get, id=99999)
+        return solara.Text("never")
+
+    def show(error: BaseException, retry: Any) -> Any:
+        seen.add("error", (getattr(error, "status", None), retry))
+        return solara.Text("failed")
+
+    page = ErrorBoundary(children=[Suspense(children=[Item()])], fallback=show)
+    rc = mount(ControllerProvider(children=[page], controller=ctrl))
+    seen.wait(lambda: bool(seen.of("error")), "the error boundary")
+    assert seen.of("error")[0][0] == 404
+    assert gets(api, "/todos/99999") == 1
+    now[0] += 1000  # a second later the user retries: that one is sent
+    shown = len(seen.of("error"))
+    seen.of("error")[-1][1]()
+    seen.wait(lambda: len(seen.of("error")) > shown, "the retried request's error")
+    assert gets(api, "/todos/99999") == 2
+    rc.close()
+
+
+def test_dle_shows_an_error_that_expires_at_once_instead_of_loading_again(
+    mount: Any, seen: Seen, api: Any, crawling: tuple[Controller, list[float]]
+) -> None:
+    ctrl, _now = crawling
+    Failing = resource(path="/todos/:id", schema=Todo, url_prefix=api.url, error_expiry_length=0)
+
+    @solara.component
+    def Item() -> Any:
+        dle = use_dle(Failing.get, id=99999)
+        seen.add("dle", (dle.loading, dle.data, getattr(dle.error, "status", None)))
+        return solara.Text("x")
+
+    rc = mount(ControllerProvider(children=[Item()], controller=ctrl))
+    seen.wait(lambda: (False, None, 404) in seen.of("dle"), "the 404 after loading")
+    assert gets(api, "/todos/99999") == 1
+    assert seen.of("dle")[-1] == (False, None, 404)
+    rc.close()
+
+
 def test_invalidating_a_shown_item_fetches_it_again(
     mount: Any, seen: Seen, sctrl: Controller, api: Any, Todos: Any
 ) -> None:

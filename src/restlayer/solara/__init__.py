@@ -173,6 +173,48 @@ def _differs(shown: object, now: object) -> bool:
     return changed(shown, now)
 
 
+#: A hook starts no new fetch of a call whose last fetch failed less than this long ago (ms), whatever the
+#: endpoint's `error_expiry_length`: a shorter one would have each read of the failure (the re-render it
+#: causes) fetch again, a request after request to a failing server with the error never shown.
+_REFETCH_FLOOR_AFTER_ERROR = 1000.0
+
+
+def _failed_lately(c: AsyncController, endpoint: Endpoint[object], bound: tuple[object, ...]) -> bool:
+    """Whether the latest fetch of `endpoint(*bound)` failed less than `_REFETCH_FLOOR_AFTER_ERROR` ago.
+
+    An invalidation forgets the error, so it refetches at once as ever.
+    """
+    meta = c.get_state().meta.get(endpoint.key(*bound))
+    if meta is None or meta.get("error") is None:
+        return False
+    return c.now() < meta["date"] + _REFETCH_FLOOR_AFTER_ERROR
+
+
+def _read_dle(c: AsyncController, endpoint: Endpoint[T], bound: tuple[object, ...]) -> DLE[T]:
+    """`c.dle(endpoint, *bound)` for a hook: a failure is shown, not fetched again, for a floor of time.
+
+    A UI reads a call again on every change of it, and a failed fetch is such a
+    change: with an `error_expiry_length` shorter than a render, each failure would
+    start the next fetch at once (`use_suspense` suspending again instead of
+    raising, `use_dle` loading for ever). Within the floor it reads as `dle` does
+    when no fetch is needed: the stored data and error, not loading.
+    """
+    if not _failed_lately(c, endpoint, bound):
+        return c.dle(endpoint, *bound)
+    return DLE(c.get_response(endpoint, *bound).data, False, c.get_error(endpoint, *bound))
+
+
+async def _settle(c: AsyncController, waiting: SuspendedError) -> object:
+    """What a `Suspense` waits for: `c.suspense(...)` of the call `waiting` suspended on.
+
+    A call that failed lately is settled already: its hook shows the error rather
+    than fetching again (`_read_dle`), so the wait must not send the request either.
+    """
+    if _failed_lately(c, waiting.endpoint, waiting.arguments):
+        return None
+    return await c.suspense(waiting.endpoint, *waiting.arguments)
+
+
 def _use_read(
     endpoint: Endpoint[object], bound: tuple[object, ...] | None, read: Callable[[AsyncController], R], empty: R
 ) -> R:
@@ -230,7 +272,7 @@ def use_dle(endpoint: Endpoint[T], *args: object, **kwargs: object) -> DLE[T]:
     """`DLE(data, loading, error)` for `endpoint(*args)`; starts a fetch when needed, never suspends."""
     bound = _bound(endpoint, args, kwargs)
     nothing: DLE[T] = DLE(None, False, None)
-    return _use_read(endpoint, bound, lambda c: c.dle(endpoint, *(bound or ())), nothing)
+    return _use_read(endpoint, bound, lambda c: _read_dle(c, endpoint, bound or ()), nothing)
 
 
 @overload
@@ -259,7 +301,7 @@ def use_suspense(endpoint: Endpoint[T], *args: object, **kwargs: object) -> T | 
     bound = _bound(endpoint, args, kwargs)
     nothing: DLE[T] = DLE(None, False, None)
     controller = use_controller()  # the boundary above may belong to another provider: it must wait on this one
-    dle = _use_read(endpoint, bound, lambda c: c.dle(endpoint, *(bound or ())), nothing)
+    dle = _use_read(endpoint, bound, lambda c: _read_dle(c, endpoint, bound or ()), nothing)
     if bound is None:
         return None  # "do not fetch" reads nothing, as the Controller's own bindings do
     if dle.loading:
@@ -392,7 +434,7 @@ def Suspense(children: Children | None = None, fallback: object = None) -> objec
                 binding.deliver(give_up if _closed_meanwhile(future) else clear)
 
         try:
-            future = controller.submit(lambda c: c.suspense(waiting.endpoint, *waiting.arguments))
+            future = controller.submit(lambda c: _settle(c, waiting))
         except ClosedError:
             give_up()
             return None
