@@ -399,7 +399,12 @@ def _given_anew(
 
 @solara.component  # type: ignore[untyped-decorator]  # solara is untyped
 def Suspense(children: Children | None = None, fallback: object = None) -> object:
-    """Render `children`, or `fallback` (a progress bar by default) while any of them waits for data."""
+    """Render `children`, or `fallback` (a progress bar by default) while any of them waits for data.
+
+    The fallback replaces the children, which are rendered anew afterwards: their own
+    state (`solara.use_state`) starts over, unlike under React's Suspense. Keep what must
+    outlive a load above the boundary, or read with `use_dle`.
+    """
     binding = use_binding()
     exception, clear = reacton.use_exception()
     waiting = exception if isinstance(exception, SuspendedError) else None
