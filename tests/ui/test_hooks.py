@@ -19,7 +19,7 @@ import pytest
 import solara
 
 from restlayer import RestEndpoint, resource
-from restlayer.errors import ClosedError, RestLayerError
+from restlayer.errors import ClosedError, ParamError, RestLayerError
 from restlayer.solara import (
     Binding,
     ControllerProvider,
@@ -116,6 +116,18 @@ def test_hooks_without_provider_say_so(mount: Any, Todos: Any) -> None:
 
     with pytest.raises(RestLayerError, match="ControllerProvider"):
         mount(Orphan())
+
+
+@pytest.mark.parametrize("hook", [use_dle, use_cache, use_suspense, use_live, use_subscription])
+@pytest.mark.parametrize("wrong", ["/todos/1", None], ids=["url", "none"])
+def test_hooks_given_no_endpoint_say_so(mount: Any, hook: Any, wrong: object) -> None:
+    @solara.component
+    def Item() -> Any:
+        hook(wrong, {"id": 1})
+        return solara.Text("x")
+
+    with pytest.raises(ParamError, match="expected an endpoint"):
+        mount(ControllerProvider(children=[Item()]))
 
 
 def test_suspense_shows_fallback_then_data_with_one_request(mount: Any, seen: Seen, api: Any, Todos: Any) -> None:

@@ -28,6 +28,7 @@ from reacton.core import Element
 from restlayer._typing import A, P, T
 from restlayer.core import DLE, Endpoint
 from restlayer.core import Controller as AsyncController
+from restlayer.core._read import bind_arguments, skips
 from restlayer.core._watch import changed
 from restlayer.errors import ClosedError, RestLayerError, SuspendedError
 from restlayer.solara._binding import Binding
@@ -157,10 +158,8 @@ def use_fetch() -> Fetch:
 def _bound(
     endpoint: Endpoint[object], args: tuple[object, ...], kwargs: dict[str, object]
 ) -> tuple[object, ...] | None:
-    """Canonical arguments, or None when the caller passed `None` ("do not fetch")."""
-    if not kwargs and len(args) == 1 and args[0] is None:
-        return None
-    return endpoint.bind(*args, **kwargs)
+    """Canonical arguments, or None when the caller passed `None` ("do not fetch"), as the Controller binds them."""
+    return None if skips(args, kwargs) else bind_arguments(endpoint, args, kwargs)
 
 
 def _differs(shown: object, now: object) -> bool:
