@@ -325,6 +325,41 @@ def test_cache_never_fetches_but_shows_what_another_component_fetched(
     assert gets(api, "/todos/3") == 1
 
 
+class Picky(Todo):
+    """A todo whose hooks cannot build one titled "BOOM" (reading it raises)."""
+
+    @classmethod
+    def from_json(cls, data: Any) -> Any:
+        if data.get("title") == "BOOM":
+            raise ValueError("no todo may be titled BOOM")
+        return super().from_json(data)
+
+
+def test_a_shown_item_that_can_no_longer_be_read_shows_the_error(
+    mount: Any, seen: Seen, sctrl: Controller, api: Any
+) -> None:
+    """Not the stale title for good: the read's error reaches the boundary."""
+    Pickies = resource(path="/todos/:id", schema=Picky, url_prefix=api.url)
+    sctrl.fetch(Pickies.get, id=1)
+
+    @solara.component
+    def Item() -> Any:
+        seen.add("item", present(use_cache(Pickies.get, id=1)).title)
+        return solara.Text("x")
+
+    def show(error: BaseException, retry: Any) -> Any:
+        seen.add("error", error)
+        return solara.Text("failed")
+
+    rc = mount(ControllerProvider(children=[ErrorBoundary(children=[Item()], fallback=show)], controller=sctrl))
+    sctrl.set(Picky, {"id": 1}, {"id": 1, "title": "BOOM"})
+    seen.wait(lambda: bool(seen.of("error")), "the boundary to show the read's error")
+    error = seen.of("error")[0]
+    assert isinstance(error, RestLayerError) and "BOOM" in str(error)
+    assert seen.of("item") == [api.db.get("todos", 1)["title"]]
+    rc.close()
+
+
 def test_change_of_an_unrelated_entity_does_not_rerender(mount: Any, seen: Seen, sctrl: Controller, Todos: Any) -> None:
     sctrl.fetch(Todos.get, id=1)
     sctrl.fetch(Todos.get, id=2)

@@ -850,7 +850,9 @@ class Controller:
 
         A screen shows more than the data: a fetch that failed or brought equal data
         ends its loading state, and an invalidation or expiry must make it fetch again.
-        None of these changes the data, so `watch` misses them; this does not.
+        None of these changes the data, so `watch` misses them; this does not. It is
+        called too (with the data last seen, once) when reading the call starts to
+        fail, so a screen reads it again and shows the error instead of stale data.
         """
         if not callable(callback):
             raise ParamError(f"watch_response: callback must be callable, not {callback!r}")

@@ -240,6 +240,9 @@ def _use_read(
                 now = binding.controller.call(read, binding.controller.controller)
             except ClosedError:
                 return  # the controller is gone: nothing will change any more
+            except Exception:  # the call no longer reads: the render raises it to the boundary
+                set_tick(lambda n: n + 1)
+                return
             if _differs(shown.current, now):
                 set_tick(lambda n: n + 1)
 
