@@ -19,6 +19,7 @@ import pytest
 import solara
 
 from restlayer import RestEndpoint, resource
+from restlayer.core import Controller as AsyncController
 from restlayer.errors import ClosedError, ParamError, RestLayerError
 from restlayer.solara import (
     Binding,
@@ -106,6 +107,17 @@ def test_provider_leaves_a_given_controller_open(mount: Any, seen: Seen, sctrl: 
     assert seen.of("ctrl") == [sctrl]
     rc.close()
     assert sctrl.fetch(Todos.get, id=1).id == 1
+
+
+@pytest.mark.parametrize("given", [AsyncController, object], ids=["async-controller", "other"])
+def test_provider_given_no_blocking_controller_says_so(mount: Any, given: Any) -> None:
+    @solara.component
+    def Probe() -> Any:
+        use_controller()
+        return solara.Text("x")
+
+    with pytest.raises(ParamError, match=r"restlayer\.sync\.Controller"):
+        mount(ControllerProvider(children=[Probe()], controller=given()))
 
 
 def test_hooks_without_provider_say_so(mount: Any, Todos: Any) -> None:

@@ -30,7 +30,7 @@ from restlayer.core import DLE, Endpoint
 from restlayer.core import Controller as AsyncController
 from restlayer.core._read import bind_arguments, skips
 from restlayer.core._watch import changed
-from restlayer.errors import ClosedError, RestLayerError, SuspendedError
+from restlayer.errors import ClosedError, ParamError, RestLayerError, SuspendedError
 from restlayer.solara._binding import Binding
 from restlayer.sync import Controller
 
@@ -93,8 +93,18 @@ def ControllerProvider(children: Children | None = None, controller: Controller 
 
 
 def _provided(controller: Controller | None) -> Binding:
-    """The binding of a provider given `controller`, or of a new controller it owns (recorded in `_created`)."""
+    """The binding of a provider given `controller`, or of a new controller it owns (recorded in `_created`).
+
+    The hooks read through the blocking controller's loop thread: anything else given
+    (the async `restlayer.Controller`, say) is refused here, by name, rather than failing
+    at the first hook with an AttributeError.
+    """
     if controller is not None:
+        if not isinstance(controller, Controller):
+            raise ParamError(
+                f"ControllerProvider: controller must be a restlayer.sync.Controller (the blocking one), "
+                f"not {controller!r}"
+            )
         return Binding(controller, owned=False)
     binding = Binding(Controller(), owned=True)
     _created.add(binding.controller)
