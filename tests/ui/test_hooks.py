@@ -337,6 +337,24 @@ def test_cache_never_fetches_but_shows_what_another_component_fetched(
     assert gets(api, "/todos/3") == 1
 
 
+def test_dle_of_data_stale_at_once_fetches_it_once_per_read_not_in_a_loop(mount: Any, seen: Seen, api: Any) -> None:
+    """`data_expiry_length=0`: the reply's own arrival is no reason to ask again (each would, for ever)."""
+    name = f"stale-{uuid.uuid4().hex}"
+    httpx.post(f"{api.url}/_test/gate/{name}/open")  # every request answered at once, and counted
+    stale = RestEndpoint(path="/_test/gate/:name", url_prefix=api.url, data_expiry_length=0)
+
+    @solara.component
+    def Item() -> Any:
+        seen.add("data", use_dle(stale, name=name).data)
+        return solara.Text("x")
+
+    rc = mount(ControllerProvider(children=[Item()]))
+    seen.wait(lambda: {"gate": name, "arrival": 1} in seen.of("data"), "the reply")
+    more = httpx.get(f"{api.url}/_test/gate/{name}/arrivals", params={"count": 2, "ms": 300}, timeout=15)
+    assert more.json() == {"arrivals": 1}
+    rc.close()
+
+
 class Picky(Todo):
     """A todo whose hooks cannot build one titled "BOOM" (reading it raises)."""
 

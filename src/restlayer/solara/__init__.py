@@ -26,7 +26,7 @@ import solara
 from reacton.core import Element
 
 from restlayer._typing import A, P, T
-from restlayer.core import DLE, Endpoint
+from restlayer.core import DLE, Endpoint, ExpiryStatus
 from restlayer.core import Controller as AsyncController
 from restlayer.core._read import bind_arguments, skips
 from restlayer.core._watch import changed
@@ -182,33 +182,38 @@ def _differs(shown: object, now: object) -> bool:
     return changed(shown, now)
 
 
-#: A hook starts no new fetch of a call whose last fetch failed less than this long ago (ms), whatever the
-#: endpoint's `error_expiry_length`: a shorter one would have each read of the failure (the re-render it
-#: causes) fetch again, a request after request to a failing server with the error never shown.
-_REFETCH_FLOOR_AFTER_ERROR = 1000.0
+#: A hook starts no new fetch of a call whose last fetch settled less than this long ago (ms) and whose
+#: expiry came with it, whatever the endpoint's `data_expiry_length` / `error_expiry_length`: a shorter one
+#: would have each read of the outcome (the re-render it causes) fetch again, request after request.
+_REFETCH_FLOOR = 1000.0
 
 
-def _failed_lately(c: AsyncController, endpoint: Endpoint[object], bound: tuple[object, ...]) -> bool:
-    """Whether the latest fetch of `endpoint(*bound)` failed less than `_REFETCH_FLOOR_AFTER_ERROR` ago.
+def _settled_lately(c: AsyncController, endpoint: Endpoint[object], bound: tuple[object, ...]) -> bool:
+    """Whether `endpoint(*bound)` is due again only by its own short expiry, set by a fetch settled lately.
 
-    An invalidation forgets the error, so it refetches at once as ever.
+    Not when the stored result is unusable (invalidated, an entity of it deleted) or
+    was expired on purpose (`expire_all` moves `expires_at` before the fetch's date):
+    those refetch at once as ever.
     """
     meta = c.get_state().meta.get(endpoint.key(*bound))
-    if meta is None or meta.get("error") is None:
+    date = None if meta is None else meta.get("date")
+    if meta is None or date is None or meta.get("expires_at", date) < date:
         return False
-    return c.now() < meta["date"] + _REFETCH_FLOOR_AFTER_ERROR
+    if c.now() >= date + _REFETCH_FLOOR:
+        return False
+    return c.get_response(endpoint, *bound).expiry_status != ExpiryStatus.INVALID
 
 
 def _read_dle(c: AsyncController, endpoint: Endpoint[T], bound: tuple[object, ...]) -> DLE[T]:
-    """`c.dle(endpoint, *bound)` for a hook: a failure is shown, not fetched again, for a floor of time.
+    """`c.dle(endpoint, *bound)` for a hook: an outcome is shown, not fetched again, for a floor of time.
 
-    A UI reads a call again on every change of it, and a failed fetch is such a
-    change: with an `error_expiry_length` shorter than a render, each failure would
-    start the next fetch at once (`use_suspense` suspending again instead of
-    raising, `use_dle` loading for ever). Within the floor it reads as `dle` does
-    when no fetch is needed: the stored data and error, not loading.
+    A UI reads a call again on every change of it, and a settled fetch is such a
+    change: with an expiry length shorter than a render (`0`), each outcome would
+    start the next fetch at once (`use_dle` loading or refreshing for ever,
+    `use_suspense` suspending again instead of raising the error). Within the floor
+    it reads as `dle` does when no fetch is needed: the stored data and error.
     """
-    if not _failed_lately(c, endpoint, bound):
+    if not _settled_lately(c, endpoint, bound):
         return c.dle(endpoint, *bound)
     return DLE(c.get_response(endpoint, *bound).data, False, c.get_error(endpoint, *bound))
 
@@ -216,10 +221,10 @@ def _read_dle(c: AsyncController, endpoint: Endpoint[T], bound: tuple[object, ..
 async def _settle(c: AsyncController, waiting: SuspendedError) -> object:
     """What a `Suspense` waits for: `c.suspense(...)` of the call `waiting` suspended on.
 
-    A call that failed lately is settled already: its hook shows the error rather
+    A call settled lately is settled already: its hook shows the outcome rather
     than fetching again (`_read_dle`), so the wait must not send the request either.
     """
-    if _failed_lately(c, waiting.endpoint, waiting.arguments):
+    if _settled_lately(c, waiting.endpoint, waiting.arguments):
         return None
     return await c.suspense(waiting.endpoint, *waiting.arguments)
 
