@@ -145,3 +145,30 @@ def test_a_watcher_is_called_with_none_once_its_data_is_gone(ctrl: Controller) -
     ctrl.reset_entire_store()
     assert items == [None]
     assert lists == [[], None]
+
+
+class Picky(Todo):
+    """A todo whose hooks cannot build one titled "BOOM" (reading it raises)."""
+
+    @classmethod
+    def from_json(cls, data: Any) -> Any:
+        if data.get("title") == "BOOM":
+            raise ValueError("no todo may be titled BOOM")
+        return super().from_json(data)
+
+
+def test_watch_response_is_told_once_that_its_call_no_longer_reads(ctrl: Controller) -> None:
+    """A screen must learn its data became unreadable (to show the error), not keep the stale value."""
+    one: RestEndpoint[Any] = RestEndpoint(path="/todos/:id", schema=Picky, url_prefix=PREFIX)
+    ctrl.set_response(one, {"id": 1}, {"id": 1, "title": "fine"})
+    told: list[Any] = []
+    plain: list[Any] = []
+    ctrl.watch_response(one, id=1, callback=told.append)
+    ctrl.watch(one, id=1, callback=plain.append)
+    ctrl.set(Picky, {"id": 1}, {"id": 1, "title": "BOOM"})
+    ctrl.set(Picky, {"id": 1}, {"id": 1, "title": "BOOM", "completed": True})  # still unreadable: told once
+    assert [t.title for t in told] == ["fine"]  # with what it showed last
+    assert plain == []  # `watch` gives data only: it has none to give
+    ctrl.set(Picky, {"id": 1}, {"id": 1, "title": "fixed"})
+    assert [t.title for t in told] == ["fine", "fixed"]
+    assert [t.title for t in plain] == ["fixed"]

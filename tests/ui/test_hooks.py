@@ -19,7 +19,8 @@ import pytest
 import solara
 
 from restlayer import RestEndpoint, resource
-from restlayer.errors import ClosedError, RestLayerError
+from restlayer.core import Controller as AsyncController
+from restlayer.errors import ClosedError, ParamError, RestLayerError
 from restlayer.solara import (
     Binding,
     ControllerProvider,
@@ -108,6 +109,17 @@ def test_provider_leaves_a_given_controller_open(mount: Any, seen: Seen, sctrl: 
     assert sctrl.fetch(Todos.get, id=1).id == 1
 
 
+@pytest.mark.parametrize("given", [AsyncController, object], ids=["async-controller", "other"])
+def test_provider_given_no_blocking_controller_says_so(mount: Any, given: Any) -> None:
+    @solara.component
+    def Probe() -> Any:
+        use_controller()
+        return solara.Text("x")
+
+    with pytest.raises(ParamError, match=r"restlayer\.sync\.Controller"):
+        mount(ControllerProvider(children=[Probe()], controller=given()))
+
+
 def test_hooks_without_provider_say_so(mount: Any, Todos: Any) -> None:
     @solara.component
     def Orphan() -> Any:
@@ -116,6 +128,18 @@ def test_hooks_without_provider_say_so(mount: Any, Todos: Any) -> None:
 
     with pytest.raises(RestLayerError, match="ControllerProvider"):
         mount(Orphan())
+
+
+@pytest.mark.parametrize("hook", [use_dle, use_cache, use_suspense, use_live, use_subscription])
+@pytest.mark.parametrize("wrong", ["/todos/1", None], ids=["url", "none"])
+def test_hooks_given_no_endpoint_say_so(mount: Any, hook: Any, wrong: object) -> None:
+    @solara.component
+    def Item() -> Any:
+        hook(wrong, {"id": 1})
+        return solara.Text("x")
+
+    with pytest.raises(ParamError, match="expected an endpoint"):
+        mount(ControllerProvider(children=[Item()]))
 
 
 def test_suspense_shows_fallback_then_data_with_one_request(mount: Any, seen: Seen, api: Any, Todos: Any) -> None:
@@ -184,6 +208,69 @@ def test_dle_shows_the_error_of_a_failed_fetch(mount: Any, seen: Seen, api: Any,
     assert seen.of("dle")[0] == (True, None, None)
 
 
+@pytest.fixture
+def crawling() -> Iterator[tuple[Controller, list[float]]]:
+    """A controller whose clock moves a microsecond per reading (what expires at once does expire) and as
+    far as the test moves `now[0]` (ms)."""
+    now = [1_000_000.0]
+
+    def clock() -> float:
+        now[0] += 0.001
+        return now[0]
+
+    ctrl = Controller(clock=clock)
+    yield ctrl, now
+    ctrl.close()
+
+
+def test_suspense_shows_an_error_that_expires_at_once_instead_of_fetching_again(
+    mount: Any, seen: Seen, api: Any, crawling: tuple[Controller, list[float]]
+) -> None:
+    """`error_expiry_length=0`: the failure shows, one request; a retry a second later asks the server again."""
+    ctrl, now = crawling
+    Failing = resource(path="/todos/:id", schema=Todo, url_prefix=api.url, error_expiry_length=0)
+
+    @solara.component
+    def Item() -> Any:
+        use_suspense(Failing.get, id=99999)
+        return solara.Text("never")
+
+    def show(error: BaseException, retry: Any) -> Any:
+        seen.add("error", (getattr(error, "status", None), retry))
+        return solara.Text("failed")
+
+    page = ErrorBoundary(children=[Suspense(children=[Item()])], fallback=show)
+    rc = mount(ControllerProvider(children=[page], controller=ctrl))
+    seen.wait(lambda: bool(seen.of("error")), "the error boundary")
+    assert seen.of("error")[0][0] == 404
+    assert gets(api, "/todos/99999") == 1
+    now[0] += 1000  # a second later the user retries: that one is sent
+    shown = len(seen.of("error"))
+    seen.of("error")[-1][1]()
+    seen.wait(lambda: len(seen.of("error")) > shown, "the retried request's error")
+    assert gets(api, "/todos/99999") == 2
+    rc.close()
+
+
+def test_dle_shows_an_error_that_expires_at_once_instead_of_loading_again(
+    mount: Any, seen: Seen, api: Any, crawling: tuple[Controller, list[float]]
+) -> None:
+    ctrl, _now = crawling
+    Failing = resource(path="/todos/:id", schema=Todo, url_prefix=api.url, error_expiry_length=0)
+
+    @solara.component
+    def Item() -> Any:
+        dle = use_dle(Failing.get, id=99999)
+        seen.add("dle", (dle.loading, dle.data, getattr(dle.error, "status", None)))
+        return solara.Text("x")
+
+    rc = mount(ControllerProvider(children=[Item()], controller=ctrl))
+    seen.wait(lambda: (False, None, 404) in seen.of("dle"), "the 404 after loading")
+    assert gets(api, "/todos/99999") == 1
+    assert seen.of("dle")[-1] == (False, None, 404)
+    rc.close()
+
+
 def test_invalidating_a_shown_item_fetches_it_again(
     mount: Any, seen: Seen, sctrl: Controller, api: Any, Todos: Any
 ) -> None:
@@ -248,6 +335,59 @@ def test_cache_never_fetches_but_shows_what_another_component_fetched(
     seen.of("fetcher")[0](True)
     seen.wait(lambda: 3 in seen.of("cached"), "the cached read to show the fetched todo")
     assert gets(api, "/todos/3") == 1
+
+
+def test_dle_of_data_stale_at_once_fetches_it_once_per_read_not_in_a_loop(mount: Any, seen: Seen, api: Any) -> None:
+    """`data_expiry_length=0`: the reply's own arrival is no reason to ask again (each would, for ever)."""
+    name = f"stale-{uuid.uuid4().hex}"
+    httpx.post(f"{api.url}/_test/gate/{name}/open")  # every request answered at once, and counted
+    stale = RestEndpoint(path="/_test/gate/:name", url_prefix=api.url, data_expiry_length=0)
+
+    @solara.component
+    def Item() -> Any:
+        seen.add("data", use_dle(stale, name=name).data)
+        return solara.Text("x")
+
+    rc = mount(ControllerProvider(children=[Item()]))
+    seen.wait(lambda: {"gate": name, "arrival": 1} in seen.of("data"), "the reply")
+    more = httpx.get(f"{api.url}/_test/gate/{name}/arrivals", params={"count": 2, "ms": 300}, timeout=15)
+    assert more.json() == {"arrivals": 1}
+    rc.close()
+
+
+class Picky(Todo):
+    """A todo whose hooks cannot build one titled "BOOM" (reading it raises)."""
+
+    @classmethod
+    def from_json(cls, data: Any) -> Any:
+        if data.get("title") == "BOOM":
+            raise ValueError("no todo may be titled BOOM")
+        return super().from_json(data)
+
+
+def test_a_shown_item_that_can_no_longer_be_read_shows_the_error(
+    mount: Any, seen: Seen, sctrl: Controller, api: Any
+) -> None:
+    """Not the stale title for good: the read's error reaches the boundary."""
+    Pickies = resource(path="/todos/:id", schema=Picky, url_prefix=api.url)
+    sctrl.fetch(Pickies.get, id=1)
+
+    @solara.component
+    def Item() -> Any:
+        seen.add("item", present(use_cache(Pickies.get, id=1)).title)
+        return solara.Text("x")
+
+    def show(error: BaseException, retry: Any) -> Any:
+        seen.add("error", error)
+        return solara.Text("failed")
+
+    rc = mount(ControllerProvider(children=[ErrorBoundary(children=[Item()], fallback=show)], controller=sctrl))
+    sctrl.set(Picky, {"id": 1}, {"id": 1, "title": "BOOM"})
+    seen.wait(lambda: bool(seen.of("error")), "the boundary to show the read's error")
+    error = seen.of("error")[0]
+    assert isinstance(error, RestLayerError) and "BOOM" in str(error)
+    assert seen.of("item") == [api.db.get("todos", 1)["title"]]
+    rc.close()
 
 
 def test_change_of_an_unrelated_entity_does_not_rerender(mount: Any, seen: Seen, sctrl: Controller, Todos: Any) -> None:

@@ -11,6 +11,7 @@ from restlayer._typing import T
 from restlayer.core._state import State
 from restlayer.core.endpoint import Endpoint
 from restlayer.core.expiry import ExpiryStatus, Response
+from restlayer.errors import ParamError
 from restlayer.schema import Denormalized, Entity, MemoCache, denormalize
 from restlayer.schema._base import Node, compile_schema
 
@@ -153,6 +154,21 @@ def empty_form(endpoint: Endpoint[object], args: tuple[object, ...], state: Stat
     if cached is None:
         return None
     return denormalize(endpoint.schema, cached, EMPTY, args)
+
+
+def bind_arguments(
+    endpoint: Endpoint[object], args: tuple[object, ...], kwargs: Mapping[str, object]
+) -> tuple[object, ...]:
+    """`endpoint.bind(*args, **kwargs)`; ParamError when `endpoint` is not an endpoint at all.
+
+    Every reader binds through it (the Controller and the UI hooks), so a wrong first
+    argument is told as such instead of as an AttributeError from deep inside.
+    """
+    bind = getattr(endpoint, "bind", None)
+    if bind is None or not callable(getattr(endpoint, "key", None)):
+        raise ParamError(f"expected an endpoint (RestEndpoint, a resource's .get, ...), not {endpoint!r}")
+    bound: tuple[object, ...] = bind(*args, **kwargs)
+    return bound
 
 
 def skips(args: tuple[object, ...], kwargs: Mapping[str, object]) -> bool:

@@ -47,6 +47,10 @@ def changed(old: object, new: object) -> bool:
         return True
 
 
+#: `Watcher.last` of a `with_meta` watcher whose latest read failed (it was told so once).
+_UNREADABLE = object()
+
+
 def _never() -> bool:
     """The test of a watcher with no successful read yet: always read."""
     return False
@@ -143,6 +147,7 @@ class Watchers:
         except Exception:
             log.exception("watch: reading %s failed", watcher.key)
             watcher.unchanged = _never
+            self._unreadable(watcher)
             return
         new = response.data
         meta_moved = not self._same_meta(watcher)
@@ -159,6 +164,21 @@ class Watchers:
             return
         try:
             watcher.callback(new)
+        except Exception:
+            log.exception("watch callback for %s raised", watcher.key)
+
+    def _unreadable(self, watcher: Watcher) -> None:
+        """Tell a `with_meta` watcher, once, that its call no longer reads (a record its hooks cannot build).
+
+        A screen showing the last data would show it for good, stale, with the error
+        only in the log; told, it reads again and shows the error. Its callback gets the
+        data it last saw; the next successful read is a change again.
+        """
+        if not watcher.with_meta or watcher.last is _UNREADABLE:
+            return
+        shown, watcher.last = watcher.last, _UNREADABLE
+        try:
+            watcher.callback(shown)
         except Exception:
             log.exception("watch callback for %s raised", watcher.key)
 

@@ -22,6 +22,7 @@ from restlayer.core._optimistic import apply_optimistic
 from restlayer.core._read import (
     INF,
     Refs,
+    bind_arguments,
     deletes,
     empty_form,
     needs_fetch,
@@ -309,7 +310,7 @@ class Controller:
         endpoint: Endpoint[object], args: tuple[object, ...], kwargs: dict[str, object]
     ) -> tuple[object, ...] | None:
         """Canonical args, or None for "don't fetch" (`ctrl.dle(ep, None)`)."""
-        return None if skips(args, kwargs) else _bound(endpoint, args, kwargs)
+        return None if skips(args, kwargs) else bind_arguments(endpoint, args, kwargs)
 
     # ----- reads --------------------------------------------------------------------------------
     def _read(self, endpoint: Endpoint[T], args: tuple[object, ...]) -> tuple[Response[T], Refs]:
@@ -583,7 +584,7 @@ class Controller:
         caller, but a mutation's (`side_effect`) runs on and its reply is stored (the server
         may have applied it), its optimistic update staying until then.
         """
-        bound = _bound(endpoint, args, kwargs)
+        bound = bind_arguments(endpoint, args, kwargs)
         try:
             value = await self._fetch(endpoint, bound)
         except Exception:
@@ -594,7 +595,7 @@ class Controller:
 
     async def fetch_if_stale(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> T:
         """The stored data while usable and unexpired, else `fetch`."""
-        bound = _bound(endpoint, args, kwargs)
+        bound = bind_arguments(endpoint, args, kwargs)
         response = self._read(endpoint, bound)[0]
         if response.expiry_status != ExpiryStatus.INVALID and self.now() <= response.expires_at:
             _log.debug("read %s served from the store", endpoint.key(*bound))
@@ -611,7 +612,7 @@ class Controller:
         if not args:
             raise ParamError("set_response(endpoint, *args, response): the response is missing")
         *rest, response = args
-        bound = _bound(endpoint, tuple(rest), kwargs)
+        bound = bind_arguments(endpoint, tuple(rest), kwargs)
         now = self.now()
         expires = now + expiry_length(endpoint.data_expiry_length, DATA_EXPIRY, "data_expiry_length")
         action = act.SetResponse(endpoint, bound, endpoint.key(*bound), response, now, now, expires)
@@ -627,7 +628,7 @@ class Controller:
         *rest, error = args
         if not isinstance(error, BaseException):
             raise ParamError(f"set_error(endpoint, *args, error): the error must be an exception, not {error!r}")
-        bound = _bound(endpoint, tuple(rest), kwargs)
+        bound = bind_arguments(endpoint, tuple(rest), kwargs)
         now = self.now()
         expires = now + expiry_length(endpoint.error_expiry_length, ERROR_EXPIRY, "error_expiry_length")
         policy, failure = _run_policy(endpoint.error_policy, error, endpoint.name)
@@ -867,7 +868,9 @@ class Controller:
 
         A screen shows more than the data: a fetch that failed or brought equal data
         ends its loading state, and an invalidation or expiry must make it fetch again.
-        None of these changes the data, so `watch` misses them; this does not.
+        None of these changes the data, so `watch` misses them; this does not. It is
+        called too (with the data last seen, once) when reading the call starts to
+        fail, so a screen reads it again and shows the error instead of stale data.
         """
         if not callable(callback):
             raise ParamError(f"watch_response: callback must be callable, not {callback!r}")
@@ -946,15 +949,6 @@ class _Unsent(NamedTuple):
     error: BaseException
     retry_after: float  # `dle` starts no new attempt before (like a stored error's expiry)
     meta: object  # the key's stored metadata then: once it changes, this no longer applies
-
-
-def _bound(endpoint: Endpoint[object], args: tuple[object, ...], kwargs: dict[str, object]) -> tuple[object, ...]:
-    """`endpoint.bind(*args, **kwargs)`; ParamError when `endpoint` is not an endpoint at all."""
-    bind = getattr(endpoint, "bind", None)
-    if bind is None or not callable(getattr(endpoint, "key", None)):
-        raise ParamError(f"expected an endpoint (RestEndpoint, a resource's .get, ...), not {endpoint!r}")
-    bound: tuple[object, ...] = bind(*args, **kwargs)
-    return bound
 
 
 def _key_test(name: str, test_key: Callable[[str], bool]) -> Callable[[str], bool]:

@@ -26,10 +26,11 @@ import solara
 from reacton.core import Element
 
 from restlayer._typing import A, P, T
-from restlayer.core import DLE, Endpoint
+from restlayer.core import DLE, Endpoint, ExpiryStatus
 from restlayer.core import Controller as AsyncController
+from restlayer.core._read import bind_arguments, skips
 from restlayer.core._watch import changed
-from restlayer.errors import ClosedError, RestLayerError, SuspendedError
+from restlayer.errors import ClosedError, ParamError, RestLayerError, SuspendedError
 from restlayer.solara._binding import Binding
 from restlayer.sync import Controller
 
@@ -92,8 +93,18 @@ def ControllerProvider(children: Children | None = None, controller: Controller 
 
 
 def _provided(controller: Controller | None) -> Binding:
-    """The binding of a provider given `controller`, or of a new controller it owns (recorded in `_created`)."""
+    """The binding of a provider given `controller`, or of a new controller it owns (recorded in `_created`).
+
+    The hooks read through the blocking controller's loop thread: anything else given
+    (the async `restlayer.Controller`, say) is refused here, by name, rather than failing
+    at the first hook with an AttributeError.
+    """
     if controller is not None:
+        if not isinstance(controller, Controller):
+            raise ParamError(
+                f"ControllerProvider: controller must be a restlayer.sync.Controller (the blocking one), "
+                f"not {controller!r}"
+            )
         return Binding(controller, owned=False)
     binding = Binding(Controller(), owned=True)
     _created.add(binding.controller)
@@ -157,10 +168,8 @@ def use_fetch() -> Fetch:
 def _bound(
     endpoint: Endpoint[object], args: tuple[object, ...], kwargs: dict[str, object]
 ) -> tuple[object, ...] | None:
-    """Canonical arguments, or None when the caller passed `None` ("do not fetch")."""
-    if not kwargs and len(args) == 1 and args[0] is None:
-        return None
-    return endpoint.bind(*args, **kwargs)
+    """Canonical arguments, or None when the caller passed `None` ("do not fetch"), as the Controller binds them."""
+    return None if skips(args, kwargs) else bind_arguments(endpoint, args, kwargs)
 
 
 def _differs(shown: object, now: object) -> bool:
@@ -171,6 +180,53 @@ def _differs(shown: object, now: object) -> bool:
     if isinstance(shown, DLE) and isinstance(now, DLE):
         return any(changed(old, new) for old, new in zip(shown, now, strict=True))
     return changed(shown, now)
+
+
+#: A hook starts no new fetch of a call whose last fetch settled less than this long ago (ms) and whose
+#: expiry came with it, whatever the endpoint's `data_expiry_length` / `error_expiry_length`: a shorter one
+#: would have each read of the outcome (the re-render it causes) fetch again, request after request.
+_REFETCH_FLOOR = 1000.0
+
+
+def _settled_lately(c: AsyncController, endpoint: Endpoint[object], bound: tuple[object, ...]) -> bool:
+    """Whether `endpoint(*bound)` is due again only by its own short expiry, set by a fetch settled lately.
+
+    Not when the stored result is unusable (invalidated, an entity of it deleted) or
+    was expired on purpose (`expire_all` moves `expires_at` before the fetch's date):
+    those refetch at once as ever.
+    """
+    meta = c.get_state().meta.get(endpoint.key(*bound))
+    date = None if meta is None else meta.get("date")
+    if meta is None or date is None or meta.get("expires_at", date) < date:
+        return False
+    if c.now() >= date + _REFETCH_FLOOR:
+        return False
+    return c.get_response(endpoint, *bound).expiry_status != ExpiryStatus.INVALID
+
+
+def _read_dle(c: AsyncController, endpoint: Endpoint[T], bound: tuple[object, ...]) -> DLE[T]:
+    """`c.dle(endpoint, *bound)` for a hook: an outcome is shown, not fetched again, for a floor of time.
+
+    A UI reads a call again on every change of it, and a settled fetch is such a
+    change: with an expiry length shorter than a render (`0`), each outcome would
+    start the next fetch at once (`use_dle` loading or refreshing for ever,
+    `use_suspense` suspending again instead of raising the error). Within the floor
+    it reads as `dle` does when no fetch is needed: the stored data and error.
+    """
+    if not _settled_lately(c, endpoint, bound):
+        return c.dle(endpoint, *bound)
+    return DLE(c.get_response(endpoint, *bound).data, False, c.get_error(endpoint, *bound))
+
+
+async def _settle(c: AsyncController, waiting: SuspendedError) -> object:
+    """What a `Suspense` waits for: `c.suspense(...)` of the call `waiting` suspended on.
+
+    A call settled lately is settled already: its hook shows the outcome rather
+    than fetching again (`_read_dle`), so the wait must not send the request either.
+    """
+    if _settled_lately(c, waiting.endpoint, waiting.arguments):
+        return None
+    return await c.suspense(waiting.endpoint, *waiting.arguments)
 
 
 def _use_read(
@@ -199,6 +255,9 @@ def _use_read(
                 now = binding.controller.call(read, binding.controller.controller)
             except ClosedError:
                 return  # the controller is gone: nothing will change any more
+            except Exception:  # the call no longer reads: the render raises it to the boundary
+                set_tick(lambda n: n + 1)
+                return
             if _differs(shown.current, now):
                 set_tick(lambda n: n + 1)
 
@@ -230,7 +289,7 @@ def use_dle(endpoint: Endpoint[T], *args: object, **kwargs: object) -> DLE[T]:
     """`DLE(data, loading, error)` for `endpoint(*args)`; starts a fetch when needed, never suspends."""
     bound = _bound(endpoint, args, kwargs)
     nothing: DLE[T] = DLE(None, False, None)
-    return _use_read(endpoint, bound, lambda c: c.dle(endpoint, *(bound or ())), nothing)
+    return _use_read(endpoint, bound, lambda c: _read_dle(c, endpoint, bound or ()), nothing)
 
 
 @overload
@@ -259,7 +318,7 @@ def use_suspense(endpoint: Endpoint[T], *args: object, **kwargs: object) -> T | 
     bound = _bound(endpoint, args, kwargs)
     nothing: DLE[T] = DLE(None, False, None)
     controller = use_controller()  # the boundary above may belong to another provider: it must wait on this one
-    dle = _use_read(endpoint, bound, lambda c: c.dle(endpoint, *(bound or ())), nothing)
+    dle = _use_read(endpoint, bound, lambda c: _read_dle(c, endpoint, bound or ()), nothing)
     if bound is None:
         return None  # "do not fetch" reads nothing, as the Controller's own bindings do
     if dle.loading:
@@ -357,7 +416,12 @@ def _given_anew(
 
 @solara.component  # type: ignore[untyped-decorator]  # solara is untyped
 def Suspense(children: Children | None = None, fallback: object = None) -> object:
-    """Render `children`, or `fallback` (a progress bar by default) while any of them waits for data."""
+    """Render `children`, or `fallback` (a progress bar by default) while any of them waits for data.
+
+    The fallback replaces the children, which are rendered anew afterwards: their own
+    state (`solara.use_state`) starts over, unlike under React's Suspense. Keep what must
+    outlive a load above the boundary, or read with `use_dle`.
+    """
     binding = use_binding()
     exception, clear = reacton.use_exception()
     waiting = exception if isinstance(exception, SuspendedError) else None
@@ -392,7 +456,7 @@ def Suspense(children: Children | None = None, fallback: object = None) -> objec
                 binding.deliver(give_up if _closed_meanwhile(future) else clear)
 
         try:
-            future = controller.submit(lambda c: c.suspense(waiting.endpoint, *waiting.arguments))
+            future = controller.submit(lambda c: _settle(c, waiting))
         except ClosedError:
             give_up()
             return None
