@@ -106,6 +106,19 @@ def test_get_one_and_404(client: httpx.Client) -> None:
         assert r.json() == {"message": "Not found"}, path
 
 
+def test_numbers_sqlite_cannot_hold_are_a_404_or_a_400_not_a_500(client: httpx.Client) -> None:
+    huge = 10**30
+    for method in ("GET", "PATCH", "PUT", "DELETE"):
+        body = None if method in ("GET", "DELETE") else {"title": "x", "userId": 1, "completed": False}
+        r = client.request(method, f"/todos/{huge}", json=body)
+        assert r.status_code == 404, method
+    r = client.get("/todos", params={"userId": str(huge)})
+    assert r.status_code == 400 and "out of range" in r.json()["message"]
+    r = client.post("/todos", json={"title": "x", "userId": huge})
+    assert r.status_code == 400 and "userId" in r.json()["message"]
+    assert client.get("/todos/1").status_code == 200  # the connection and the server are fine after them
+
+
 def test_wrong_method_is_json_405(client: httpx.Client) -> None:
     r = client.delete("/todos")
     assert r.status_code == 405

@@ -20,7 +20,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from examples.todo_api import extras
-from examples.todo_api.db import RESOURCES, Record, Resource, TodoDB
+from examples.todo_api.db import RESOURCES, Record, Resource, TodoDB, fits_integer_column
 from examples.todo_api.graphql_api import REJECT_TITLE, run_graphql
 from examples.todo_api.live import EventHub, live_routes
 from examples.todo_api.recording import RecordedRequest, RecordingMiddleware, RequestLog
@@ -89,9 +89,12 @@ def _parse_scalar(name: str, raw: str, py_type: type) -> Any:
         raise ApiError(400, f"{name} must be true or false")
     if py_type is int:
         try:
-            return int(raw)
+            number = int(raw)
         except ValueError:
             raise ApiError(400, f"{name} must be an integer") from None
+        if not fits_integer_column(number):
+            raise ApiError(400, f"{name} is out of range")
+        return number
     return raw
 
 
@@ -180,7 +183,7 @@ def _validate(res: Resource, body: Any, *, partial: bool) -> dict[str, Any]:
             continue
         value = body[f.name]
         if f.py_type is int:
-            ok = isinstance(value, int) and not isinstance(value, bool)
+            ok = isinstance(value, int) and not isinstance(value, bool) and fits_integer_column(value)
         else:
             ok = isinstance(value, f.py_type)
         if not ok:

@@ -124,6 +124,11 @@ CREATE TABLE IF NOT EXISTS comments (
 """
 
 
+def fits_integer_column(value: int) -> bool:
+    """Whether SQLite can store `value` as an INTEGER (a signed 64-bit number)."""
+    return -(2**63) <= value < 2**63
+
+
 def _resource(name: str) -> Resource:
     """Look up a resource by table name; unknown names are a programming error."""
     try:
@@ -247,6 +252,8 @@ class TodoDB:
     def get(self, resource: str, id: int) -> Record | None:
         """The row with primary key ``id``, or None."""
         res = _resource(resource)
+        if not fits_integer_column(id):  # SQLite would raise OverflowError: no such row can exist
+            return None
         with self._lock:
             row = self.conn.execute(f"SELECT * FROM {res.name} WHERE id = ?", (id,)).fetchone()
         return None if row is None else self._to_record(res, row)
@@ -262,6 +269,8 @@ class TodoDB:
     def update(self, resource: str, id: int, values: Mapping[str, Any]) -> Record | None:
         """Set the given API fields of row ``id``; returns the new row or None if absent."""
         res = _resource(resource)
+        if not fits_integer_column(id):
+            return None
         cols = [(self._column(res, k), self._to_column(res, k, v)) for k, v in values.items()]
         with self._lock:
             if cols:
@@ -275,6 +284,8 @@ class TodoDB:
     def delete(self, resource: str, id: int) -> bool:
         """Delete row ``id``; True when it existed."""
         res = _resource(resource)
+        if not fits_integer_column(id):
+            return False
         with self._lock:
             cur = self.conn.execute(f"DELETE FROM {res.name} WHERE id = ?", (id,))
         return cur.rowcount > 0
