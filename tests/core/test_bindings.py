@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from restlayer.core import DLE, Controller
+from restlayer.core.controller import UNSENT_RETRY_FLOOR
 from restlayer.core.expiry import ERROR_EXPIRY
 from restlayer.errors import NetworkError, ParamError, RestLayerError
 from tests._present import present
@@ -111,6 +112,24 @@ async def test_dle_shows_a_request_that_could_not_be_built_instead_of_loading_fo
     assert ctrl.dle(bad, id=1).error is error
     assert len(rec.matching(lambda a: a.type == "fetch")) == 1  # no new attempt on every read
     clock.advance(ERROR_EXPIRY + 1)  # like a stored error: retried once it expired
+    assert ctrl.dle(bad, id=1).loading
+    await rec.wait_for(aborted, count=2)
+    assert api.requests == []
+
+
+async def test_a_request_that_could_not_be_built_is_shown_a_while_even_when_errors_expire_at_once(
+    rctrl: Controller, rec: Recorder, res: Any, api: Any, clock: Clock
+) -> None:
+    """A screen reads a call on every change: with `error_expiry_length=0` each read tried again, for ever."""
+    ctrl = rctrl
+    bad = res.raw.extend(get_headers=lambda h: {**h, "X-Bad": "a\r\nInjected: 1"}, error_expiry_length=0)
+    assert ctrl.dle(bad, id=1).loading
+    await rec.wait_for(aborted)
+    clock.advance(UNSENT_RETRY_FLOOR - 1)
+    data, loading, error = ctrl.dle(bad, id=1)
+    assert (data, loading) == (None, False) and isinstance(error, ParamError)
+    assert len(rec.matching(lambda a: a.type == "fetch")) == 1
+    clock.advance(2)  # then tried again, as its arguments or headers may have changed
     assert ctrl.dle(bad, id=1).loading
     await rec.wait_for(aborted, count=2)
     assert api.requests == []

@@ -13,7 +13,7 @@ import logging
 import time
 import weakref
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from typing import Any, NamedTuple, cast, overload
+from typing import Any, Final, NamedTuple, cast, overload
 
 from restlayer._args import merge_keywords
 from restlayer._typing import A, E, P, Self, T
@@ -551,13 +551,14 @@ class Controller:
 
         `unsent`: the error (a `ParamError`) the request could not be built with. It is
         never stored, but readers must not show the key as loading forever: `dle` and
-        `last_error` give it (and `dle` does not retry before `error_expiry_length`)
-        until the key's stored state changes. A fetch nobody awaits (a background read,
-        a poll) also logs it, as nobody else would see it.
+        `last_error` give it (and `dle` does not retry before `error_expiry_length`, nor
+        within `UNSENT_RETRY_FLOOR`) until the key's stored state changes. A fetch nobody
+        awaits (a background read, a poll) also logs it, as nobody else would see it.
         """
         now = self.now()
         if unsent is not None:
-            self._unsent[fetch.key] = _Unsent(unsent, now + fetch.error_expiry_length, self._state.meta.get(fetch.key))
+            retry_after = now + max(fetch.error_expiry_length, UNSENT_RETRY_FLOOR)
+            self._unsent[fetch.key] = _Unsent(unsent, retry_after, self._state.meta.get(fetch.key))
             if fetch.background:
                 _log.warning("the request for %s could not be built: %s", fetch.key, unsent)
         self.dispatch(
@@ -941,6 +942,12 @@ class Controller:
             unwatch()
             if polls:
                 await self.unsubscribe(endpoint, *bound)
+
+
+#: The least time (ms) `dle` shows a request that could not be built before it tries to build it again,
+#: whatever `error_expiry_length` says: the same arguments fail the same way, and a screen reading the
+#: call on every change would otherwise try again on each render (with `0`, for ever, never showing it).
+UNSENT_RETRY_FLOOR: Final = 1000.0
 
 
 class _Unsent(NamedTuple):
