@@ -759,3 +759,16 @@ async def test_a_read_whose_query_hook_raises_is_a_rest_layer_error(ctrl: Contro
         assert isinstance(info.value.__cause__, KeyError)
     await ctrl.fetch(todos, {"owner": 1, "userId": 1})  # a working call reads as before
     assert [t.id for t in ctrl.get(todos.schema, {"owner": 1, "userId": 1}) or []] == [1, 2, 3]
+
+
+async def test_list_params_with_non_str_names_are_stored_under_the_names_the_url_sends(
+    ctrl: Controller, res: Any, api: Any
+) -> None:
+    """`{1: "a", "userId": 1}` (and a `None` name) are sent as `1=a`; the reply is stored, not lost after sending."""
+    params: dict[Any, Any] = {1: "a", None: "b", "userId": 1}
+    todos = await ctrl.fetch(res.Todo.get_list, params)
+    assert [t.id for t in todos] == [1, 2, 3]
+    assert ctrl.get_state()["endpoints"][res.Todo.get_list.key(params)] == '{"1":"a","None":"b","userId":"1"}'
+    created = await ctrl.fetch(res.Todo.get_list.push, {1: "a", None: "b", "userId": 1}, {"title": "x"})
+    assert [t.id for t in present(ctrl.cache(res.Todo.get_list, params))] == [1, 2, 3, created.id]
+    assert len(gets(api, "/todos")) == 1
