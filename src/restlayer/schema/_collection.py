@@ -751,6 +751,23 @@ def find_collection(schema: object) -> Collection[object] | None:
     return None
 
 
+def check_args_key(schema: object, args: tuple[object, ...]) -> None:
+    """Build the key the reply of a call with `args` will be stored under, to refuse the call before sending.
+
+    An `args_key` that fails on these arguments (a missing member, not a dict) failed only once the
+    reply was in, so the request was sent and its reply lost. Its error is a `ParamError` here.
+    """
+    coll = find_collection(schema)
+    if coll is None or coll.nest_key is not None:
+        return
+    try:
+        coll.args_pk(args)
+    except RestLayerError:
+        raise
+    except Exception as exc:
+        raise ParamError(f"{coll!r}: args_key raised {type(exc).__name__}: {exc}") from exc
+
+
 def replace_collection(schema: object, new: Schema[object]) -> object:
     """A copy of `schema` with its Collection replaced by `new` (other parts shared)."""
     if isinstance(schema, Collection):
