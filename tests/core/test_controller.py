@@ -6,7 +6,7 @@ import asyncio
 import gc
 import weakref
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import pytest
 
@@ -759,3 +759,30 @@ async def test_a_read_whose_query_hook_raises_is_a_rest_layer_error(ctrl: Contro
         assert isinstance(info.value.__cause__, KeyError)
     await ctrl.fetch(todos, {"owner": 1, "userId": 1})  # a working call reads as before
     assert [t.id for t in ctrl.get(todos.schema, {"owner": 1, "userId": 1}) or []] == [1, 2, 3]
+
+
+async def test_list_params_with_non_str_names_are_stored_under_the_names_the_url_sends(
+    ctrl: Controller, res: Any, api: Any
+) -> None:
+    """`{1: "a", "userId": 1}` (and a `None` name) are sent as `1=a`; the reply is stored, not lost after sending."""
+    params: dict[Any, Any] = {1: "a", None: "b", "userId": 1}
+    todos = await ctrl.fetch(res.Todo.get_list, params)
+    assert [t.id for t in todos] == [1, 2, 3]
+    assert ctrl.get_state()["endpoints"][res.Todo.get_list.key(params)] == '{"1":"a","None":"b","userId":"1"}'
+    created = await ctrl.fetch(res.Todo.get_list.push, {1: "a", None: "b", "userId": 1}, {"title": "x"})
+    assert [t.id for t in present(ctrl.cache(res.Todo.get_list, params))] == [1, 2, 3, created.id]
+    assert len(gets(api, "/todos")) == 1
+
+
+async def test_a_list_key_args_key_cannot_build_refuses_the_fetch_before_sending(ctrl: Controller, api: Any) -> None:
+    """An `args_key` failing on the call's params failed after the request was sent, losing the reply."""
+    by_user = RestEndpoint(
+        path="/todos", url_prefix=api.url, schema=Collection([Todo], args_key=lambda p: {"userId": p["userId"]})
+    )
+    with pytest.raises(ParamError, match=r"args_key raised KeyError: 'userId'"):
+        await ctrl.fetch(by_user, {})
+    not_a_dict = by_user.extend(schema=Collection([Todo], args_key=cast(Any, lambda p: [p])))
+    with pytest.raises(RestLayerError, match="args_key must return a dict"):
+        await ctrl.fetch(not_a_dict, {"userId": 1})
+    assert gets(api, "/todos") == [] and ctrl.get_state()["meta"] == {}
+    assert [t.id for t in await ctrl.fetch(by_user, {"userId": 2})] == [4, 5, 6]

@@ -637,3 +637,18 @@ def test_create_collection_filter_returning_no_function_is_a_definition_error(de
     schema = coll.add_with(values_merge) if derived == "add_with" else getattr(coll, derived)
     with pytest.raises(DefinitionError, match="create_collection_filter must return a function of a list's key values"):
         normalize(schema, {"id": 1, "userId": 2}, args=[{"id": 1}, {"userId": 2}], state=state)
+
+
+def test_key_names_of_mixed_types_are_text_and_sorted_at_any_depth() -> None:
+    """Argument names that are not str (an int, `None`) are named as text, so mixed names sort instead of raising."""
+    args: list[Any] = [{1: "a", None: "b", "userId": 2}]
+    assert normalize(TODOS, [{"id": 1}], args=args).result == '{"1":"a","None":"b","userId":"2"}'
+    nested = Collection([Todo], args_key=lambda p: {"f": {2: "x", "a": [{1: 1, "b": None}]}})
+    assert normalize(nested, [{"id": 1}], args=[{}]).result == '{"f":{"2":"x","a":[{"1":1,"b":null}]}}'
+
+
+def test_a_push_reaches_lists_keyed_by_non_str_names() -> None:
+    """The filter reads the create's arguments by the same text names the stored list's key holds."""
+    state = normalize(TODOS, [{"id": 1}], args=[{1: "a", "userId": 2}])
+    pushed = normalize(TODOS.push, {"id": 5}, args=[{1: "a", "userId": 2}, {}], state=state)
+    assert list(pushed.entities["[Todo]"]['{"1":"a","userId":"2"}']) == ["1", "5"]

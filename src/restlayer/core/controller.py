@@ -45,6 +45,7 @@ from restlayer.core.subscriptions import SubscriptionManager
 from restlayer.errors import ClosedError, ParamError, ResetError, RestLayerError
 from restlayer.schema import MemoCache, Schema, SchemaLike
 from restlayer.schema._base import compile_schema
+from restlayer.schema._collection import check_args_key
 
 Clock = Callable[[], float]
 _log = logging.getLogger("restlayer")
@@ -438,10 +439,12 @@ class Controller:
             data, error, policy = endpoint.data_expiry_length, endpoint.error_expiry_length, None
         else:
             data, error, policy = polling
+        key = endpoint.key(*args)
+        check_args_key(endpoint.schema, args)  # a list key its args cannot name: refused before sending
         return act.Fetch(
             endpoint,
             args,
-            endpoint.key(*args),
+            key,
             self.now(),
             future,
             background,

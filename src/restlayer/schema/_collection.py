@@ -59,8 +59,26 @@ def _parse_key(pk: str) -> Mapping[str, object]:
     return parsed if isinstance(parsed, dict) else {}
 
 
-def serialize_key(values: Mapping[str, object] | None) -> str:
-    """Collection pk text: numbers and bools as text, `None` left out, keys sorted, compact JSON.
+def _key_name(name: object) -> str:
+    """An argument name as text: a str as given, any other (`1`, `None`) as the URL's search string writes it."""
+    return name if type(name) is str else to_text(name)
+
+
+def _text_named(value: object) -> object:
+    """`value` with the names of every dict in it as text, at any depth.
+
+    Sorting mixed names (`{1: "a", "b": 2}`) raised TypeError once the reply was in, so the
+    request was sent and its reply lost; as text they sort, and match the URL's names.
+    """
+    if isinstance(value, Mapping):
+        return {_key_name(k): _text_named(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_text_named(v) for v in value]
+    return value
+
+
+def serialize_key(values: Mapping[Any, object] | None) -> str:
+    """Collection pk text: numbers and bools as text, `None` left out, names as text and sorted, compact JSON.
 
     Other values JSON cannot hold (dates, UUIDs, Decimals...) appear as the text the URL shows.
     """
@@ -68,8 +86,17 @@ def serialize_key(values: Mapping[str, object] | None) -> str:
     for k, v in (values or {}).items():
         if v is None:
             continue
-        clean[k] = to_text(v) if isinstance(v, (int, float)) else v
+        clean[_key_name(k)] = to_text(v) if isinstance(v, (int, float)) else _text_named(v)
     return json.dumps(clean, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=to_text)
+
+
+def _text_keyed(values: object) -> Mapping[str, object]:
+    """Call arguments by text name, as `serialize_key` names them (the arguments themselves when all names are str)."""
+    if not isinstance(values, Mapping):
+        return {}
+    if all(type(k) is str for k in values):
+        return values
+    return {_key_name(k): v for k, v in values.items()}
 
 
 def _default_args_key(*args: object) -> Mapping[str, object]:
@@ -323,8 +350,8 @@ class Collection(Schema[T_co]):
 
     def default_filter(self, *args: object) -> KeyFilter:
         """Accept a stored list when each of its key values equals the first or second argument's."""
-        first: Mapping[str, object] = args[0] if args and isinstance(args[0], Mapping) else {}
-        second: Mapping[str, object] = args[1] if len(args) > 1 and isinstance(args[1], Mapping) else {}
+        first = _text_keyed(args[0] if args else None)
+        second = _text_keyed(args[1] if len(args) > 1 else None)
         non_filter = self.non_filter_argument_keys
 
         def accept(key_values: Mapping[str, object]) -> bool:
@@ -722,6 +749,23 @@ def find_collection(schema: object) -> Collection[object] | None:
     elif isinstance(schema, list) and schema:
         return find_collection(schema[0])
     return None
+
+
+def check_args_key(schema: object, args: tuple[object, ...]) -> None:
+    """Build the key the reply of a call with `args` will be stored under, to refuse the call before sending.
+
+    An `args_key` that fails on these arguments (a missing member, not a dict) failed only once the
+    reply was in, so the request was sent and its reply lost. Its error is a `ParamError` here.
+    """
+    coll = find_collection(schema)
+    if coll is None or coll.nest_key is not None:
+        return
+    try:
+        coll.args_pk(args)
+    except RestLayerError:
+        raise
+    except Exception as exc:
+        raise ParamError(f"{coll!r}: args_key raised {type(exc).__name__}: {exc}") from exc
 
 
 def replace_collection(schema: object, new: Schema[object]) -> object:
