@@ -628,7 +628,7 @@ class RestEndpoint(Generic[T_co, Params, Args]):
     async def get_request_init(self, body: object) -> dict[str, object]:
         """The request options: request_init, the method, headers and the encoded body."""
         parts = self._parts
-        if parts.source is not self.request_init:
+        if not parts.describes(self.request_init):
             parts = self._parts = RequestParts(self.request_init)
         init, headers = parts.encode(self.method, body, self.name)
         result = self.get_headers(dict(headers))
