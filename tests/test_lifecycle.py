@@ -90,6 +90,22 @@ async def test_leaving_async_with_lets_another_controllers_request_finish(api: A
     other.close()
 
 
+async def test_leaving_async_with_lets_another_controllers_streamed_body_finish(api: Any) -> None:
+    """A `content="stream"` reply is under way until its body is read or closed: another controller
+    leaving `async with` then closes the shared client, not while that body is still arriving."""
+    drip = RestEndpoint(path="/_test/drip", url_prefix=api.url, content="stream")
+    other = Controller()
+    stream = await other.fetch(drip, {"chunks": 3, "ms": 10})
+    shared = get_client()
+    async with Controller():
+        pass
+    assert not shared.is_closed
+    body = b"".join([chunk async for chunk in stream])
+    assert body == b"   {}"
+    assert shared.is_closed and get_client() is not shared
+    other.close()
+
+
 def test_module_level_resource_works_across_several_asyncio_runs(api: Any) -> None:
     todos = resource(path="/todos/:id", schema=Todo, url_prefix=api.url)
 

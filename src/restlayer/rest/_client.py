@@ -221,6 +221,37 @@ async def release(client: httpx.AsyncClient) -> None:
         await client.aclose()
 
 
+class _HeldBody(httpx.AsyncByteStream):
+    """A streamed reply's body that keeps its request's hold on the shared client until it is closed."""
+
+    def __init__(self, body: httpx.AsyncByteStream, client: httpx.AsyncClient) -> None:
+        self._body = body
+        self._client: httpx.AsyncClient | None = client
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self._body:
+            yield chunk
+
+    async def aclose(self) -> None:
+        """Close the body, then release the hold once (the last request on a retired client closes it)."""
+        try:
+            await self._body.aclose()
+        finally:
+            client, self._client = self._client, None
+            if client is not None:
+                await release(client)
+
+
+def hold_until_closed(client: httpx.AsyncClient, response: httpx.Response) -> bool:
+    """Hand the request's hold on shared `client` to `response`, whose body is still to be read: `aclose()`
+    then waits for that body to be read or closed, rather than cutting it off. False: nothing to hand."""
+    body = response.stream
+    if response.is_closed or not isinstance(body, httpx.AsyncByteStream):
+        return False
+    response.stream = _HeldBody(body, client)
+    return True
+
+
 @asynccontextmanager
 async def client_session() -> AsyncIterator[httpx.AsyncClient]:
     """`async with client_session() as client:` closes the shared client on exit."""
