@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import re
 import secrets
@@ -88,6 +89,39 @@ async def test_leaving_async_with_lets_another_controllers_request_finish(api: A
     assert await fetching == {"gate": name, "arrival": 1}
     assert shared.is_closed and get_client() is not shared
     other.close()
+
+
+async def test_leaving_async_with_lets_another_controllers_streamed_body_finish(api: Any) -> None:
+    """A `content="stream"` reply is under way until its body is read or closed: another controller
+    leaving `async with` then closes the shared client, not while that body is still arriving."""
+    drip = RestEndpoint(path="/_test/drip", url_prefix=api.url, content="stream")
+    other = Controller()
+    stream = await other.fetch(drip, {"chunks": 3, "ms": 10})
+    shared = get_client()
+    async with Controller():
+        pass
+    assert not shared.is_closed
+    body = b"".join([chunk async for chunk in stream])
+    assert body == b"   {}"
+    assert shared.is_closed and get_client() is not shared
+    other.close()
+
+
+async def test_a_streamed_body_dropped_unread_still_lets_the_shared_client_close(api: Any) -> None:
+    """A `content="stream"` body dropped without being read or closed does not keep a retired client open."""
+    drip = RestEndpoint(path="/_test/drip", url_prefix=api.url, content="stream")
+    stream = await drip({"chunks": 1, "ms": 10})
+    shared = get_client()
+    async with Controller():
+        pass
+    assert not shared.is_closed
+    del stream
+    gc.collect()
+    for _ in range(100):  # the close runs in a task of this loop
+        if shared.is_closed:
+            break
+        await asyncio.sleep(0)
+    assert shared.is_closed
 
 
 def test_module_level_resource_works_across_several_asyncio_runs(api: Any) -> None:

@@ -236,3 +236,17 @@ def test_a_controller_used_again_in_a_new_event_loop_sweeps_in_that_loop(res: An
     asyncio.run(second())
     assert ctrl.get_state()["endpoints"] == {}
     ctrl.close()
+
+
+async def test_a_policy_serves_one_controller(res: Any, clock: Clock) -> None:
+    """A GCPolicy given to a second Controller is refused: it swept the second one's store only (with both
+    controllers' counts), so the first one's released, expired data was never removed."""
+    policy = GCPolicy(interval_ms=10**9)
+    first = Controller(clock=clock, gc_policy=policy)
+    with pytest.raises(ParamError, match="GCPolicy already serves another Controller"):
+        Controller(clock=clock, gc_policy=policy)
+    await first.fetch(res.Todo.get, id=1)
+    first.watch(res.Todo.get, id=1, callback=lambda d: None)()
+    clock.advance(10**9)
+    assert policy.sweep() == 2 and first.get_state()["endpoints"] == {}
+    first.close()

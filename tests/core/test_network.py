@@ -253,3 +253,16 @@ def test_a_request_left_pending_in_a_closed_event_loop_is_never_joined(api: Any)
     todo, pending = asyncio.run(again())
     assert present(todo).title == "delectus aut autem" and pending == ()
     ctrl.close()  # nothing left to cancel in a closed loop: no RuntimeError
+
+
+async def test_a_network_manager_serves_one_controller(res: Any, api: Any) -> None:
+    """A NetworkManager given to a second Controller is refused: that controller's fetches would join the
+    first one's requests, whose replies are stored in the first controller only (the second got nothing)."""
+    manager = NetworkManager()
+    first = Controller(managers=[manager])
+    with pytest.raises(ParamError, match="NetworkManager already serves another Controller"):
+        Controller(managers=[manager])
+    assert (await first.fetch(res.Todo.get, id=1)).id == 1
+    first.close()
+    with pytest.raises(ParamError, match="NetworkManager already serves another Controller"):
+        Controller(managers=[manager])  # closed, it cancelled its flights for good

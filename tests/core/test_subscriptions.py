@@ -8,7 +8,7 @@ import pytest
 
 from restlayer.core import Controller, SubscriptionManager
 from restlayer.core.subscriptions import Poll
-from restlayer.errors import ClosedError, RestLayerError
+from restlayer.errors import ClosedError, ParamError, RestLayerError
 from restlayer.rest import RestEndpoint
 from tests.core._models import Clock, Recorder, polled, stored
 
@@ -106,3 +106,12 @@ def test_polling_left_on_goes_on_when_the_controller_is_used_in_a_new_event_loop
     asyncio.run(first())
     asyncio.run(second())
     assert key not in subscriptions(rctrl).polls
+
+
+def test_a_subscription_manager_serves_one_controller() -> None:
+    """A SubscriptionManager given to a second Controller is refused: it polls for one controller's store."""
+    manager = SubscriptionManager()
+    first = Controller(managers=[manager])
+    with pytest.raises(ParamError, match="SubscriptionManager already serves another Controller"):
+        Controller(managers=[manager])
+    first.close()

@@ -422,6 +422,25 @@ async def test_process_gets_call_arguments(api: LocalServer) -> None:
     assert await ep(id=4) == (4, ({"id": 4},))
 
 
+async def test_request_init_changed_in_place_is_what_the_next_request_sends(api: LocalServer) -> None:
+    """A token swapped inside `request_init` (or an option set on it) goes out with the next request,
+    never the value the first request was built with."""
+    init: dict[str, Any] = {"headers": {"Authorization": "Bearer A"}}
+    ep = RestEndpoint(path="/_test/echo", url_prefix=api.url, request_init=init)
+    await Controller().fetch(ep)
+    assert last(api).headers["authorization"] == "Bearer A"
+    init["headers"]["Authorization"] = "Bearer B"
+    await Controller().fetch(ep)
+    assert last(api).headers["authorization"] == "Bearer B"
+    init["headers"] = [("Authorization", "Bearer C")]
+    await ep()
+    assert last(api).headers["authorization"] == "Bearer C"
+    init["headers"][0] = ("Authorization", "Bearer D")
+    init["params"] = {"tenant": "t2"}
+    await ep()
+    assert (last(api).headers["authorization"], last(api).query) == ("Bearer D", "tenant=t2")
+
+
 # -- responses and errors --------------------------------------------------------------
 
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from restlayer._time import length_ms
 from restlayer.core import _actions as act
+from restlayer.core.manager import check_unattached
 from restlayer.errors import ParamError
 
 if TYPE_CHECKING:
@@ -59,7 +60,8 @@ class GCPolicy:
         self._stopped = False  # its controller closed: counting goes on (reads still work), sweeping does not
 
     def init(self, controller: Controller) -> None:
-        """Attach to the controller whose store this policy sweeps."""
+        """Attach to the controller whose store this policy sweeps (one controller only)."""
+        check_unattached(self, self._controller, controller)
         self._controller = controller
 
     @property

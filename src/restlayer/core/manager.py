@@ -20,6 +20,8 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from restlayer.errors import ParamError
+
 if TYPE_CHECKING:
     from restlayer.core._actions import Action
     from restlayer.core.controller import Controller
@@ -40,6 +42,19 @@ class Manager:
 
     def cleanup(self) -> None:
         """Release timers and tasks (the controller is closing)."""
+
+
+def check_unattached(owner: object, serving: Controller | None, controller: Controller) -> None:
+    """`ParamError` when `owner` (a manager or a GC policy) already serves another controller than `controller`.
+
+    Its bookkeeping belongs to one store: shared, a second controller's fetches would join the
+    first one's requests (whose replies only the first stores), or one store be swept by the
+    references of both while the other is never swept. Refused even once that one is closed,
+    as closing ended the manager's work for good.
+    """
+    if serving is not None and serving is not controller:
+        name = type(owner).__name__
+        raise ParamError(f"{name} already serves another Controller: give each Controller its own {name}")
 
 
 def build_chain(controller: Controller, managers: Sequence[Manager], commit: Next) -> Next:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from restlayer.core import _actions as act
 from restlayer.core.endpoint import keys_pages_as_one
-from restlayer.core.manager import Manager, Next
+from restlayer.core.manager import Manager, Next, check_unattached
 from restlayer.errors import ClosedError, ParamError, ResetError, RestLayerError
 
 if TYPE_CHECKING:
@@ -114,7 +114,8 @@ class NetworkManager(Manager):
         self._controller: Controller | None = None
 
     def init(self, controller: Controller) -> None:
-        """Remember the controller, to roll back optimistic updates when it closes."""
+        """Remember the controller, to roll back optimistic updates when it closes (one controller only)."""
+        check_unattached(self, self._controller, controller)
         self._controller = controller
 
     def in_flight(self, key: str) -> bool:

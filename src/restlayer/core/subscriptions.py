@@ -11,7 +11,7 @@ import asyncio
 from typing import TYPE_CHECKING, cast
 
 from restlayer.core import _actions as act
-from restlayer.core.manager import Manager, Next
+from restlayer.core.manager import Manager, Next, check_unattached
 
 if TYPE_CHECKING:
     from restlayer.core.controller import Controller
@@ -81,7 +81,8 @@ class SubscriptionManager(Manager):
         self._controller: Controller | None = None
 
     def init(self, controller: Controller) -> None:
-        """Remember the controller whose clock and fetches polling uses."""
+        """Remember the controller whose clock and fetches polling uses (one controller only)."""
+        check_unattached(self, self._controller, controller)
         self._controller = controller
 
     def middleware(self, controller: Controller, action: act.Action, next: Next) -> None:

@@ -138,6 +138,38 @@ def header_pairs(given: Iterable[object], what: str) -> Iterable[tuple[object, o
         yield item[0], item[1]
 
 
+def _taken(request_init: Mapping[str, object] | None) -> tuple[tuple[object, object], ...]:
+    """What `RequestParts` takes from `request_init`: each option's value (compared by identity), and the
+    headers' items (by value: a headers dict or list changed in place is still the same object)."""
+    if not request_init:
+        return ()
+    return tuple((key, _header_items(value) if key == "headers" else value) for key, value in request_init.items())
+
+
+def _header_items(given: object) -> object:
+    """The items of request_init's headers as they are now (a mapping's, or a list's pairs copied)."""
+    if isinstance(given, Mapping):
+        return tuple(given.items())
+    if isinstance(given, (list, tuple)):
+        return tuple(tuple(item) if isinstance(item, list) else item for item in given)
+    return given
+
+
+def _same_taken(now: tuple[tuple[object, object], ...], then: tuple[tuple[object, object], ...]) -> bool:
+    """Whether `_taken` found the same options: equal names and headers, the very same other values."""
+    if len(now) != len(then):
+        return False
+    for (key, value), (was_key, was) in zip(now, then, strict=True):
+        if key != was_key:
+            return False
+        if key == "headers" and isinstance(value, tuple) and isinstance(was, tuple):
+            if value != was:
+                return False
+        elif value is not was:
+            return False
+    return True
+
+
 def _header_dict(given: object) -> dict[str, str]:
     """`request_init`'s headers (a mapping or (name, value) pairs) as a new dict."""
     if not given:
@@ -163,10 +195,11 @@ class RequestParts:
     init sets one or sends a form; `plain_headers`: the headers of other bodies.
     """
 
-    __slots__ = ("extra", "json_headers", "own_body", "plain_headers", "source")
+    __slots__ = ("extra", "json_headers", "own_body", "plain_headers", "source", "taken")
 
     def __init__(self, request_init: Mapping[str, object] | None) -> None:
         self.source = request_init
+        self.taken = _taken(request_init)
         init = dict(request_init or {})
         given = init.pop("headers", None)
         init.pop("method", None)
@@ -179,6 +212,15 @@ class RequestParts:
         #: replace in httpx, or overwrite when request_init's own body is `content`
         self.own_body = next((n for n in ("content", "files", "data", "json") if init.get(n) is not None), None)
         self.json_headers = headers if sets_type or is_form else {**_JSON_CONTENT_TYPE, **headers}
+
+    def describes(self, request_init: Mapping[str, object] | None) -> bool:
+        """Whether these parts are still those of `request_init`: the same dict, unchanged since.
+
+        An endpoint's `request_init` is the app's own dict, which it may change in place
+        (a token swapped in its headers, an option set): the next request must send that,
+        not what the first one was built from.
+        """
+        return request_init is self.source and _same_taken(_taken(request_init), self.taken)
 
     def encode(self, method: str, body: object, endpoint: str = "request") -> tuple[dict[str, object], dict[str, str]]:
         """The request options for `body` (method and encoded `content` set) and the headers it needs;

@@ -19,7 +19,7 @@ import inspect
 import urllib.request
 import weakref
 from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from http.cookiejar import Cookie, CookieJar, DefaultCookiePolicy
 
 import httpx
@@ -219,6 +219,67 @@ async def release(client: httpx.AsyncClient) -> None:
     if client in _retired:
         _retired.discard(client)
         await client.aclose()
+
+
+class _HeldBody(httpx.AsyncByteStream):
+    """A streamed reply's body that keeps its request's hold on the shared client until it is closed.
+
+    A body dropped unclosed lets go of the hold when it is collected, so a client `aclose()`
+    retired is still closed rather than kept open for good.
+    """
+
+    def __init__(self, body: httpx.AsyncByteStream, client: httpx.AsyncClient) -> None:
+        self._body = body
+        self._client = client
+        self._dropped = weakref.finalize(self, _drop_hold, client, asyncio.get_running_loop())
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self._body:
+            yield chunk
+
+    async def aclose(self) -> None:
+        """Close the body, then release the hold once (the last request on a retired client closes it)."""
+        try:
+            await self._body.aclose()
+        finally:
+            if self._dropped.detach() is not None:
+                await release(self._client)
+
+
+_closing: set[asyncio.Task[None]] = set()
+
+
+def _drop_hold(client: httpx.AsyncClient, loop: asyncio.AbstractEventLoop) -> None:
+    """`release(client)` for a body collected unclosed (no await there): a retired client's close is
+    scheduled on its loop, unless that loop is closed (its connections went with it)."""
+    left = _in_use.get(client, 0) - 1
+    if left > 0:
+        _in_use[client] = left
+        return
+    _in_use.pop(client, None)
+    if client not in _retired:
+        return
+    _retired.discard(client)
+    with suppress(RuntimeError):  # the loop closed meanwhile
+        if not loop.is_closed():
+            loop.call_soon_threadsafe(_close_soon, client)
+
+
+def _close_soon(client: httpx.AsyncClient) -> None:
+    """Close `client` in a task of the running loop, kept until done (a loop holds its tasks weakly)."""
+    task = asyncio.ensure_future(client.aclose())
+    _closing.add(task)
+    task.add_done_callback(_closing.discard)
+
+
+def hold_until_closed(client: httpx.AsyncClient, response: httpx.Response) -> bool:
+    """Hand the request's hold on shared `client` to `response`, whose body is still to be read: `aclose()`
+    then waits for that body to be read or closed, rather than cutting it off. False: nothing to hand."""
+    body = response.stream
+    if response.is_closed or not isinstance(body, httpx.AsyncByteStream):
+        return False
+    response.stream = _HeldBody(body, client)
+    return True
 
 
 @asynccontextmanager

@@ -32,7 +32,7 @@ from restlayer.errors import (
     StatusError,
 )
 from restlayer.rest._body import RequestParts
-from restlayer.rest._client import get_client, hold, release
+from restlayer.rest._client import get_client, hold, hold_until_closed, release
 from restlayer.rest._headers import TOKEN, check_headers, header_items, own_headers
 from restlayer.rest._parse import (
     ByteStream,
@@ -628,7 +628,7 @@ class RestEndpoint(Generic[T_co, Params, Args]):
     async def get_request_init(self, body: object) -> dict[str, object]:
         """The request options: request_init, the method, headers and the encoded body."""
         parts = self._parts
-        if parts.source is not self.request_init:
+        if not parts.describes(self.request_init):
             parts = self._parts = RequestParts(self.request_init)
         init, headers = parts.encode(self.method, body, self.name)
         result = self.get_headers(dict(headers))
@@ -678,16 +678,17 @@ class RestEndpoint(Generic[T_co, Params, Args]):
         shared = self.client is None
         if shared:  # leaving another controller's `async with` closes the shared client after this request
             hold(client)
+        kept = False  # a streamed body, still to be read, keeps the hold until it is closed
         try:
-            if deadline is None:
-                return await sending
-            return await asyncio.wait_for(sending, deadline)
+            response = await (sending if deadline is None else asyncio.wait_for(sending, deadline))
+            kept = shared and self._stream and hold_until_closed(client, response)
+            return response
         except asyncio.TimeoutError as exc:
             raise DeadlineExceededError(
                 f"{url}: no complete reply within total_timeout={deadline}s", status=500
             ) from exc
         finally:
-            if shared:
+            if shared and not kept:
                 await release(client)
 
     async def _send(
