@@ -18,6 +18,7 @@ from examples.redis_server import RedisServer
 from restlayer.rest import RestEndpoint
 from restlayer.stores import RedisStore
 from tests.core._models import gets
+from tests.shared._keys import endpoint_store_key
 
 
 @pytest.fixture
@@ -93,7 +94,7 @@ def test_a_killed_lock_holder_releases_the_key_when_its_lock_expires(
     """A worker SIGKILLed while it holds a key's fleet lock (its request held open by the API) blocks the
     key only until the lock's limit: then a waiting worker takes the lock itself and fetches once."""
     gate = "/_test/gate/" + secrets.token_hex(6)
-    key = RestEndpoint(path=gate, url_prefix=api.url).key()
+    key = endpoint_store_key(RestEndpoint(path=gate, url_prefix=api.url))
     lock_key = RedisStore(redis_server.url, namespace=namespace).lock_key(key)
     holder, waiter = start_workers(
         2, api.url, "--redis", redis_server.url, "--namespace", namespace, "--lock-ms", "1500"

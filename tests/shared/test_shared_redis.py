@@ -23,8 +23,10 @@ from examples.redis_server import RedisServer, free_port
 from restlayer.core import Controller, SharedManager
 from restlayer.errors import ClosedError, ParamError, ResetError, SharedStoreError, StatusError
 from restlayer.rest import RestEndpoint, resource
+from restlayer.schema import Entity
 from restlayer.stores import RedisStore
 from tests.core._models import Clock, Todo, gets
+from tests.shared._keys import endpoint_store_key, row_store_key
 
 Make = Callable[..., Controller]
 
@@ -213,7 +215,7 @@ async def test_a_dead_lock_holder_expires_and_the_waiter_fetches(
     await started(ctrl)
     store = shared(ctrl).store
     assert isinstance(store, RedisStore)
-    await raw.set(store.lock_key(res.Todo.get.key({"id": 2})), "a-dead-process", px=300)
+    await raw.set(store.lock_key(endpoint_store_key(res.Todo.get, {"id": 2})), "a-dead-process", px=300)
     todo = await asyncio.wait_for(ctrl.suspense(res.Todo.get, id=2), 10)
     assert todo.id == 2 and len(gets(api, "/todos/2")) == 1
 
@@ -228,7 +230,7 @@ async def test_another_programs_value_on_a_lock_key_does_not_hold_the_key(
     await started(ctrl)
     store = shared(ctrl).store
     assert isinstance(store, RedisStore)
-    lock = store.lock_key(res.Todo.get.key({"id": 2}))
+    lock = store.lock_key(endpoint_store_key(res.Todo.get, {"id": 2}))
     if foreign == "a hash":
         await raw.hset(lock, mapping={"owner": "another program"})
     else:
@@ -256,8 +258,10 @@ async def test_malformed_value_in_redis_is_ignored_and_logged(
     await started(ctrl)
     store = shared(ctrl).store
     assert isinstance(store, RedisStore)
-    await raw.hset(store.endpoint_key(res.Todo.get.key({"id": 1})), mapping={"f": "1", "d": "{not json"})
-    await raw.publish(store.channel, json.dumps({"e": [["Todo", "1", "not a dict", {}]]}))
+    await raw.hset(
+        store.endpoint_key(endpoint_store_key(res.Todo.get, {"id": 1})), mapping={"f": "1", "d": "{not json"}
+    )
+    await raw.publish(store.channel, json.dumps({"e": [[row_store_key(Todo), "1", "not a dict", {}]]}))
     with caplog.at_level(logging.WARNING, logger="restlayer.shared"):
         todo = await ctrl.suspense(res.Todo.get, id=1)
     assert todo.title == "delectus aut autem" and len(gets(api, "/todos/1")) == 1
@@ -425,12 +429,14 @@ async def test_a_reset_releases_the_fleet_lock_of_the_request_it_drops(make: Mak
     async with httpx.AsyncClient() as client:
         arrived = await client.get(f"{api.url}/_test/gate/{name}/arrivals", params={"count": 1}, timeout=20)
         assert arrived.status_code == 200
-        assert await raw.exists(store.lock_key(gate.key({"name": name})))  # taken before the request went out
+        assert await raw.exists(
+            store.lock_key(endpoint_store_key(gate, {"name": name}))
+        )  # taken before the request went out
         ctrl.reset_entire_store()
         with pytest.raises(ResetError):
             await fetching
         await shared(ctrl).flush()
-        assert not await raw.exists(store.lock_key(gate.key({"name": name})))
+        assert not await raw.exists(store.lock_key(endpoint_store_key(gate, {"name": name})))
         (await client.post(f"{api.url}/_test/gate/{name}/open", timeout=10)).raise_for_status()
 
 
@@ -625,7 +631,7 @@ async def test_a_locked_fetch_that_joins_a_request_already_in_flight_releases_th
     gate = RestEndpoint(path="/_test/gate/:name", url_prefix=api.url)
     store = shared(ctrl).store
     assert isinstance(store, RedisStore)
-    lock = store.lock_key(gate.key({"name": name}))
+    lock = store.lock_key(endpoint_store_key(gate, {"name": name}))
     ctrl.set_response(gate, {"name": name}, {"gate": name})  # fresh locally: an explicit fetch skips the lock
     direct = asyncio.ensure_future(ctrl.fetch(gate, name=name))
     async with httpx.AsyncClient() as client:
@@ -659,7 +665,9 @@ async def test_a_shared_copy_that_does_not_fit_the_schema_is_ignored_and_the_dat
     now = ctrl.now()
     meta = {"fetched_at": now, "date": now, "expires_at": now + 60_000}
     record = {"response": response, "result": None, "meta": meta, "deps": []}
-    await raw.hset(store.endpoint_key(res.Todo.get.key({"id": 1})), mapping={"f": now, "d": json.dumps(record)})
+    await raw.hset(
+        store.endpoint_key(endpoint_store_key(res.Todo.get, {"id": 1})), mapping={"f": now, "d": json.dumps(record)}
+    )
     with caplog.at_level(logging.WARNING, logger="restlayer.shared"):
         todo = await ctrl.suspense(res.Todo.get, id=1)
     assert todo.title == "delectus aut autem" and len(gets(api, "/todos/1")) == 1
@@ -776,9 +784,11 @@ async def test_foreign_values_in_the_namespace_neither_take_the_store_offline_no
     manager = shared(ctrl)
     store = manager.store
     assert isinstance(store, RedisStore)
-    await raw.set(store.endpoint_key(res.Todo.get.key({"id": 1})), "another program's value")
-    await raw.set(store.entity_key("Todo", "2"), "another program's value")
-    await raw.hset(store.endpoint_key(res.Todo.get.key({"id": 3})), mapping={"f": "yesterday", "d": "{}"})
+    await raw.set(store.endpoint_key(endpoint_store_key(res.Todo.get, {"id": 1})), "another program's value")
+    await raw.set(store.entity_key(row_store_key(Todo), "2"), "another program's value")
+    await raw.hset(
+        store.endpoint_key(endpoint_store_key(res.Todo.get, {"id": 3})), mapping={"f": "yesterday", "d": "{}"}
+    )
     await raw.set(store.prefix.encode() + b"r:\xff\xfe", "not UTF-8")
     with caplog.at_level(logging.WARNING, logger="restlayer.shared"):
         for pk in (1, 2, 3):
@@ -790,8 +800,8 @@ async def test_foreign_values_in_the_namespace_neither_take_the_store_offline_no
     assert manager.online and "unreachable" not in caplog.text and "skipped" not in caplog.text
     assert len(gets(api, "/todos/1")) == 1
     for pk in (1, 2, 3):  # written over the foreign values, then invalidated for the whole fleet
-        assert not await raw.exists(store.endpoint_key(res.Todo.get.key({"id": pk})))
-    assert json.loads(await raw.hget(store.entity_key("Todo", "2"), "d"))[2]["id"] == 2
+        assert not await raw.exists(store.endpoint_key(endpoint_store_key(res.Todo.get, {"id": pk})))
+    assert json.loads(await raw.hget(store.entity_key(row_store_key(Todo), "2"), "d"))[2]["id"] == 2
 
 
 def test_store_options_of_the_wrong_kind_are_refused_when_the_store_is_made() -> None:
@@ -837,7 +847,8 @@ async def test_an_announced_row_of_the_wrong_kind_is_ignored_and_reads_keep_thei
     list_key = next(key for key in reader.get_state()["entities"] if key.startswith("["))
     (list_pk,) = reader.get_state()["entities"][list_key]
     with caplog.at_level(logging.WARNING, logger="restlayer.shared"):
-        rows = [["Todo", "1", ["1", "2"], meta], [list_key, list_pk, {"not": "a list"}, meta]]
+        stored_list = row_store_key(res.Todo.get_list.schema, list_key)
+        rows = [[row_store_key(Todo), "1", ["1", "2"], meta], [stored_list, list_pk, {"not": "a list"}, meta]]
         await raw.publish(store.channel, json.dumps({"e": rows}))
         writer.set(Todo, {"id": 5}, {"id": 5, "title": "after the foreign rows"})
         await until(reader, lambda: title(reader.get(Todo, {"id": 5})) == "after the foreign rows")
@@ -860,7 +871,9 @@ async def test_an_announced_row_started_at_an_infinite_time_is_ignored(
     await reader.fetch(res.Todo.get, id=1)
     forever = {"fetched_at": math.inf, "date": math.inf, "expires_at": math.inf}
     with caplog.at_level(logging.WARNING, logger="restlayer.shared"):
-        await raw.publish(store.channel, json.dumps({"e": [["Todo", "1", {"id": 1, "title": "pinned"}, forever]]}))
+        await raw.publish(
+            store.channel, json.dumps({"e": [[row_store_key(Todo), "1", {"id": 1, "title": "pinned"}, forever]]})
+        )
         writer.set(Todo, {"id": 5}, {"id": 5, "title": "after the foreign row"})
         await until(reader, lambda: title(reader.get(Todo, {"id": 5})) == "after the foreign row")
     assert title(reader.cache(res.Todo.get, id=1)) == "delectus aut autem"
@@ -1168,3 +1181,45 @@ async def test_a_subscription_that_dies_silently_is_noticed_and_rejoined(
         reader.close()
         await shared(reader).wait_closed()
         await proxy.close()
+
+
+class Todo2(Entity):
+    """The next version of the example API's Todo: `title` is read as `headline`."""
+
+    key = "Todo"
+    id: int | None = None
+    userId: int = 1
+    headline: str = ""
+    completed: bool = False
+
+    @classmethod
+    def process(cls, value: Any, parent: Any, key: Any, args: Any) -> Any:
+        value = dict(value)
+        if "title" in value:
+            value["headline"] = value.pop("title")
+        return value
+
+
+async def test_an_edit_by_another_version_of_an_entity_is_not_merged_into_this_versions_rows(
+    make: Make, res: Any, api: Any
+) -> None:
+    """Two versions of a program in one fleet (a rolling deploy): `Todo` and `Todo2` share the key "Todo".
+    The old version's edit was announced and merged into the new version's row, which then held both the
+    old `title` (edited) and a stale `headline`, served as fresh. Each version now takes its own rows only."""
+    old, new = make(), make()
+    await started(old, new)
+    todos2 = resource(path="/todos/:id", schema=Todo2, url_prefix=api.url)
+    await new.fetch(todos2.get, id=1)
+    await old.fetch(res.Todo.get, id=1)
+    await old.fetch(res.Todo.partial_update, {"id": 1}, {"title": "edited by the old version"})
+    old.set(res.User.get.schema, {"id": 9}, {"id": 9, "username": "marker"})  # announced after the edit
+    await shared(old).flush()
+    await until(new, lambda: new.get(res.User.get.schema, {"id": 9}) is not None)
+    todo = new.cache(todos2.get, id=1)
+    assert todo is not None
+    assert todo.to_dict() == {"id": 1, "userId": 1, "headline": "delectus aut autem", "completed": False}
+    assert len(gets(api, "/todos/1")) == 2  # each version fetched its own
+    later = make()  # another process of the new version reads the new version's copy through Redis
+    await started(later)
+    assert (await later.suspense(todos2.get, id=1)).to_dict() == todo.to_dict()
+    assert len(gets(api, "/todos/1")) == 2

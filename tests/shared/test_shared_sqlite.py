@@ -9,6 +9,7 @@ import math
 import os
 import sqlite3
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from datetime import timedelta
@@ -19,9 +20,11 @@ import pytest
 
 from restlayer.core import Controller, SharedManager, Write
 from restlayer.errors import ParamError
-from restlayer.rest import RestEndpoint
+from restlayer.rest import RestEndpoint, resource
+from restlayer.schema import Entity
 from restlayer.stores import SQLiteStore
 from tests.core._models import Clock, Todo, gets
+from tests.shared._keys import endpoint_store_key, row_store_key
 
 
 async def run(path: Path, work: Any) -> Any:
@@ -122,15 +125,16 @@ async def test_malformed_index_rows_of_a_foreign_file_are_ignored_and_logged(
     tmp_path: Path, res: Any, api: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     path = tmp_path / "cache.sqlite3"
+    user = row_store_key(res.User.get.schema)
     with sqlite3.connect(path) as db:  # a file written by something else: no NOT NULL, a blob, a number
         db.execute("CREATE TABLE indexes (key, field, value, pk, PRIMARY KEY (key, field, value))")
         db.executemany(
             "INSERT INTO indexes VALUES (?, ?, ?, ?)",
             [
-                ("User", "username", "bret", "1"),
-                ("User", None, "x", "2"),
-                ("User", "email", b"\x00", "3"),
-                ("User", "username", "sam", 7),
+                (user, "username", "bret", "1"),
+                (user, None, "x", "2"),
+                (user, "email", b"\x00", "3"),
+                (user, "username", "sam", 7),
             ],
         )
     with caplog.at_level(logging.WARNING, logger="restlayer.shared"):
@@ -403,7 +407,9 @@ async def test_keep_ms_takes_a_timedelta_and_refuses_what_is_no_length_of_time(t
         assert await asyncio.wait_for(manager.wait_started(), 10)
         await ctrl.fetch(res.Todo.get, id=2)
         await manager.flush()
-        assert sorted(await store.keys()) == sorted([res.Todo.get.key({"id": 1}), res.Todo.get.key({"id": 2})])
+        assert sorted(await store.keys()) == sorted(
+            [endpoint_store_key(res.Todo.get, {"id": 1}), endpoint_store_key(res.Todo.get, {"id": 2})]
+        )
 
 
 def test_a_file_locked_by_a_writer_is_not_taken_for_another_programs(tmp_path: Path) -> None:
@@ -597,3 +603,70 @@ async def test_a_read_only_file_without_restlayers_tables_reads_as_empty(
         todos = await run(path, fetch)
     assert [todo.id for todo in todos] == [1, 2]
     assert "refused a write" in caplog.text and "unreachable" not in caplog.text
+
+
+class Todo2(Entity):
+    """The next version of the example API's Todo: `title` is read as `headline`."""
+
+    key = "Todo"
+    id: int | None = None
+    userId: int = 1
+    headline: str = ""
+    completed: bool = False
+
+    @classmethod
+    def process(cls, value: Any, parent: Any, key: Any, args: Any) -> Any:
+        value = dict(value)
+        if "title" in value:
+            value["headline"] = value.pop("title")
+        return value
+
+
+#: A run of the previous version of the program: a Todo with an `owner` field (no class here has that shape).
+_PREVIOUS_VERSION = """
+import asyncio, sys
+from restlayer import Controller
+from restlayer.rest import resource
+from restlayer.schema import Entity
+from restlayer.stores import SQLiteStore
+
+class Todo(Entity):
+    id: int | None = None
+    owner: str = ""
+    title: str = ""
+    completed: bool = False
+
+async def main() -> None:
+    todos = resource(path="/todos/:id", schema=Todo, url_prefix=sys.argv[2])
+    async with Controller(shared=SQLiteStore(sys.argv[1])) as ctrl:
+        await ctrl.suspense(todos.get, id=1)
+        await ctrl.suspense(todos.get_list)
+
+asyncio.run(main())
+"""
+
+
+async def test_rows_another_version_of_an_entity_wrote_are_not_loaded_as_this_versions(
+    tmp_path: Path, api: Any
+) -> None:
+    """A file written by the previous version of the program (another field set under the same key "Todo")
+    was loaded into the next version's store: its row served as fresh, with the old `title` beside an empty
+    `headline`. Now each version keeps its own rows: the next one fetches its own."""
+    path = tmp_path / "cache.sqlite3"
+    child = subprocess.run(
+        [sys.executable, "-c", _PREVIOUS_VERSION, str(path), api.url], capture_output=True, text=True, timeout=120
+    )
+    assert child.returncode == 0, child.stderr
+    assert len(gets(api, "/todos/1")) == 1
+    todos = resource(path="/todos/:id", schema=Todo2, url_prefix=api.url)
+
+    async def read(ctrl: Controller) -> Any:
+        assert ctrl.cache(todos.get, id=1) is None and ctrl.cache(todos.get_list) is None
+        assert "Todo" not in ctrl.get_state()["entities"]
+        return await ctrl.suspense(todos.get, id=1)
+
+    todo = await run(path, read)
+    assert todo.to_dict() == {"id": 1, "userId": 1, "headline": "delectus aut autem", "completed": False}
+    assert len(gets(api, "/todos/1")) == 2
+    again = await run(path, lambda ctrl: asyncio.sleep(0, ctrl.cache(todos.get, id=1)))  # its own rows: shared
+    assert again == todo and len(gets(api, "/todos/1")) == 2

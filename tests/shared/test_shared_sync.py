@@ -14,6 +14,7 @@ from examples.redis_server import RedisServer
 from restlayer import sync
 from restlayer.stores import RedisStore, SQLiteStore
 from tests.core._models import Todo, gets
+from tests.shared._keys import endpoint_store_key
 
 
 @pytest.fixture
@@ -68,7 +69,7 @@ def test_closing_a_sync_controller_writes_everything_through_first(
 
     ctrl.call(set_all)
     ctrl.close()
-    stored = [raw.exists(store.endpoint_key(res.Todo.get.key({"id": i}))) for i in ids]
+    stored = [raw.exists(store.endpoint_key(endpoint_store_key(res.Todo.get, {"id": i}))) for i in ids]
     assert stored == [1] * len(ids)
 
 

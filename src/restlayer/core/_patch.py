@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from restlayer._pmap import EMPTY, PMap, merge_tables
 from restlayer.core._state import IndexTable, MetaTable, State, Table
+from restlayer.core._versions import unversioned
 from restlayer.schema import INVALID
 
 if TYPE_CHECKING:
@@ -125,6 +126,8 @@ def _holds_lists(key: str) -> bool:
     Read with the wrong kind, a row from another program or version would break every read
     of it, so such a row is refused where it enters (an announcement, a backend's stored row).
     """
+    parsed = unversioned(key)  # a store key names the schema's version after the entity key
+    key = key if parsed is None else parsed[0]
     return key.startswith("[") and key.endswith("]")
 
 

@@ -35,6 +35,7 @@ from restlayer._time import length_ms
 from restlayer.core import _actions as act
 from restlayer.core._patch import EntityRow, IndexRow, Meta, Patch, merge_patch
 from restlayer.core._read import read_response
+from restlayer.core._versions import KNOWN, row_keys, schema_fingerprint, unversioned, versioned
 from restlayer.core.endpoint import keys_pages_as_one
 from restlayer.core.expiry import ExpiryStatus
 from restlayer.core.manager import Manager, Next
@@ -158,8 +159,12 @@ class SharedManager(Manager):
         self._waiters: dict[str, list[asyncio.Future[str]]] = {}
         # endpoint key -> the token of its fleet lock, held by whichever request of the key replies next (the
         # locked fetch may have joined a request already in flight, whose reply is then the one committed)
-        self._tokens: dict[str, str] = {}
-        self._held: set[tuple[str, str]] = set()  # locks this process holds until their write is done
+        self._tokens: dict[str, tuple[str, str]] = {}  # endpoint key -> (its store key, the lock's token)
+        self._held: set[tuple[str, str]] = set()  # locks (store key, token) this process holds until written
+        # endpoint key -> the fingerprint of the schema this controller stored it with (what an invalidation names)
+        self._endpoint_fps: dict[str, str] = {}
+        # entity key -> the fingerprints of the schemas this controller stored its rows with
+        self._row_fps: dict[str, set[str]] = {}
         self._tasks: set[asyncio.Future[None]] = set()
         self._closing: asyncio.Task[None] | None = None
         self.received = 0
@@ -372,8 +377,9 @@ class SharedManager(Manager):
             self._enqueue(asyncio.get_running_loop().create_future())
 
     # ----- announcements ----------------------------------------------------------------------
-    def _on_patch(self, patch: Patch) -> None:
-        """Merge an announced patch locally, then wake whoever waits for its keys."""
+    def _on_patch(self, stored: Patch) -> None:
+        """Merge an announced patch locally (this version's rows only), then wake whoever waits for its keys."""
+        patch = self._from_store(stored)
         if patch.entities or patch.endpoints or patch.indexes or patch.invalidated or patch.expired:
             self._replay(act.Merge(patch))
         for key, _, _ in patch.endpoints:
@@ -405,6 +411,7 @@ class SharedManager(Manager):
         if self._replaying or not self._started:
             next(action)
             return
+        self._remember(action)
         if isinstance(action, act.Fetch):
             connecting = not self._first.is_set()
             if (self.online or connecting) and _shareable(action) and not _fresh(controller, action.key):
@@ -419,6 +426,74 @@ class SharedManager(Manager):
         next(action)
         self._write_through(controller, action, before)
 
+    def _remember(self, action: act.Action) -> None:
+        """Keep the schema fingerprint of each endpoint key this controller stores (dropped with the key)."""
+        if isinstance(action, (act.Fetch, act.SetResponse)):
+            self._endpoint_fps[action.key] = _endpoint_fp(action.endpoint)
+            self._learn(action.endpoint.schema)
+        elif isinstance(action, act.Set):
+            self._learn(action.schema)
+        elif isinstance(action, act.GC):
+            for key in action.endpoint_keys:
+                self._endpoint_fps.pop(key, None)
+        elif isinstance(action, act.Reset):
+            self._endpoint_fps.clear()
+
+    def _learn(self, schema: object) -> None:
+        """Remember which version of each entity key `schema` stores (only those are taken from the store)."""
+        for key, fp in row_keys(schema).items():
+            self._row_fps.setdefault(key, set()).add(fp)
+
+    def _row_key(self, store_key: str) -> str | None:
+        """The local entity key of a stored row's key, or None when another version wrote it.
+
+        Once this controller stored rows of a key, only its own versions of it; before, any
+        version this program defines (a file loaded at start, before anything was fetched).
+        """
+        parsed = unversioned(store_key)
+        own = None if parsed is None else self._row_fps.get(parsed[0])
+        if parsed is None or own is None:
+            return KNOWN.row(store_key)
+        return parsed[0] if parsed[1] in own else None
+
+    def _endpoint_key(self, store_key: str) -> str | None:
+        """The local endpoint key of a stored endpoint key, or None when another version wrote it."""
+        parsed = unversioned(store_key)
+        own = None if parsed is None else self._endpoint_fps.get(parsed[0])
+        if parsed is None or own is None:
+            return KNOWN.endpoint(store_key)
+        return parsed[0] if parsed[1] == own else None
+
+    def _from_store(self, patch: Patch) -> Patch:
+        """A patch read from the store under local keys, keeping only the rows this version wrote.
+
+        A row or endpoint key under a fingerprint of no schema this program defines was
+        written by another version (or program): left out, the local version fetches its own.
+        """
+        row, endpoint = self._row_key, self._endpoint_key
+        return Patch(
+            entities=tuple((k, pk, rec, meta) for key, pk, rec, meta in patch.entities if (k := row(key)) is not None),
+            endpoints=tuple(
+                (k, result, meta) for key, result, meta in patch.endpoints if (k := endpoint(key)) is not None
+            ),
+            indexes=tuple(
+                (k, name, value, pk) for key, name, value, pk in patch.indexes if (k := row(key)) is not None
+            ),
+            invalidated=self._local_keys(patch.invalidated),
+            expired=self._local_keys(patch.expired),
+            released=self._local_keys(patch.released),
+        )
+
+    def _local_keys(self, store_keys: Sequence[str]) -> tuple[str, ...]:
+        """The local endpoint keys of `store_keys` this version wrote (each once, in order)."""
+        return tuple(dict.fromkeys(key for k in store_keys if (key := self._endpoint_key(k)) is not None))
+
+    def _store_keys(self, key: str) -> tuple[str, ...]:
+        """The store keys of endpoint key `key`: under the fingerprint this controller stored it with, or
+        (a key it does not hold) under each fingerprint of the endpoints this version defines."""
+        fp = self._endpoint_fps.get(key)
+        return (versioned(key, fp),) if fp is not None else tuple(versioned(key, f) for f in sorted(KNOWN.endpoints))
+
     def _write_through(self, controller: Controller, action: act.Action, before: State) -> None:
         """Queue the write of what `action` changed (`before`: the committed state it was applied to)."""
         if isinstance(action, act.SetResponse):
@@ -430,9 +505,11 @@ class SharedManager(Manager):
             rows, indexes, _ = _touched(
                 before, controller.get_committed_state(), action.schema, action.value, action.args, meta
             )
-            self._enqueue(Write(Patch(entities=rows, indexes=indexes), now=controller.now()))
+            patch = _to_store(Patch(entities=rows, indexes=indexes), action.schema, None)
+            self._enqueue(Write(patch, now=controller.now()))
         elif isinstance(action, act.Invalidate):
-            self._enqueue(Write(Patch(invalidated=action.keys), now=controller.now()))
+            keys = tuple(store_key for key in action.keys for store_key in self._store_keys(key))
+            self._enqueue(Write(Patch(invalidated=keys), now=controller.now()))
         elif isinstance(action, (act.InvalidateAll, act.ExpireAll)):
             self._enqueue(self._matching(controller, action))
         elif isinstance(action, act.Reset) and self.clear_on_reset:
@@ -456,11 +533,13 @@ class SharedManager(Manager):
         self, controller: Controller, action: act.InvalidateAll | act.ExpireAll
     ) -> Callable[[], Awaitable[Write]]:
         """A write of every local or shared key passing the action's test (the shared keys read later)."""
-        local = [key for key in controller.get_committed_state().meta if action.test_key(key)]
+        state = controller.get_committed_state()
+        local = [k for key in state.meta if action.test_key(key) for k in self._store_keys(key)]
         invalidate = isinstance(action, act.InvalidateAll)
 
         async def build() -> Write:
-            keys = sorted({*local, *(key for key in await self.store.keys() if action.test_key(key))})
+            stored = [key for key in await self.store.keys() if (k := self._endpoint_key(key)) and action.test_key(k)]
+            keys = sorted({*local, *stored})
             patch = Patch(invalidated=tuple(keys)) if invalidate else Patch(expired=tuple(keys))
             return Write(patch, now=controller.now())
 
@@ -468,9 +547,9 @@ class SharedManager(Manager):
 
     def _response_written(self, controller: Controller, action: act.SetResponse, before: State) -> None:
         """Queue a committed response (or just release the key's lock when nothing was stored)."""
-        token = self._tokens.pop(action.key, None) if action.fetch is not None else None
-        unlock = () if token is None else ((action.key, token),)
-        released = () if token is None else (action.key,)
+        held = self._tokens.pop(action.key, None) if action.fetch is not None else None
+        unlock = () if held is None else (held,)
+        released = () if held is None else (held[0],)
         state = controller.get_committed_state()
         stored = state.meta.get(action.key)
         ok = (
@@ -491,13 +570,16 @@ class SharedManager(Manager):
         except Exception:  # the reducer stored it, so this does not happen; never break the caller
             log.exception("could not share %s", action.key)
             return
-        patch = Patch(
-            entities=rows,
-            endpoints=((action.key, state.endpoints.get(action.key), meta),),
-            indexes=indexes,
-            released=released,
+        schema = action.endpoint.schema
+        fp = _endpoint_fp(action.endpoint)
+        patch = _to_store(
+            Patch(entities=rows, endpoints=((action.key, state.endpoints.get(action.key), meta),), indexes=indexes),
+            schema,
+            fp,
         )
-        self._enqueue(Write(patch, {action.key: (action.response, refs)}, unlock, controller.now()))
+        patch = replace(patch, released=released)
+        response = (action.response, _refs_to_store(refs, schema))
+        self._enqueue(Write(patch, {versioned(action.key, fp): response}, unlock, controller.now()))
 
     # ----- writing ----------------------------------------------------------------------------
     def _may_write(self) -> bool:
@@ -659,20 +741,26 @@ class SharedManager(Manager):
         self._pending[action.key] = [action]
         written: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._enqueue(written)
-        self._spawn(self._resolve(controller, action.key, next, written))
+        store_key = versioned(action.key, _endpoint_fp(action.endpoint))
+        self._spawn(self._resolve(controller, (action.key, store_key), next, written))
 
-    async def _resolve(self, controller: Controller, key: str, next: Next, written: asyncio.Future[None]) -> None:
+    async def _resolve(
+        self, controller: Controller, keys: tuple[str, str], next: Next, written: asyncio.Future[None]
+    ) -> None:
         """Serve the key's waiting fetches from the backend, or send them on to the network.
+
+        `keys`: the endpoint key and its store key (named by the endpoint schema's fingerprint).
 
         The backend is read once `written` is set: after every write queued before the
         fetch (an `invalidate_all` just before it must not leave the old copy to be read).
         Cancelled (the controller closed) while serving them from a snapshot, their
         callers get `ClosedError`; the ones still waiting were failed by `cleanup`.
         """
+        key, store_key = keys
         try:
             await self._first.wait()
             await written
-            found = await self._find(controller, key) if self.online else None
+            found = await self._find(controller, key, store_key) if self.online else None
         except SharedStoreError as exc:
             self._failed(exc)
             found = None
@@ -683,7 +771,7 @@ class SharedManager(Manager):
         log.debug("read-through of %s: %s", key, type(found).__name__)
         if not actions:  # a reset dropped them
             if isinstance(found, str):
-                self._enqueue(Write(Patch(released=(key,)), unlock=((key, found),), now=controller.now()))
+                self._enqueue(Write(Patch(released=(store_key,)), unlock=((store_key, found),), now=controller.now()))
             return
         if isinstance(found, Snapshot):
             try:
@@ -693,9 +781,9 @@ class SharedManager(Manager):
                 _fail(actions, ClosedError)
                 raise
         if isinstance(found, str):
-            self._tokens[key] = found
-            self._held.add((key, found))
-            self._spawn(self._keep_lock(key, found))
+            self._tokens[key] = (store_key, found)
+            self._held.add((store_key, found))
+            self._spawn(self._keep_lock(store_key, found))
         for action in actions:
             next(action)
 
@@ -716,19 +804,20 @@ class SharedManager(Manager):
                 self._failed(exc)
                 return
 
-    async def _find(self, controller: Controller, key: str) -> Snapshot | str | None:
+    async def _find(self, controller: Controller, key: str, store_key: str) -> Snapshot | str | None:
         """A usable snapshot, the lock's token (fetch it), or None (fetch without the lock)."""
         for _ in range(_ATTEMPTS):
-            snapshot = await self.store.read(key)
+            snapshot = await self.store.read(store_key)
             if _usable(snapshot, controller.now()):
                 return snapshot
             with self._waiting(key) as waiter:
-                token = await self.store.lock(key, self.lock_ms)
-                log.debug("lock of %s: %s", key, token)
+                token = await self.store.lock(store_key, self.lock_ms)
+                log.debug("lock of %s: %s", store_key, token)
                 if token is not None:
-                    snapshot = await self.store.read(key)
+                    snapshot = await self.store.read(store_key)
                     if _usable(snapshot, controller.now()):
-                        await self.store.write(Write(Patch(released=(key,)), unlock=((key, token),)))
+                        unlock = ((store_key, token),)
+                        await self.store.write(Write(Patch(released=(store_key,)), unlock=unlock))
                         return snapshot
                     return token
                 try:
@@ -777,8 +866,9 @@ class SharedManager(Manager):
         if not _holds(controller.get_committed_state(), first.key, meta):
             log.warning("ignored the shared copy of %s: its response does not fit the endpoint's schema", first.key)
             return False
-        if snapshot.entities:
-            self._replay(act.Merge(Patch(entities=snapshot.entities)))
+        entities = self._from_store(Patch(entities=snapshot.entities)).entities
+        if entities:
+            self._replay(act.Merge(Patch(entities=entities)))
         try:
             await self._add_missing(controller, first, reset)
         except SharedStoreError as exc:
@@ -814,23 +904,60 @@ class SharedManager(Manager):
             if not missing:
                 return
             asked.update(missing)
-            rows = await self.store.rows(missing)
+            rows = await self.store.rows(_refs_to_store(tuple(missing), fetch.endpoint.schema))
             if not rows or controller.resets != reset:
                 return
-            self._replay(act.Merge(Patch(entities=tuple(rows))))
+            self._replay(act.Merge(self._from_store(Patch(entities=tuple(rows)))))
 
     def _release_locks(self, controller: Controller) -> None:
         """Reset: the requests holding fleet locks are dropped and will write nothing, so release the locks now."""
         tokens, self._tokens = self._tokens, {}
-        for key, token in tokens.items():
-            if (key, token) in self._held:
-                self._enqueue(Write(Patch(released=(key,)), unlock=((key, token),), now=controller.now()))
+        for store_key, token in tokens.values():
+            if (store_key, token) in self._held:
+                unlock = ((store_key, token),)
+                self._enqueue(Write(Patch(released=(store_key,)), unlock=unlock, now=controller.now()))
 
     def _drop_pending(self, error: type[ResetError | ClosedError] = ResetError) -> None:
         """Reset or close: fetches waiting on the backend fail (`error`) like in-flight requests do."""
         pending, self._pending = self._pending, {}
         for actions in pending.values():
             _fail(actions, error)
+
+
+def _endpoint_fp(endpoint: object) -> str:
+    """The fingerprint of an endpoint's schema (recorded as this version's): names its key in the store."""
+    return KNOWN.note(getattr(endpoint, "schema", None))
+
+
+def _to_store(patch: Patch, schema: object, endpoint_fp: str | None) -> Patch:
+    """`patch` (written with `schema`) under store keys: each row key and endpoint key named by its fingerprint.
+
+    Another version of the program (an entity's fields or nested members changed)
+    names its rows by other fingerprints: neither takes the other's rows as its own.
+    """
+    fps = row_keys(schema)
+    KNOWN.note(schema)
+
+    def row_key(key: str) -> str:
+        return versioned(key, fps.get(key) or schema_fingerprint(schema))
+
+    def endpoint_key(key: str) -> str:
+        return key if endpoint_fp is None else versioned(key, endpoint_fp)
+
+    return Patch(
+        entities=tuple((row_key(key), pk, record, meta) for key, pk, record, meta in patch.entities),
+        endpoints=tuple((endpoint_key(key), result, meta) for key, result, meta in patch.endpoints),
+        indexes=tuple((row_key(key), name, value, pk) for key, name, value, pk in patch.indexes),
+        invalidated=tuple(endpoint_key(key) for key in patch.invalidated),
+        expired=tuple(endpoint_key(key) for key in patch.expired),
+        released=tuple(endpoint_key(key) for key in patch.released),
+    )
+
+
+def _refs_to_store(refs: tuple[Ref, ...], schema: object) -> tuple[Ref, ...]:
+    """Entity refs (key, pk) of rows written or read with `schema`, under their store keys."""
+    fps = row_keys(schema)
+    return tuple((versioned(key, fps.get(key) or schema_fingerprint(schema)), pk) for key, pk in refs)
 
 
 def _fail(actions: Sequence[act.Fetch], error: type[ResetError | ClosedError]) -> None:

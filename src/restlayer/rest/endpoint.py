@@ -21,6 +21,7 @@ from restlayer._args import merge_keywords, split_call
 from restlayer._sentinel import Sentinel
 from restlayer._time import normalize_time_options
 from restlayer._typing import Args, B, BodyMethod, E, NoBodyMethod, P, Params, Self, T, T_co
+from restlayer.core._versions import note_endpoint
 from restlayer.errors import (
     ClientLoopError,
     DeadlineExceededError,
@@ -501,6 +502,7 @@ class RestEndpoint(Generic[T_co, Params, Args]):
         check_headers(self._parts.plain_headers, f"{self.name}: request_init")  # refused now, not when sent
         normalize_time_options(self)
         self.retry = _retry_policy(self.retry)
+        note_endpoint(self.schema)  # its rows, stored by another process or run, are this version's
 
     def _guard_hooks(self) -> None:
         """Make the user's own `key`, `url` and `search_to_string` (options or subclass methods) fail
