@@ -284,6 +284,22 @@ async def test_leaving_the_block_while_another_task_iterates_ends_that_iteration
     assert others() == set()
 
 
+@pytest.mark.parametrize("iterated", [True, False])
+async def test_events_iterated_after_aclose_raise_closed_error(scripted: Scripted, iterated: bool) -> None:
+    """Closed events are no empty subscription: iterating them again raised nothing and yielded nothing."""
+    sub, _ = scripted([nxt({"data": {"todoChanged": {"id": 9, "title": "once"}}})])
+    events = sub.events(Controller())
+    if iterated:
+        async for data in events:
+            assert data["todoChanged"].title == "once"
+            break
+    await events.aclose()
+    with pytest.raises(ClosedError, match=r"events were closed .* open a new `events\(\)`"):
+        async for _ in events:
+            pytest.fail("closed events yielded an event")
+    await events.aclose()  # closing again stays harmless
+
+
 async def test_a_second_task_iterating_the_same_events_gets_a_restlayer_error(scripted: Scripted) -> None:
     sub, _ = scripted([nxt({"data": {"todoChanged": {"id": 8, "title": "first"}}})])
     seen: list[str] = []

@@ -259,6 +259,7 @@ def _check_controller(controller: object) -> None:
 class GQLEvents(Generic[T_co]):
     """`async for data in events` (one task at a time); `aclose()` (or leaving `async with`) completes the subscription.
 
+    Iterated again after `aclose()`, ClosedError: a closed subscription is not an empty one (open a new `events()`).
     `connects` counts the connections opened so far (1 + the reconnects).
     """
 
@@ -271,6 +272,7 @@ class GQLEvents(Generic[T_co]):
         self._wake = asyncio.Event()
         self._stopping = False
         self._inside = False  # an `anext` runs the generator now (it is not parked at a `yield`)
+        self._closed = False  # `aclose` was called: no more iterating
         self._ended = asyncio.Event()
         self._generator = self._run(controller, args)
 
@@ -278,7 +280,16 @@ class GQLEvents(Generic[T_co]):
         return self
 
     async def __anext__(self) -> T_co:
-        """The next event's data; RestLayerError while another task waits for one (one loop at a time)."""
+        """The next event's data; RestLayerError while another task waits for one (one loop at a time).
+
+        ClosedError once `aclose` was called: the generator would end at once, and the loop look like a
+        subscription that got no event, rather than one the caller closed.
+        """
+        if self._closed:
+            raise ClosedError(
+                f"{self.subscription!r}: these events were closed (aclose, or the end of their `async with`); "
+                "open a new `events()` to subscribe again"
+            )
         if self._inside:
             raise RestLayerError(
                 f"{self.subscription!r}: another task iterates these events already; open one `events()` per consumer"
@@ -290,6 +301,7 @@ class GQLEvents(Generic[T_co]):
 
         When another task waits in `async for` meanwhile, its loop ends (normally) once that is done.
         """
+        self._closed = True
         if self._inside:  # a generator cannot be closed while it runs: wake it to end itself
             self._stopping = True
             self._wake.set()
