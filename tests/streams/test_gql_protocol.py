@@ -26,7 +26,7 @@ from restlayer.graphql import GQLEndpoint, GQLEvents, GQLNetworkError, GQLSubscr
 from restlayer.graphql._subscription import reopens
 from restlayer.streams import Backoff
 from restlayer.streams._stream import MIN_RECONNECT_WAIT
-from tests.streams._script import GQL_CONNECTS, GQL_HANDSHAKES, GQL_SCRIPTS
+from tests.streams._script import GQL_CONNECTS, GQL_HANDSHAKES, GQL_SCRIPTS, GQL_SUBPROTOCOLS
 
 QUERY = "subscription { todoChanged { id title } }"
 
@@ -71,6 +71,7 @@ def scripted(script_server: LocalServer) -> Iterator[Scripted]:
         GQL_SCRIPTS.pop(key, None)
         GQL_CONNECTS.pop(key, None)
         GQL_HANDSHAKES.pop(key, None)
+        GQL_SUBPROTOCOLS.pop(key, None)
 
 
 class Delays:
@@ -341,6 +342,35 @@ async def test_a_dropped_connection_is_reopened_after_the_backoff_and_delivery_r
     assert titles_of(received) == ["connection_init", "subscribe"] * 4
     assert received[1] == received[3] == received[5] == received[7]  # the same operation each time
     assert ctrl.get(Todo, {"id": 1}) == Todo(id=1, title="b")
+
+
+@pytest.mark.parametrize("chosen", ["graphql-ws", None])
+async def test_a_server_not_speaking_graphql_transport_ws_ends_the_subscription_at_once(
+    scripted: Scripted, chosen: str | None
+) -> None:
+    """A server choosing another subprotocol, or none, speaks another protocol: a reconnect meeting one is no
+    lost connection to retry (another subprotocol was), nor is the first connect one to go on with (none was)."""
+    delays = Delays()
+    sub, received = scripted(
+        [nxt({"data": {"todoChanged": {"id": 1, "title": "a"}}}), "DROP", nxt({"data": {"todoChanged": {"id": 1}}})],
+        backoff=recorded(delays),
+    )
+    GQL_SUBPROTOCOLS[sub.ws_url.rpartition("key=")[2]] = ["graphql-transport-ws", chosen]
+    seen: list[str] = []
+    with pytest.raises(RestLayerError, match=r"does not speak graphql-transport-ws .* not reconnecting") as raised:
+        async with sub.events(Controller()) as events:
+            for _ in range(3):  # bounded: one event, then the end
+                seen.append((await asyncio.wait_for(anext(aiter(events)), timeout=10))["todoChanged"].title)
+    assert not isinstance(raised.value, TransportError)  # not a lost connection
+    assert seen == ["a"] and events.connects == 1 and delays.delays == [0.1]  # one reconnect tried, no more
+    assert titles_of(received) == ["connection_init", "subscribe"]  # nothing sent to the other server
+
+    first, first_received = scripted([nxt({"data": {"todoChanged": {"id": 2, "title": "b"}}})])
+    GQL_SUBPROTOCOLS[first.ws_url.rpartition("key=")[2]] = [chosen]
+    with pytest.raises(RestLayerError, match="does not speak graphql-transport-ws") as raised:
+        async with first.events(Controller()) as events:
+            await asyncio.wait_for(anext(aiter(events)), timeout=10)
+    assert not isinstance(raised.value, TransportError) and first_received == []
 
 
 async def test_a_backoff_of_no_wait_still_waits_the_least_reconnect_wait(scripted: Scripted) -> None:

@@ -417,10 +417,11 @@ async def _unless_closed(closing: asyncio.Event, step: Awaitable[T]) -> T:
 
 async def _open(sub: GQLSubscription[object]) -> ClientConnection:
     """The subscription's socket, opened; TransportError when it cannot be, StatusError (not retried)
-    when the handshake is refused with a client error (401, 403, 404...)."""
+    when the handshake is refused with a client error (401, 403, 404...), RestLayerError (not retried)
+    when the server speaks another protocol than graphql-transport-ws (see `_speaking`)."""
     try:
         from websockets.asyncio.client import connect
-        from websockets.exceptions import InvalidStatus, WebSocketException
+        from websockets.exceptions import InvalidStatus, NegotiationError, WebSocketException
 
         from restlayer.streams._stream import refused
     except ImportError as exc:  # pragma: no cover - depends on the installed extras
@@ -428,13 +429,15 @@ async def _open(sub: GQLSubscription[object]) -> ClientConnection:
             "GraphQL subscriptions need the 'streams' extra: pip install 'restlayer[streams]'"
         ) from exc
     try:
-        return await connect(
+        socket = await connect(
             sub.ws_url,
             subprotocols=[PROTOCOL],  # type: ignore[list-item]
             additional_headers=sub.headers,
             open_timeout=sub.open_timeout,
             max_size=sub.max_size,
         )
+    except NegotiationError as exc:  # it chose a subprotocol not offered: before WebSocketException, not retried
+        raise _other_protocol(sub.ws_url, str(exc)) from exc
     except InvalidStatus as exc:
         error = refused(sub.ws_url, exc.response.status_code)  # a client error: every reconnect would get it
         if error is not None:
@@ -442,6 +445,28 @@ async def _open(sub: GQLSubscription[object]) -> ClientConnection:
         raise TransportError(f"{sub.ws_url}: cannot open the subscription socket: {exc}", status=500) from exc
     except (OSError, asyncio.TimeoutError, WebSocketException) as exc:
         raise TransportError(f"{sub.ws_url}: cannot open the subscription socket: {exc}", status=500) from exc
+    return await _speaking(socket, sub.ws_url)
+
+
+async def _speaking(socket: ClientConnection, url: str) -> ClientConnection:
+    """`socket` when its server agreed to graphql-transport-ws; else it is closed and RestLayerError raised.
+
+    A server choosing no subprotocol speaks another protocol (or none) than the one offered: its frames
+    would be misread, or it would never acknowledge. Every reconnect would be answered the same,
+    so the subscription ends rather than retry.
+    """
+    if socket.subprotocol == PROTOCOL:
+        return socket
+    await socket.close()
+    raise _other_protocol(url, "it chose no subprotocol")
+
+
+def _other_protocol(url: str, why: str) -> RestLayerError:
+    """The error ending a subscription whose server does not speak graphql-transport-ws (`why` says how)."""
+    return RestLayerError(
+        f"{url}: the server does not speak {PROTOCOL} ({why}): the subscription ended, not reconnecting; "
+        "point ws_url at a graphql-transport-ws endpoint"
+    )
 
 
 class _Session(Generic[T_co]):
