@@ -301,6 +301,28 @@ async def test_events_iterated_after_aclose_raise_closed_error(scripted: Scripte
     await events.aclose()  # closing again stays harmless
 
 
+@pytest.mark.parametrize("iterating", [False, True])
+async def test_events_closed_by_two_tasks_at_once_close_once_for_both(scripted: Scripted, iterating: bool) -> None:
+    """Two owners closing the same events at once: the second got a bare RuntimeError (the generator was
+    closing already); both now return once the socket is closed, the operation completed."""
+    sub, received = scripted([nxt({"data": {"todoChanged": {"id": 8, "title": "first"}}})])
+    seen: list[str] = []
+    first = asyncio.Event()
+    events = sub.events(Controller())
+    consuming = None
+    if iterating:  # another task waits in `async for`: the close wakes it
+        consuming = asyncio.ensure_future(_titles_into(seen, first, events))
+        await asyncio.wait_for(first.wait(), 10)
+        await asyncio.sleep(0)  # the consumer waits for the next event again
+    else:  # the generator is parked at its `yield`
+        seen.append((await asyncio.wait_for(anext(aiter(events)), 10))["todoChanged"].title)
+    assert list(await asyncio.gather(events.aclose(), events.aclose())) == [None, None]
+    assert await complete_received(received)
+    if consuming is not None:
+        await asyncio.wait_for(consuming, 10)  # ended normally by the close
+    assert seen == ["first"] and others() == set()
+
+
 async def test_a_second_task_iterating_the_same_events_gets_a_restlayer_error(scripted: Scripted) -> None:
     sub, _ = scripted([nxt({"data": {"todoChanged": {"id": 8, "title": "first"}}})])
     seen: list[str] = []

@@ -273,6 +273,7 @@ class GQLEvents(Generic[T_co]):
         self._stopping = False
         self._inside = False  # an `anext` runs the generator now (it is not parked at a `yield`)
         self._closed = False  # `aclose` was called: no more iterating
+        self._closer: asyncio.Future[None] | None = None  # the one close every `aclose` waits for
         self._ended = asyncio.Event()
         self._generator = self._run(controller, args)
 
@@ -300,8 +301,16 @@ class GQLEvents(Generic[T_co]):
         """Tell the server to stop and close the socket (or stop waiting to reconnect).
 
         When another task waits in `async for` meanwhile, its loop ends (normally) once that is done.
+        Called again, or by several tasks at once, each waits for that one close (a generator closed
+        twice at once raises a bare RuntimeError); a caller cancelled meanwhile leaves it to finish.
         """
         self._closed = True
+        if self._closer is None:
+            self._closer = asyncio.ensure_future(self._close())
+        await asyncio.shield(self._closer)
+
+    async def _close(self) -> None:
+        """Close the generator: at once when parked at a `yield`, else woken to end itself first."""
         if self._inside:  # a generator cannot be closed while it runs: wake it to end itself
             self._stopping = True
             self._wake.set()
