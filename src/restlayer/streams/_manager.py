@@ -181,6 +181,7 @@ class StreamManager(Manager):
             raise ClosedError("The controller is closed: StreamManager.start connects no stream")
         for stream in self.streams:
             if not self._runs(stream):
+                self._check_not_closing(stream)
                 _check_free(stream)
         self._running = True
         for stream in self.streams:
@@ -191,6 +192,16 @@ class StreamManager(Manager):
         for stream in self.streams:
             if not self._runs(stream):
                 self._launch(stream)
+
+    def _check_not_closing(self, stream: Stream) -> None:
+        """RestLayerError when this manager's own task of `stream` is still closing its connection (an `aclose`
+        under way): said so, rather than the stream taken for one another manager runs."""
+        task = _RUNS.get(stream)
+        if task is not None and task in self._closing and not task.done():
+            raise RestLayerError(
+                f"stream {stream.name} is still closing (this StreamManager's aclose() is under way): "
+                "await that aclose() before start()"
+            )
 
     def _runs(self, stream: Stream) -> bool:
         """Whether a task of this manager runs `stream` now (one that ended, refused or failed, does not)."""
