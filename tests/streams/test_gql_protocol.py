@@ -301,6 +301,17 @@ async def test_events_iterated_after_aclose_raise_closed_error(scripted: Scripte
     await events.aclose()  # closing again stays harmless
 
 
+async def test_a_loop_whose_body_closes_the_events_ends_normally(scripted: Scripted) -> None:
+    """Only a loop begun after the close is refused: one under way that closes its events just ends."""
+    sub, received = scripted([nxt({"data": {"todoChanged": {"id": 9, "title": "last"}}})])
+    events = sub.events(Controller())
+    seen: list[str] = []
+    async for data in events:
+        seen.append(data["todoChanged"].title)
+        await events.aclose()
+    assert seen == ["last"] and await complete_received(received)
+
+
 @pytest.mark.parametrize("iterating", [False, True])
 async def test_events_closed_by_two_tasks_at_once_close_once_for_both(scripted: Scripted, iterating: bool) -> None:
     """Two owners closing the same events at once: the second got a bare RuntimeError (the generator was

@@ -259,7 +259,7 @@ def _check_controller(controller: object) -> None:
 class GQLEvents(Generic[T_co]):
     """`async for data in events` (one task at a time); `aclose()` (or leaving `async with`) completes the subscription.
 
-    Iterated again after `aclose()`, ClosedError: a closed subscription is not an empty one (open a new `events()`).
+    A loop begun after `aclose()` raises ClosedError: a closed subscription is not an empty one (open a new `events()`).
     `connects` counts the connections opened so far (1 + the reconnects).
     """
 
@@ -278,19 +278,20 @@ class GQLEvents(Generic[T_co]):
         self._generator = self._run(controller, args)
 
     def __aiter__(self) -> AsyncIterator[T_co]:
-        return self
+        """These events, for a loop; ClosedError once `aclose` was called.
 
-    async def __anext__(self) -> T_co:
-        """The next event's data; RestLayerError while another task waits for one (one loop at a time).
-
-        ClosedError once `aclose` was called: the generator would end at once, and the loop look like a
-        subscription that got no event, rather than one the caller closed.
+        A loop begun after the close would end at once, and look like a subscription that got no event
+        rather than one the caller closed. A loop under way whose body calls `aclose` ends normally.
         """
         if self._closed:
             raise ClosedError(
                 f"{self.subscription!r}: these events were closed (aclose, or the end of their `async with`); "
                 "open a new `events()` to subscribe again"
             )
+        return self
+
+    async def __anext__(self) -> T_co:
+        """The next event's data; RestLayerError while another task waits for one (one loop at a time)."""
         if self._inside:
             raise RestLayerError(
                 f"{self.subscription!r}: another task iterates these events already; open one `events()` per consumer"
