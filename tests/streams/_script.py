@@ -139,6 +139,9 @@ GQL_SCRIPTS: dict[str, tuple[list[str], list[dict[str, Any]]]] = {}
 GQL_CONNECTS: dict[str, int] = {}
 #: key -> the headers of each connection's handshake, in order (names in lower case).
 GQL_HANDSHAKES: dict[str, list[dict[str, str]]] = {}
+#: key -> the subprotocol each connection is accepted with, in turn (the last one for the rest; None: none);
+#: a key not given: graphql-transport-ws.
+GQL_SUBPROTOCOLS: dict[str, list[str | None]] = {}
 
 
 def _gql_part(frames: list[str], connection: int) -> list[str]:
@@ -158,7 +161,8 @@ async def gql(websocket: WebSocket) -> None:
     connection = GQL_CONNECTS.get(key, 0)
     GQL_CONNECTS[key] = connection + 1
     GQL_HANDSHAKES.setdefault(key, []).append(dict(websocket.headers))
-    await websocket.accept(subprotocol="graphql-transport-ws")
+    chosen = GQL_SUBPROTOCOLS.get(key, ["graphql-transport-ws"])
+    await websocket.accept(subprotocol=chosen[min(connection, len(chosen) - 1)])
     try:
         received.append(await websocket.receive_json())  # connection_init
         part = _gql_part(frames, connection)

@@ -26,7 +26,7 @@ from restlayer.graphql import GQLEndpoint, GQLEvents, GQLNetworkError, GQLSubscr
 from restlayer.graphql._subscription import reopens
 from restlayer.streams import Backoff
 from restlayer.streams._stream import MIN_RECONNECT_WAIT
-from tests.streams._script import GQL_CONNECTS, GQL_HANDSHAKES, GQL_SCRIPTS
+from tests.streams._script import GQL_CONNECTS, GQL_HANDSHAKES, GQL_SCRIPTS, GQL_SUBPROTOCOLS
 
 QUERY = "subscription { todoChanged { id title } }"
 
@@ -71,6 +71,7 @@ def scripted(script_server: LocalServer) -> Iterator[Scripted]:
         GQL_SCRIPTS.pop(key, None)
         GQL_CONNECTS.pop(key, None)
         GQL_HANDSHAKES.pop(key, None)
+        GQL_SUBPROTOCOLS.pop(key, None)
 
 
 class Delays:
@@ -284,6 +285,55 @@ async def test_leaving_the_block_while_another_task_iterates_ends_that_iteration
     assert others() == set()
 
 
+@pytest.mark.parametrize("iterated", [True, False])
+async def test_events_iterated_after_aclose_raise_closed_error(scripted: Scripted, iterated: bool) -> None:
+    """Closed events are no empty subscription: iterating them again raised nothing and yielded nothing."""
+    sub, _ = scripted([nxt({"data": {"todoChanged": {"id": 9, "title": "once"}}})])
+    events = sub.events(Controller())
+    if iterated:
+        async for data in events:
+            assert data["todoChanged"].title == "once"
+            break
+    await events.aclose()
+    with pytest.raises(ClosedError, match=r"events were closed .* open a new `events\(\)`"):
+        async for _ in events:
+            pytest.fail("closed events yielded an event")
+    await events.aclose()  # closing again stays harmless
+
+
+async def test_a_loop_whose_body_closes_the_events_ends_normally(scripted: Scripted) -> None:
+    """Only a loop begun after the close is refused: one under way that closes its events just ends."""
+    sub, received = scripted([nxt({"data": {"todoChanged": {"id": 9, "title": "last"}}})])
+    events = sub.events(Controller())
+    seen: list[str] = []
+    async for data in events:
+        seen.append(data["todoChanged"].title)
+        await events.aclose()
+    assert seen == ["last"] and await complete_received(received)
+
+
+@pytest.mark.parametrize("iterating", [False, True])
+async def test_events_closed_by_two_tasks_at_once_close_once_for_both(scripted: Scripted, iterating: bool) -> None:
+    """Two owners closing the same events at once: the second got a bare RuntimeError (the generator was
+    closing already); both now return once the socket is closed, the operation completed."""
+    sub, received = scripted([nxt({"data": {"todoChanged": {"id": 8, "title": "first"}}})])
+    seen: list[str] = []
+    first = asyncio.Event()
+    events = sub.events(Controller())
+    consuming = None
+    if iterating:  # another task waits in `async for`: the close wakes it
+        consuming = asyncio.ensure_future(_titles_into(seen, first, events))
+        await asyncio.wait_for(first.wait(), 10)
+        await asyncio.sleep(0)  # the consumer waits for the next event again
+    else:  # the generator is parked at its `yield`
+        seen.append((await asyncio.wait_for(anext(aiter(events)), 10))["todoChanged"].title)
+    assert list(await asyncio.gather(events.aclose(), events.aclose())) == [None, None]
+    assert await complete_received(received)
+    if consuming is not None:
+        await asyncio.wait_for(consuming, 10)  # ended normally by the close
+    assert seen == ["first"] and others() == set()
+
+
 async def test_a_second_task_iterating_the_same_events_gets_a_restlayer_error(scripted: Scripted) -> None:
     sub, _ = scripted([nxt({"data": {"todoChanged": {"id": 8, "title": "first"}}})])
     seen: list[str] = []
@@ -325,6 +375,35 @@ async def test_a_dropped_connection_is_reopened_after_the_backoff_and_delivery_r
     assert titles_of(received) == ["connection_init", "subscribe"] * 4
     assert received[1] == received[3] == received[5] == received[7]  # the same operation each time
     assert ctrl.get(Todo, {"id": 1}) == Todo(id=1, title="b")
+
+
+@pytest.mark.parametrize("chosen", ["graphql-ws", None])
+async def test_a_server_not_speaking_graphql_transport_ws_ends_the_subscription_at_once(
+    scripted: Scripted, chosen: str | None
+) -> None:
+    """A server choosing another subprotocol, or none, speaks another protocol: a reconnect meeting one is no
+    lost connection to retry (another subprotocol was), nor is the first connect one to go on with (none was)."""
+    delays = Delays()
+    sub, received = scripted(
+        [nxt({"data": {"todoChanged": {"id": 1, "title": "a"}}}), "DROP", nxt({"data": {"todoChanged": {"id": 1}}})],
+        backoff=recorded(delays),
+    )
+    GQL_SUBPROTOCOLS[sub.ws_url.rpartition("key=")[2]] = ["graphql-transport-ws", chosen]
+    seen: list[str] = []
+    with pytest.raises(RestLayerError, match=r"does not speak graphql-transport-ws .* not reconnecting") as raised:
+        async with sub.events(Controller()) as events:
+            for _ in range(3):  # bounded: one event, then the end
+                seen.append((await asyncio.wait_for(anext(aiter(events)), timeout=10))["todoChanged"].title)
+    assert not isinstance(raised.value, TransportError)  # not a lost connection
+    assert seen == ["a"] and events.connects == 1 and delays.delays == [0.1]  # one reconnect tried, no more
+    assert titles_of(received) == ["connection_init", "subscribe"]  # nothing sent to the other server
+
+    first, first_received = scripted([nxt({"data": {"todoChanged": {"id": 2, "title": "b"}}})])
+    GQL_SUBPROTOCOLS[first.ws_url.rpartition("key=")[2]] = [chosen]
+    with pytest.raises(RestLayerError, match="does not speak graphql-transport-ws") as raised:
+        async with first.events(Controller()) as events:
+            await asyncio.wait_for(anext(aiter(events)), timeout=10)
+    assert not isinstance(raised.value, TransportError) and first_received == []
 
 
 async def test_a_backoff_of_no_wait_still_waits_the_least_reconnect_wait(scripted: Scripted) -> None:

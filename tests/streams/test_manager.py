@@ -336,6 +336,48 @@ async def test_aclose_after_controller_close_waits_until_the_streams_are_closed(
         assert [t for t in asyncio.all_tasks() if t is not asyncio.current_task()] == []
 
 
+async def test_a_second_aclose_while_one_is_under_way_returns_only_once_the_streams_are_closed(
+    script_server: LocalServer, script: ScriptFactory
+) -> None:
+    """Two owners closing one manager at once: the second returned at once, its streams still running."""
+    query, _ = script([event(1)])
+    sse = SSEStream(f"{script_server.url}/_stream/sse{query}", on={"todos.updated": Todo})
+    ws = WebSocketStream(
+        f"{script_server.url.replace('http://', 'ws://')}/_stream/ws{query}",
+        on={"todos.updated": Todo},
+        on_open=lambda last: [{"lastEventId": last}],
+    )
+    manager = StreamManager(Controller(), [sse, ws])
+    manager.start()
+    await sse.until(lambda s: s.applied == 1)
+    await ws.until(lambda s: s.applied == 1)
+    first = asyncio.ensure_future(manager.aclose())
+    await asyncio.sleep(0)  # the first aclose has cancelled the streams and waits for them
+    await manager.aclose()
+    assert not sse.running and not ws.running and sse.closed and ws.closed
+    await asyncio.wait_for(first, 10)
+    assert [t for t in asyncio.all_tasks() if t is not asyncio.current_task()] == []
+
+
+async def test_start_while_its_own_aclose_is_under_way_says_so(
+    script_server: LocalServer, script: ScriptFactory
+) -> None:
+    """The stream was said to run "in another StreamManager": it is this one's, still closing."""
+    query, _ = script([event(1)])
+    sse = SSEStream(f"{script_server.url}/_stream/sse{query}", on={"todos.updated": Todo})
+    manager = StreamManager(Controller(), [sse])
+    manager.start()
+    await sse.until(lambda s: s.applied == 1)
+    closing = asyncio.ensure_future(manager.aclose())
+    await asyncio.sleep(0)  # the aclose has cancelled the stream and waits for it
+    with pytest.raises(RestLayerError, match=r"still closing \(this StreamManager's aclose\(\) is under way\)"):
+        manager.start()
+    await asyncio.wait_for(closing, 10)
+    manager.start()  # once closed, it starts anew
+    await sse.until(lambda s: s.connects == 2)
+    await manager.aclose()
+
+
 async def test_closing_the_controller_under_a_covered_subscription_logs_no_error(
     api: LocalServer, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -18,6 +18,7 @@ from restlayer import (
     BodyTooLargeError,
     ClosedError,
     Controller,
+    DecodeError,
     Entity,
     Invalidate,
     ParamError,
@@ -381,20 +382,46 @@ def test_the_wait_after_a_very_long_outage_stays_at_the_cap(factor: float) -> No
     assert Backoff(initial=0, factor=factor, jitter=0).delay(5000) == 0  # no wait stays no wait
 
 
-async def test_a_reply_that_is_no_event_stream_is_no_connection(
-    api: LocalServer, caplog: pytest.LogCaptureFixture
+@pytest.mark.parametrize(
+    ("path", "content_type", "named"),
+    [
+        ("/todos", None, "'application/json'"),  # a JSON list: the url of a resource, not of its events
+        ("/_stream/sse", "text/html; charset=utf-8", "'text/html'"),  # a login page answered 200
+        ("/_stream/sse", "", "'none'"),
+    ],
+)
+async def test_a_reply_that_is_no_event_stream_ends_the_stream(
+    api: LocalServer,
+    script_server: LocalServer,
+    script: ScriptFactory,
+    caplog: pytest.LogCaptureFixture,
+    path: str,
+    content_type: str | None,
+    named: str,
 ) -> None:
+    """Every reconnect would be answered the same page: it was retried for ever, only in the log. Like the HTML
+    standard's EventSource, the stream now fails for good, with a DecodeError naming the type it got."""
+    played = None
+    url = f"{api.url}/todos"
+    if content_type is not None:
+        query, played = script([updated(1, 1, "a")], content_type=content_type)
+        url = f"{script_server.url}{path}{query}"
     delays = Delays()
-    backoff = Backoff(initial=1, factor=2, cap=3, jitter=0, sleep=delays)
-    stream = SSEStream(f"{api.url}/todos", on={}, backoff=backoff)  # a JSON list, not an event stream
+    stream = SSEStream(url, on=table(api), backoff=fast(delays))
+    with pytest.raises(DecodeError, match=f"with Content-Type {named}, not text/event-stream") as info:
+        await asyncio.wait_for(stream.run(Controller()), timeout=10)
+    assert info.value.status == 400
+    assert stream.connects == 0 and not stream.connected and stream.closed and delays.delays == []
+    if played is not None:
+        assert played.resumed_from == [""]  # one try, no reconnect
+    managed = SSEStream(url, on=table(api), backoff=fast(delays))
     with caplog.at_level(logging.WARNING, logger="restlayer"):
-        async with StreamManager(Controller(), [stream]):
-            await stream.until(lambda s: len(delays.delays) >= 3)
-    assert stream.connects == 0 and not stream.connected
-    assert delays.delays[:3] == [1, 2, 3]  # backs off like a refused connection
-    lines = [r.getMessage() for r in caplog.records]
-    assert any("cannot connect (SSEError" in line and "'application/json'" in line for line in lines), lines
-    assert not any("connection lost" in line for line in lines), lines
+        async with StreamManager(Controller(), [managed]):
+            await managed.until(lambda s: s.closed)
+    assert managed.connects == 0 and delays.delays == []
+    lines = [r.getMessage() + str(r.exc_info) for r in caplog.records]
+    assert any("not text/event-stream" in line for line in lines), lines
+    assert not any("retrying" in line or "connection lost" in line for line in lines), lines
 
 
 def test_a_stream_runs_again_in_another_event_loop(api: LocalServer) -> None:

@@ -354,6 +354,14 @@ def test_parse_json_message_reads_type_data_and_id() -> None:
         parse_json_message("[1]")
 
 
+def test_parse_json_message_takes_the_event_when_type_is_null() -> None:
+    """`"type": null` is a type left unset: the frame's `event` names it (it was refused as having none)."""
+    assert parse_json_message('{"type": null, "event": "x", "data": 1}') == Message("x", 1, None)
+    assert parse_json_message('{"type": "a", "event": "x"}') == Message("a", None, None)  # `type` first
+    with pytest.raises(ValueError, match="no event type"):
+        parse_json_message('{"type": null, "event": null}')
+
+
 @pytest.mark.parametrize(
     "url", ["http://127.0.0.1:1/ws", "https://example.com/ws", "127.0.0.1:1/ws", "ws://", "nota url"]
 )

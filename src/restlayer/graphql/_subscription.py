@@ -259,6 +259,7 @@ def _check_controller(controller: object) -> None:
 class GQLEvents(Generic[T_co]):
     """`async for data in events` (one task at a time); `aclose()` (or leaving `async with`) completes the subscription.
 
+    A loop begun after `aclose()` raises ClosedError: a closed subscription is not an empty one (open a new `events()`).
     `connects` counts the connections opened so far (1 + the reconnects).
     """
 
@@ -271,10 +272,22 @@ class GQLEvents(Generic[T_co]):
         self._wake = asyncio.Event()
         self._stopping = False
         self._inside = False  # an `anext` runs the generator now (it is not parked at a `yield`)
+        self._closed = False  # `aclose` was called: no more iterating
+        self._closer: asyncio.Future[None] | None = None  # the one close every `aclose` waits for
         self._ended = asyncio.Event()
         self._generator = self._run(controller, args)
 
     def __aiter__(self) -> AsyncIterator[T_co]:
+        """These events, for a loop; ClosedError once `aclose` was called.
+
+        A loop begun after the close would end at once, and look like a subscription that got no event
+        rather than one the caller closed. A loop under way whose body calls `aclose` ends normally.
+        """
+        if self._closed:
+            raise ClosedError(
+                f"{self.subscription!r}: these events were closed (aclose, or the end of their `async with`); "
+                "open a new `events()` to subscribe again"
+            )
         return self
 
     async def __anext__(self) -> T_co:
@@ -289,7 +302,16 @@ class GQLEvents(Generic[T_co]):
         """Tell the server to stop and close the socket (or stop waiting to reconnect).
 
         When another task waits in `async for` meanwhile, its loop ends (normally) once that is done.
+        Called again, or by several tasks at once, each waits for that one close (a generator closed
+        twice at once raises a bare RuntimeError); a caller cancelled meanwhile leaves it to finish.
         """
+        self._closed = True
+        if self._closer is None:
+            self._closer = asyncio.ensure_future(self._close())
+        await asyncio.shield(self._closer)
+
+    async def _close(self) -> None:
+        """Close the generator: at once when parked at a `yield`, else woken to end itself first."""
         if self._inside:  # a generator cannot be closed while it runs: wake it to end itself
             self._stopping = True
             self._wake.set()
@@ -405,10 +427,11 @@ async def _unless_closed(closing: asyncio.Event, step: Awaitable[T]) -> T:
 
 async def _open(sub: GQLSubscription[object]) -> ClientConnection:
     """The subscription's socket, opened; TransportError when it cannot be, StatusError (not retried)
-    when the handshake is refused with a client error (401, 403, 404...)."""
+    when the handshake is refused with a client error (401, 403, 404...), RestLayerError (not retried)
+    when the server speaks another protocol than graphql-transport-ws (see `_speaking`)."""
     try:
         from websockets.asyncio.client import connect
-        from websockets.exceptions import InvalidStatus, WebSocketException
+        from websockets.exceptions import InvalidStatus, NegotiationError, WebSocketException
 
         from restlayer.streams._stream import refused
     except ImportError as exc:  # pragma: no cover - depends on the installed extras
@@ -416,13 +439,15 @@ async def _open(sub: GQLSubscription[object]) -> ClientConnection:
             "GraphQL subscriptions need the 'streams' extra: pip install 'restlayer[streams]'"
         ) from exc
     try:
-        return await connect(
+        socket = await connect(
             sub.ws_url,
             subprotocols=[PROTOCOL],  # type: ignore[list-item]
             additional_headers=sub.headers,
             open_timeout=sub.open_timeout,
             max_size=sub.max_size,
         )
+    except NegotiationError as exc:  # it chose a subprotocol not offered: before WebSocketException, not retried
+        raise _other_protocol(sub.ws_url, str(exc)) from exc
     except InvalidStatus as exc:
         error = refused(sub.ws_url, exc.response.status_code)  # a client error: every reconnect would get it
         if error is not None:
@@ -430,6 +455,28 @@ async def _open(sub: GQLSubscription[object]) -> ClientConnection:
         raise TransportError(f"{sub.ws_url}: cannot open the subscription socket: {exc}", status=500) from exc
     except (OSError, asyncio.TimeoutError, WebSocketException) as exc:
         raise TransportError(f"{sub.ws_url}: cannot open the subscription socket: {exc}", status=500) from exc
+    return await _speaking(socket, sub.ws_url)
+
+
+async def _speaking(socket: ClientConnection, url: str) -> ClientConnection:
+    """`socket` when its server agreed to graphql-transport-ws; else it is closed and RestLayerError raised.
+
+    A server choosing no subprotocol speaks another protocol (or none) than the one offered: its frames
+    would be misread, or it would never acknowledge. Every reconnect would be answered the same,
+    so the subscription ends rather than retry.
+    """
+    if socket.subprotocol == PROTOCOL:
+        return socket
+    await socket.close()
+    raise _other_protocol(url, "it chose no subprotocol")
+
+
+def _other_protocol(url: str, why: str) -> RestLayerError:
+    """The error ending a subscription whose server does not speak graphql-transport-ws (`why` says how)."""
+    return RestLayerError(
+        f"{url}: the server does not speak {PROTOCOL} ({why}): the subscription ended, not reconnecting; "
+        "point ws_url at a graphql-transport-ws endpoint"
+    )
 
 
 class _Session(Generic[T_co]):

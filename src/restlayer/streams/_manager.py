@@ -74,7 +74,8 @@ class StreamManager(Manager):
         self._tasks: dict[Stream, asyncio.Task[None]] = {}
         #: Removes this manager's status listener from each stream (when it stops managing it).
         self._unlisten: dict[Stream, Callable[[], None]] = {}
-        #: Tasks `cleanup()` cancelled that may still be closing their connection (`aclose` waits for them).
+        #: Tasks cancelled (by `aclose`, `remove` or `cleanup()`) that may still be closing their connection:
+        #: every `aclose` waits for them all, also one called while another is under way.
         self._closing: set[asyncio.Task[None]] = set()
         self._running = False
         #: Stops the streams when the controller closes, for a manager the controller was not given.
@@ -180,6 +181,7 @@ class StreamManager(Manager):
             raise ClosedError("The controller is closed: StreamManager.start connects no stream")
         for stream in self.streams:
             if not self._runs(stream):
+                self._check_not_closing(stream)
                 _check_free(stream)
         self._running = True
         for stream in self.streams:
@@ -190,6 +192,16 @@ class StreamManager(Manager):
         for stream in self.streams:
             if not self._runs(stream):
                 self._launch(stream)
+
+    def _check_not_closing(self, stream: Stream) -> None:
+        """RestLayerError when this manager's own task of `stream` is still closing its connection (an `aclose`
+        under way): said so, rather than the stream taken for one another manager runs."""
+        task = _RUNS.get(stream)
+        if task is not None and task in self._closing and not task.done():
+            raise RestLayerError(
+                f"stream {stream.name} is still closing (this StreamManager's aclose() is under way): "
+                "await that aclose() before start()"
+            )
 
     def _runs(self, stream: Stream) -> bool:
         """Whether a task of this manager runs `stream` now (one that ended, refused or failed, does not)."""
@@ -214,9 +226,17 @@ class StreamManager(Manager):
             self.streams.remove(stream)
         try:
             if task is not None:
-                await _stop([task])  # its status listener resumes the polling the stream paused
+                self._stop(task)
+                await asyncio.wait({task})  # its status listener resumes the polling the stream paused
         finally:
             self._forget(stream)
+
+    def _stop(self, task: asyncio.Task[None]) -> None:
+        """Cancel `task` (once: a second cancel would interrupt it while it closes its connection) and keep it
+        among the closing ones until it has ended, for every `aclose` to wait for."""
+        task.cancel()
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
 
     def _listen(self, stream: Stream) -> None:
         """Be told `stream`'s status (to pause or resume the polling it covers) while this manager runs it."""
@@ -238,18 +258,20 @@ class StreamManager(Manager):
     async def aclose(self) -> None:
         """Stop every stream and wait until each connection is closed; no task is left behind.
 
-        Also after `Controller.close()` (which only cancels them): it waits for those streams too.
+        Also after `Controller.close()` (which only cancels them): it waits for those streams too, and so
+        does an `aclose` called while another runs (it returns only once everything is closed as well).
         """
         self._running = False
         tasks = list(self._tasks.values())
         self._tasks.clear()
-        closing = list(self._closing)
-        self._closing.clear()
         watch, self._close_watch = self._close_watch, None
         if watch is not None:
             tasks.append(watch)
+        for task in tasks:
+            self._stop(task)
         try:
-            await _stop(tasks, cancelled=closing)  # their status listener resumes the polling the streams paused
+            if self._closing:  # their status listener resumes the polling the streams paused
+                await asyncio.wait(list(self._closing))
         finally:
             self._forget_all()
 
@@ -261,9 +283,7 @@ class StreamManager(Manager):
         self._running = False
         self._forget_all()
         for task in self._tasks.values():
-            task.cancel()
-            self._closing.add(task)
-            task.add_done_callback(self._closing.discard)
+            self._stop(task)
         self._tasks.clear()
 
     async def __aenter__(self) -> Self:  # a subclass of the app's own stays itself
@@ -341,20 +361,6 @@ def _next_held(held: list[_Held], action: _Subscribing) -> _Held | None:
     if not candidates:
         return None
     return next((h for h in candidates if not h.polling), candidates[0])
-
-
-async def _stop(tasks: list[asyncio.Task[None]], cancelled: list[asyncio.Task[None]] | None = None) -> None:
-    """Cancel each of `tasks` once and wait until they and the `cancelled` ones have closed their connections.
-
-    Cancelling only once matters: a second cancel would interrupt a stream while it
-    closes its connection, leaving the socket (or a library task) behind.
-    """
-    for task in tasks:
-        task.cancel()
-    tasks = tasks + (cancelled or [])
-    if not tasks:
-        return
-    await asyncio.wait(tasks)
 
 
 def _report(task: asyncio.Task[None]) -> None:

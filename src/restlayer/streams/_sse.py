@@ -10,9 +10,9 @@ from contextlib import AbstractAsyncContextManager
 from typing import Final, cast
 
 import httpx
-from httpx_sse import EventSource, ServerSentEvent, SSEError, aconnect_sse
+from httpx_sse import EventSource, ServerSentEvent, aconnect_sse
 
-from restlayer.errors import BodyTooLargeError, ClosedError, ParamError, RedirectError
+from restlayer.errors import BodyTooLargeError, ClosedError, DecodeError, ParamError, RedirectError
 from restlayer.rest import get_client
 from restlayer.rest._client import hold, release
 from restlayer.streams._stream import (
@@ -59,7 +59,8 @@ class SSEStream(Stream):
     the reconnection time (at least 100 ms). A reply with status 204 stops the
     stream; one with a client error (401, 403, 404...; not 408, 425 or 429) ends
     it with a StatusError, as reconnecting would get the same; so does a redirect
-    the client does not follow, with a RedirectError. `client`: the
+    the client does not follow, with a RedirectError; so does a successful reply that is no
+    `text/event-stream` (the wrong url, a login page), with a DecodeError naming its type. `client`: the
     `httpx.AsyncClient` to use (default: restlayer's shared one; `url` may be
     relative to its `base_url`; once it is closed the stream ends with ClosedError);
     `timeout`: connect 10 s (also the most to wait for the reply's head), no read timeout.
@@ -136,7 +137,7 @@ class SSEStream(Stream):
                 raise httpx.HTTPStatusError(
                     f"{self.url} answered {response.status_code}", request=response.request, response=response
                 )
-            _check_event_stream(response)  # a reply of another kind is no connection (and pauses no polling)
+            _check_event_stream(self.url, response)  # a reply of another kind is no connection: it ends the stream
             response.encoding = SSE_ENCODING
             await self._opened()
             # The parser starts each connection with no last event id: seeded with the stream's (as browsers
@@ -315,9 +316,18 @@ def _timeout(value: object) -> httpx.Timeout:
     return timeout
 
 
-def _check_event_stream(response: httpx.Response) -> None:
-    """Raise `SSEError` unless the reply is a `text/event-stream`, in any case (as httpx-sse checks when
-    reading it, though in lower case only: `_Bounded` shows it the type lowered)."""
+def _check_event_stream(url: str, response: httpx.Response) -> None:
+    """DecodeError (ending the stream) unless the reply is a `text/event-stream`, in any case (as httpx-sse
+    checks when reading it, though in lower case only: `_Bounded` shows it the type lowered).
+
+    A successful reply of another kind (a login page, a JSON resource: the wrong url, or credentials
+    gone) is answered again to every reconnect, so it is not retried: the HTML standard's EventSource
+    fails such a connection for good too.
+    """
     content_type = response.headers.get("content-type", "").partition(";")[0]
     if "text/event-stream" not in content_type.lower():
-        raise SSEError(f"Expected response header Content-Type to contain 'text/event-stream', got {content_type!r}")
+        raise DecodeError(
+            f"stream {url} answered {response.status_code} with Content-Type {content_type or 'none'!r}, "
+            "not text/event-stream (the wrong url, or a login page?): not reconnecting",
+            status=400,
+        )

@@ -411,6 +411,9 @@ class Stream:
     def add_listener(self, listener: Listener) -> Callable[[], None]:
         """Call `listener(stream)` after each connect and each lost connection (awaited when it is async).
 
+        An async listener is awaited by the stream's own run, also when the stream stops (the connection
+        is then closed already): one that never returns holds up that stop, and `StreamManager.aclose()`
+        with it, so keep it short (start a task of your own for long work). Its errors are only logged.
         ParamError for something that cannot be called (it would fail at each status change, only in the log).
 
         Returns the function that removes it (a manager that stops managing the stream calls it).

@@ -37,7 +37,7 @@ def parse_json_message(frame: str | bytes) -> Message:
     body = decode_json(frame)
     if not isinstance(body, dict):
         raise ValueError(f"expected a JSON object, got {type(body).__name__}")
-    event = body.get("type", body.get("event"))
+    event = _named_type(body)
     if not isinstance(event, str):
         raise ValueError("no event type (a string under 'type' or 'event')")
     event_id = body.get("id")
@@ -187,6 +187,15 @@ class WebSocketStream(Stream):
         return message
 
 
+def _named_type(body: dict[str, object]) -> object:
+    """The event type a frame names: its `type`, or its `event` when `type` is absent or null.
+
+    A `"type": null` names no type (as JSON writers spell a field left unset), so it must not hide `event`.
+    """
+    named = body.get("type")
+    return body.get("event") if named is None else named
+
+
 def started_close_code(exc: ConnectionClosed) -> int | None:
     """The code of the close this client started, when it closed first; None when it only echoed the server's.
 
@@ -229,5 +238,5 @@ def _event_type(frame: str | bytes) -> str:
         body = json.loads(frame)
     except (ValueError, RecursionError):  # RecursionError: nested too deeply to decode
         return "?"
-    event = body.get("type", body.get("event")) if isinstance(body, dict) else None
+    event = _named_type(body) if isinstance(body, dict) else None
     return event if isinstance(event, str) else "?"
