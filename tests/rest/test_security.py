@@ -99,6 +99,23 @@ async def test_endpoint_headers_follow_a_same_origin_redirect(api: LocalServer) 
     assert seen["headers"]["authorization"].startswith("Basic ")
 
 
+@pytest.mark.parametrize(
+    "request_init",
+    [{"headers": {"Cookie": "sid=abc"}}, {"cookies": {"sid": "abc"}}],
+    ids=["cookie-header", "cookies-option"],
+)
+async def test_endpoint_cookies_follow_a_same_origin_redirect(
+    api: LocalServer, other_api: LocalServer, request_init: dict[str, Any]
+) -> None:
+    """httpx rebuilds the Cookie header of every redirect from the client's jar: the endpoint's own cookies were
+    lost on a redirect within its origin (a missing trailing slash), so the request arrived logged out."""
+    ep = RestEndpoint(path="/_test/redirect", url_prefix=api.url, request_init=request_init)
+    seen = await ep({"to": f"{api.url}/_test/echo"})
+    assert seen["headers"].get("cookie") == "sid=abc"
+    crossed = await ep({"to": f"{other_api.url}/_test/echo"})
+    assert "cookie" not in crossed["headers"]
+
+
 @pytest.mark.parametrize("code", [301, 302, 303])
 @pytest.mark.parametrize("method", ["POST", "PUT", "PATCH", "DELETE"])
 async def test_mutation_redirect_that_would_become_a_get_raises(api: LocalServer, code: int, method: str) -> None:

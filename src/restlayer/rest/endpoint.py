@@ -675,6 +675,8 @@ class RestEndpoint(Generic[T_co, Params, Args]):
             raise ParamError(f"{self.name}: the request options were refused by httpx: {exc} (given: {given})") from exc
         shared = self.client is None
         own_names = {str(name).lower() for name, _ in header_items(own)}
+        if kwargs.get("cookies"):  # the `cookies` request option ends up in the Cookie header
+            own_names.add("cookie")
         if shared:  # what configure_client set is for this API too, like the endpoint's own headers
             own_names |= configured_names(client)
         sending = self._send(client, request, follow, auth, own_names - _BODY_HEADERS)
@@ -711,6 +713,9 @@ class RestEndpoint(Generic[T_co, Params, Args]):
                 if left_origin:
                     for name in own_names:
                         next_request.headers.pop(name, None)
+                elif "cookie" in own_names and "cookie" in request.headers:
+                    # httpx rebuilds the Cookie header of a redirect from the client's jar alone
+                    next_request.headers["Cookie"] = request.headers["Cookie"]
                 request = next_request
                 response = await self._send_once(client, request, None)
             else:
