@@ -124,6 +124,28 @@ async def test_a_streamed_body_dropped_unread_still_lets_the_shared_client_close
     assert shared.is_closed
 
 
+async def test_a_streamed_body_fetched_through_a_controller_and_dropped_lets_the_shared_client_close(
+    api: Any,
+) -> None:
+    """The store kept a `content="stream"` body as the call's data, so one dropped unread by its caller
+    held its reply, and a client `aclose()` retired, as long as the controller lived."""
+    drip = RestEndpoint(path="/_test/drip", url_prefix=api.url, content="stream")
+    ctrl = Controller()
+    stream = await ctrl.fetch(drip, {"chunks": 1, "ms": 10})
+    shared = get_client()
+    async with Controller():
+        pass
+    assert not shared.is_closed
+    del stream
+    for _ in range(100):  # the fetch's callbacks let go of the body, then the close runs in a task of this loop
+        await asyncio.sleep(0)
+        gc.collect()
+        if shared.is_closed:
+            break
+    assert shared.is_closed and not ctrl.closed
+    ctrl.close()
+
+
 def test_module_level_resource_works_across_several_asyncio_runs(api: Any) -> None:
     todos = resource(path="/todos/:id", schema=Todo, url_prefix=api.url)
 

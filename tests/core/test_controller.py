@@ -786,3 +786,18 @@ async def test_a_list_key_args_key_cannot_build_refuses_the_fetch_before_sending
         await ctrl.fetch(not_a_dict, {"userId": 1})
     assert gets(api, "/todos") == [] and ctrl.get_state()["meta"] == {}
     assert [t.id for t in await ctrl.fetch(by_user, {"userId": 2})] == [4, 5, 6]
+
+
+async def test_a_streamed_body_goes_to_its_caller_and_is_not_kept_in_the_store(ctrl: Controller, api: Any) -> None:
+    """A `content="stream"` body is read once: the store kept it as the call's data, so every later read
+    (`get_response`, `cache`, a UI) got a spent iterator yielding no bytes in place of the file, and the
+    store held the reply (and its hold on the shared client) as long as it kept the call."""
+    download = RestEndpoint(path="/_test/file", url_prefix=api.url, content="stream")
+    stream = await ctrl.fetch(download)
+    body = b"".join([chunk async for chunk in stream])
+    assert body.startswith(b"\x89PNG")
+    stored = ctrl.get_response(download)
+    assert stored.data is None and ctrl.get_error(download) is None
+    assert ctrl.cache(download) is None
+    again = await ctrl.fetch(download)
+    assert again is not stream and b"".join([chunk async for chunk in again]) == body

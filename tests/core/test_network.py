@@ -26,6 +26,16 @@ async def test_two_concurrent_gets_one_request(ctrl: Controller, res: Any, api: 
     assert a == b and len(gets(api, "/todos/1")) == 1
 
 
+async def test_concurrent_fetches_of_a_streamed_body_each_get_their_own(ctrl: Controller, api: Any) -> None:
+    """A `content="stream"` body is read once: two callers sharing one request got one stream, and the
+    second to read it got no bytes at all instead of the reply."""
+    drip = RestEndpoint(path="/_test/drip", url_prefix=api.url, content="stream")
+    a, b = await asyncio.gather(ctrl.fetch(drip, chunks=3, ms=1), ctrl.fetch(drip, chunks=3, ms=1))
+    assert a is not b
+    assert b"".join([chunk async for chunk in a]) == b"".join([chunk async for chunk in b]) == b"   {}"
+    assert len(gets(api, "/_test/drip")) == 2
+
+
 async def test_100_concurrent_suspense_one_request(ctrl: Controller, res: Any, api: Any) -> None:
     results = await asyncio.gather(*(ctrl.suspense(res.Todo.get, id=3) for _ in range(100)))
     assert len(gets(api, "/todos/3")) == 1

@@ -5,7 +5,7 @@ segment, no header value that smuggles a line break."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import httpx
@@ -14,7 +14,7 @@ import pytest
 from examples.todo_api import LocalServer
 from restlayer.core import Controller
 from restlayer.errors import NetworkError, ParamError, RedirectError
-from restlayer.rest import RestEndpoint, resource
+from restlayer.rest import RestEndpoint, configure_client, resource
 from restlayer.schema import Entity
 
 pytestmark = pytest.mark.usefixtures("shared_client_closed")
@@ -99,6 +99,23 @@ async def test_endpoint_headers_follow_a_same_origin_redirect(api: LocalServer) 
     assert seen["headers"]["authorization"].startswith("Basic ")
 
 
+@pytest.mark.parametrize(
+    "request_init",
+    [{"headers": {"Cookie": "sid=abc"}}, {"cookies": {"sid": "abc"}}],
+    ids=["cookie-header", "cookies-option"],
+)
+async def test_endpoint_cookies_follow_a_same_origin_redirect(
+    api: LocalServer, other_api: LocalServer, request_init: dict[str, Any]
+) -> None:
+    """httpx rebuilds the Cookie header of every redirect from the client's jar: the endpoint's own cookies were
+    lost on a redirect within its origin (a missing trailing slash), so the request arrived logged out."""
+    ep = RestEndpoint(path="/_test/redirect", url_prefix=api.url, request_init=request_init)
+    seen = await ep({"to": f"{api.url}/_test/echo"})
+    assert seen["headers"].get("cookie") == "sid=abc"
+    crossed = await ep({"to": f"{other_api.url}/_test/echo"})
+    assert "cookie" not in crossed["headers"]
+
+
 @pytest.mark.parametrize("code", [301, 302, 303])
 @pytest.mark.parametrize("method", ["POST", "PUT", "PATCH", "DELETE"])
 async def test_mutation_redirect_that_would_become_a_get_raises(api: LocalServer, code: int, method: str) -> None:
@@ -138,6 +155,35 @@ async def test_one_shot_stream_body_redirected_is_a_param_error(api: LocalServer
     ep = RestEndpoint(path="/_test/redirect", url_prefix=api.url, method="PUT")
     with pytest.raises(ParamError, match="one-shot stream"):
         await ep({"to": f"{api.url}/_test/status/200", "code": code}, chunks())
+
+
+@pytest.fixture
+def configured_credentials() -> Iterator[None]:
+    """The shared clients send an API key and a cookie (each test runs in a loop of its own, so its
+    shared client is built with them); the defaults come back after the test."""
+    configure_client(headers={"X-Api-Key": "k-123"}, cookies={"sid": "abc"})
+    yield
+    configure_client()
+
+
+@pytest.mark.usefixtures("configured_credentials")
+async def test_configured_headers_and_cookies_are_not_sent_to_another_origin_on_redirect(
+    api: LocalServer, other_api: LocalServer
+) -> None:
+    """httpx drops only Authorization, and a cookie given by name and value has no domain: both went to any host."""
+    ep = RestEndpoint(path="/_test/redirect", url_prefix=api.url)
+    direct = await ep({"to": f"{other_api.url}/_test/echo"})
+    twice = await ep({"to": f"{other_api.url}/_test/redirect?to={other_api.url}/_test/echo"})
+    for seen in (direct, twice):
+        assert seen["path"] == "/_test/echo"
+        assert "x-api-key" not in seen["headers"] and "cookie" not in seen["headers"]
+    assert [r.path for r in other_api.requests] == ["/_test/echo", "/_test/redirect", "/_test/echo"]
+
+
+@pytest.mark.usefixtures("configured_credentials")
+async def test_configured_headers_and_cookies_follow_a_same_origin_redirect(api: LocalServer) -> None:
+    seen = await RestEndpoint(path="/_test/redirect", url_prefix=api.url)({"to": f"{api.url}/_test/echo"})
+    assert (seen["headers"]["x-api-key"], seen["headers"]["cookie"]) == ("k-123", "sid=abc")
 
 
 async def test_get_redirects_are_still_followed(api: LocalServer) -> None:

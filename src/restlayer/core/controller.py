@@ -146,6 +146,12 @@ def _run_policy(
         return None, failure
 
 
+def _read_once(value: object) -> bool:
+    """Whether a fetch's `value` can be read only once (an async iterator, as a `content="stream"` body is):
+    no data to keep in the store, which would hand it spent to every later reader."""
+    return isinstance(value, AsyncIterator)
+
+
 class Controller:
     """The store plus every way to read, fetch and change it.
 
@@ -482,6 +488,9 @@ class Controller:
     ) -> BaseException | None:
         """Store the outcome of a `"fetch"` action: its reply `value`, or the `error` the request raised.
 
+        A `value` read once (an async iterator: a `content="stream"` body) is its caller's alone and
+        stored as `None`: kept, every later read would get it spent, and it would hold its connection.
+
         Returns the error its callers must get instead of `value` when storing
         failed (the reply did not match the schema, or the error policy raised).
         `unread`: every caller was cancelled while the request ran on (a mutation);
@@ -506,8 +515,9 @@ class Controller:
             )
             self.dispatch(action)
         else:
+            stored = None if _read_once(value) else value
             action = act.SetResponse(
-                ep, fetch.args, fetch.key, value, fetch.fetched_at, date, date + fetch.data_expiry_length, fetch=fetch
+                ep, fetch.args, fetch.key, stored, fetch.fetched_at, date, date + fetch.data_expiry_length, fetch=fetch
             )
             self.dispatch(action)
             failure = self._failure_of(action)
@@ -574,12 +584,13 @@ class Controller:
         """A fetch's return: the store's read of the result (what `cache` gives now, same object).
 
         A deleting endpoint (its schema holds `Invalidate`) reads as nothing, so it
-        returns its processed reply (the data naming what was deleted) instead.
+        returns its processed reply (the data naming what was deleted) instead; so
+        does a body read once (`content="stream"`), which the store does not keep.
         """
         response, refs = self._read(endpoint, args)
         if self.gc_policy is not None:
             self.gc_policy.touch(endpoint.key(*args), refs)
-        return value if deletes(endpoint.schema) else response.data
+        return value if deletes(endpoint.schema) or _read_once(value) else response.data
 
     async def fetch(self, endpoint: Endpoint[T, A], *args: A.args, **kwargs: A.kwargs) -> T:
         """Send the request (GETs of one key share it), store the result, return the stored read of it.

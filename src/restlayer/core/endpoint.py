@@ -97,3 +97,9 @@ def keys_pages_as_one(endpoint: object) -> bool:
     no stored copy answers them.
     """
     return getattr(endpoint, "remove_cursor", None) is not None
+
+
+def reads_once(endpoint: object) -> bool:
+    """Whether `endpoint`'s reply is a body read once (`content="stream"`): an async iterator that only
+    one caller can read, so concurrent calls of it share no request (each caller gets a body of its own)."""
+    return getattr(endpoint, "content", None) == "stream"

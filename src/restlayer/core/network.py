@@ -22,7 +22,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from restlayer.core import _actions as act
-from restlayer.core.endpoint import keys_pages_as_one
+from restlayer.core.endpoint import keys_pages_as_one, reads_once
 from restlayer.core.manager import Manager, Next, check_unattached
 from restlayer.errors import ClosedError, ParamError, ResetError, RestLayerError
 
@@ -97,7 +97,8 @@ class _Flight:
 
 
 class NetworkManager(Manager):
-    """Sends fetches; non-side-effect fetches of one key share a request while it is in flight.
+    """Sends fetches; non-side-effect fetches of one key share a request while it is in flight
+    (but for a body read once, `content="stream"`: each caller gets its own).
 
     `max_concurrent_requests` bounds the requests sent at once (`None`: no bound).
     """
@@ -137,7 +138,7 @@ class NetworkManager(Manager):
         if loop is not self._loop:
             self._loop = loop
             self._drop_dead(controller)
-        dedup = not action.endpoint.side_effect
+        dedup = not action.endpoint.side_effect and not reads_once(action.endpoint)  # a stream: each its own
         flight = self._by_key.get(action.key) if dedup else None
         if flight is not None and not _same_request(flight.action, action):
             flight = None  # another page of a list whose key leaves the page out: a request of its own

@@ -9,12 +9,17 @@ session cookie one of them received would otherwise be sent by all the others
 are sent by every shared client, and still none a server sets is kept. A cookie
 session needs a client of its own, passed as the endpoint's `client`.
 
+What a shared client is configured to send (its headers, its cookies) is for the
+API it was configured for: a redirect to another origin goes without it, as it
+goes without the endpoint's own headers (`configured_names`).
+
 `configure_client` sets what the shared clients are built with.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import urllib.request
 import weakref
@@ -170,6 +175,28 @@ def _new_client() -> httpx.AsyncClient:
         return client
     build: Callable[..., httpx.AsyncClient] = httpx.AsyncClient  # the options were checked by name
     return build(**{**_options, "cookies": _cookieless_jar(_options.get("cookies"))})
+
+
+@functools.cache
+def _httpx_defaults() -> frozenset[tuple[str, str]]:
+    """The headers httpx gives every client unasked (Accept, User-Agent, ...), as lower-case (name, value)."""
+    build: Callable[..., httpx.AsyncClient] = httpx.AsyncClient
+    return frozenset((name.lower(), value) for name, value in build().headers.items())  # opens no connection
+
+
+def configured_names(client: httpx.AsyncClient) -> frozenset[str]:
+    """Lower-case names of what shared `client` adds to every request by its configuration: the headers
+    beyond httpx's defaults (`configure_client(headers=...)`, a factory's), and `cookie` when it holds cookies.
+
+    They are credentials for the configured API (an API key, a session cookie; a cookie given as a
+    plain name and value has no domain, so the jar sends it to any host): the endpoint drops them on a
+    redirect to another origin as it drops its own headers, where httpx would drop only Authorization.
+    """
+    defaults = _httpx_defaults()
+    names = {name.lower() for name, value in client.headers.items() if (name.lower(), value) not in defaults}
+    if len(client.cookies.jar):
+        names.add("cookie")
+    return frozenset(names)
 
 
 def get_client() -> httpx.AsyncClient:

@@ -33,7 +33,7 @@ from restlayer.errors import (
     StatusError,
 )
 from restlayer.rest._body import RequestParts
-from restlayer.rest._client import get_client, hold, hold_until_closed, release
+from restlayer.rest._client import configured_names, get_client, hold, hold_until_closed, release
 from restlayer.rest._headers import TOKEN, check_headers, header_items, own_headers
 from restlayer.rest._parse import (
     ByteStream,
@@ -649,7 +649,8 @@ class RestEndpoint(Generic[T_co, Params, Args]):
         """Send the request; a non-2xx reply or a transport failure raises NetworkError.
 
         Redirects are followed by hand: a 301/302/303 answer to a mutation raises
-        `RedirectError`, and the endpoint's own headers never go to another origin.
+        `RedirectError`, and the endpoint's own headers (and those and cookies the shared client is
+        configured with) never go to another origin.
         Unless `content="stream"`, the body is read here, within `max_body_size`.
         """
         client = self.client or get_client()
@@ -674,10 +675,14 @@ class RestEndpoint(Generic[T_co, Params, Args]):
             # the wrong type (`params=5`, `files="x.txt"`), from `request_init` or `get_request_init`
             given = ", ".join(sorted(kwargs))
             raise ParamError(f"{self.name}: the request options were refused by httpx: {exc} (given: {given})") from exc
-        own_names = {str(name).lower() for name, _ in header_items(own)} - _BODY_HEADERS
-        sending = self._send(client, request, follow, auth, own_names)
-        deadline = self.total_timeout
         shared = self.client is None
+        own_names = {str(name).lower() for name, _ in header_items(own)}
+        if kwargs.get("cookies"):  # the `cookies` request option ends up in the Cookie header
+            own_names.add("cookie")
+        if shared:  # what configure_client set is for this API too, like the endpoint's own headers
+            own_names |= configured_names(client)
+        sending = self._send(client, request, follow, auth, own_names - _BODY_HEADERS)
+        deadline = self.total_timeout
         if shared:  # leaving another controller's `async with` closes the shared client after this request
             hold(client)
         kept = False  # a streamed body, still to be read, keeps the hold until it is closed
@@ -698,6 +703,7 @@ class RestEndpoint(Generic[T_co, Params, Args]):
     ) -> httpx.Response:
         """Send `request`, following redirects when `follow`; the checked, read reply."""
         response = await self._send_once(client, request, auth)
+        left_origin = False  # once off the origin, no later hop carries `own_names` (httpx re-adds client cookies)
         try:
             for _ in range(client.max_redirects):
                 next_request = response.next_request
@@ -705,10 +711,13 @@ class RestEndpoint(Generic[T_co, Params, Args]):
                     break
                 await response.aclose()
                 self._check_redirect(response, next_request)
-                if not _same_origin(request.url, next_request.url):
+                left_origin = left_origin or not _same_origin(request.url, next_request.url)
+                if left_origin:
                     for name in own_names:
                         next_request.headers.pop(name, None)
-                    own_names = set()
+                elif "cookie" in own_names and "cookie" in request.headers:
+                    # httpx rebuilds the Cookie header of a redirect from the client's jar alone
+                    next_request.headers["Cookie"] = request.headers["Cookie"]
                 request = next_request
                 response = await self._send_once(client, request, None)
             else:
