@@ -15,6 +15,7 @@ The blocking form is `restlayer.sync.paginate`.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic
@@ -143,12 +144,26 @@ def params_from_url(endpoint: RestEndpoint[object, ...], params: Mapping[str, ob
 
 
 def _request_of(endpoint: RestEndpoint[object, ...], params: Mapping[str, object]) -> str:
-    """`"<method> <url>"` of the page `params` ask for: what tells one page from another.
+    """`"<method> <url>"` of the page `params` ask for, and its body when it sends one: what tells one
+    page from another.
 
     Not `key()`: a `get_page` (or any endpoint with `remove_cursor`) leaves the cursor
-    out of its key on purpose, so every page of one list shares a key.
+    out of its key on purpose, so every page of one list shares a key. The body counts as the
+    endpoint splits the call (`_split`): a GraphQL page is named by its variables, sent in the body
+    to one URL for every page, so the URL alone took each next page for the first one again.
     """
-    return f"{endpoint.method} {endpoint.url(params)}"
+    url_params, body = endpoint._split((params,))
+    request = f"{endpoint.method} {endpoint.url(url_params)}"
+    return request if body is None else f"{request} {_body_text(body)}"
+
+
+def _body_text(body: object) -> str:
+    """A request body as compact JSON, to compare pages; its repr when JSON cannot hold it
+    (the fetch then refuses the body with its own ParamError)."""
+    try:
+        return json.dumps(body, separators=(",", ":"), ensure_ascii=False, default=repr)
+    except (ValueError, RecursionError):  # a circular or too deeply nested value
+        return repr(body)
 
 
 def _next_params(

@@ -103,6 +103,26 @@ def test_string_query_whitespace_collapsed() -> None:
     assert clean_query("\t a \n\n b  ") == "a b"
 
 
+async def test_cleaning_a_string_query_keeps_its_string_literals_and_drops_its_comments(
+    api: LocalServer, gql: GQLEndpoint
+) -> None:
+    """Whitespace runs were collapsed inside string literals too (the title "two  spaces" was stored as
+    "two spaces", a block string lost its lines), and a `#` comment swallowed the rest of the query once
+    its line break was gone (a syntax error from the server)."""
+    rename = gql.mutation(
+        'mutation {\n  updateTodo(id: 1, title: "two  spaces # kept") { id title }\n}', {"updateTodo": Todo}
+    )
+    assert (await rename())["updateTodo"]["title"] == "two  spaces # kept"
+    assert api.db.get("todos", 1)["title"] == "two  spaces # kept"  # type: ignore[index]
+    block = gql.mutation('mutation { updateTodo(id: 2, title: """line one\n  line two""") { id } }')
+    await block()
+    assert api.db.get("todos", 2)["title"] == "line one\nline two"  # type: ignore[index]
+    commented = gql.query("query {\n  # the first todo\n  todo(id: 1) { id title } # its title\n}", {"todo": Todo})
+    assert commented.key({}) == "query { todo(id: 1) { id title } } {}"
+    assert (await commented())["todo"]["title"] == "two  spaces # kept"
+    assert clean_query('a  "b \\"  c"   """d\n \\"""  e"""  # f\n  g') == 'a "b \\"  c" """d\n \\"""  e""" g'
+
+
 def test_function_query_used_verbatim() -> None:
     text = "query  q {\n  users { id }\n}"
     ep = GQLEndpoint("http://x.test/graphql").query(lambda v: text)

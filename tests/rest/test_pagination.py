@@ -133,6 +133,38 @@ async def test_a_server_repeating_a_cursor_ends_with_an_error(api: Any) -> None:
                 pass
 
 
+async def test_a_graphql_query_walks_pages_named_by_its_variables(api: Any) -> None:
+    """A GraphQL page lives in the variables (the request body), not the URL, which is the same for every
+    page: the walk took page 2 for page 1 sent again and stopped with "the server sent page ... twice"."""
+    from restlayer.graphql import GQLEndpoint, GQLEntity
+
+    class Member(GQLEntity):
+        name: str = ""
+
+    get_user = GQLEndpoint(f"{api.url}/graphql").query(
+        "query getUser($id: ID!) { user(id: $id) { id name } }", {"user": Member}
+    )
+
+    def following(page: Page[dict[str, Any]]) -> dict[str, object] | None:
+        number = int(page.params["id"])
+        return {"id": str(number + 1)} if number < 3 else None
+
+    def stuck(page: Page[dict[str, Any]]) -> dict[str, object] | None:
+        return {"id": page.params["id"]}
+
+    async with Controller() as ctrl:
+        pages = [page async for page in paginate(ctrl, get_user, {"id": "1"}, next_page=following)]
+        assert [page["user"].name for page in pages] == ["Leanne Graham", "Ervin Howell", "Clementine Bauch"]
+        with pytest.raises(RestLayerError, match="twice"):  # a repeated page is still told
+            async for _ in paginate(ctrl, get_user, {"id": "1"}, next_page=stuck):
+                pass
+    assert [r.json()["variables"] for r in api.requests.matching("POST", "/graphql")][:3] == [
+        {"id": "1"},
+        {"id": "2"},
+        {"id": "3"},
+    ]
+
+
 async def test_max_pages_bounds_the_walk(api: Any) -> None:
     endpoint = RestEndpoint(path="/pages/todos", url_prefix=api.url)
     async with Controller() as ctrl:

@@ -36,14 +36,30 @@ The function gets the variables (`{}` when none); it has one parameter, so a lam
 for strict checkers.
 """
 
-_WHITESPACE: Final = re.compile(r"\s+")
+#: One token of query text that cleaning acts on: a string literal (block `"""..."""` or `"..."`), kept
+#: as written, or a run of whitespace and `#` comments (GraphQL's ignored tokens), made one space.
+_CLEANED_TOKEN: Final = re.compile(
+    r'(?P<string>"""(?:\\"""|(?!""")[\s\S])*"""|"(?:\\.|[^"\\\n\r])*")|(?P<ignored>(?:\s|#[^\n\r]*)+)'
+)
 _OPERATION: Final = re.compile(r"^\s*(?:query|mutation|subscription)\s+([_A-Za-z][_0-9A-Za-z]*)")
 _NAME_LENGTH: Final = 60
 
 
 def clean_query(text: str) -> str:
-    """A query string with whitespace runs collapsed to one space and stripped."""
-    return _WHITESPACE.sub(" ", text).strip()
+    """A query string with whitespace runs collapsed to one space and stripped.
+
+    Only the whitespace between tokens: a string literal is part of the operation's data (the title
+    "two  spaces" must reach the server as written), so it is kept verbatim. A `#` comment ends at
+    its line break, which collapsing removes: it would swallow the rest of the query, so comments
+    (ignored by GraphQL) are dropped with the whitespace around them.
+    """
+    return _CLEANED_TOKEN.sub(_cleaned_token, text).strip()
+
+
+def _cleaned_token(match: re.Match[str]) -> str:
+    """A string literal as written; whitespace and comments as one space."""
+    string = match.group("string")
+    return " " if string is None else string
 
 
 def _query_getter(query: QueryText) -> Callable[..., str]:
