@@ -196,6 +196,18 @@ async def test_get_response_never_fetched_and_schemaless(ctrl: Controller, res: 
     assert len(api.requests) == 1
 
 
+async def test_a_schema_without_entities_reads_like_no_schema(ctrl: Controller, api: Any) -> None:
+    """A schema that names no entity (a dict of plain members) was queried from the args like an
+    entity schema: a never-fetched call read as `VALID` data made up of the schema's members, so
+    `suspense` returned it without ever sending the request."""
+    ep = RestEndpoint(path="/todos/:id", url_prefix=api.url, schema={"id": None, "title": None})
+    assert ctrl.get_response(ep, {"id": 1}) == (None, ExpiryStatus.INVALID, 0)
+    assert ctrl.dle(ep, {"id": 1}).loading
+    todo = await ctrl.suspense(ep, {"id": 1})
+    assert todo["title"] == "delectus aut autem"
+    assert ctrl.get_response(ep, {"id": 1}).expiry_status == ExpiryStatus.VALID
+
+
 async def test_delete_invalidates_entity_and_list(ctrl: Controller, res: Any) -> None:
     await ctrl.fetch(res.PlainTodo.get_list)
     deleted = await ctrl.fetch(res.PlainTodo.delete, {"id": 1})
