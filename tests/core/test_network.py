@@ -9,11 +9,11 @@ import pytest
 
 from restlayer.core import Controller, NetworkManager
 from restlayer.core.network import DEFAULT_MAX_CONCURRENT_REQUESTS
-from restlayer.errors import ClosedError, NetworkError, ParamError, RestLayerError
+from restlayer.errors import ClosedError, NetworkError, ParamError, ResetError, RestLayerError
 from restlayer.rest import RestEndpoint, resource
 from tests._present import present
 from tests.core._gate import Gates
-from tests.core._models import Recorder, Todo, aborted, gets
+from tests.core._models import Recorder, Todo, aborted, gets, other_tasks_done
 
 
 def network(ctrl: Controller) -> NetworkManager:
@@ -102,6 +102,24 @@ async def test_close_gives_every_waiting_caller_closed_error(gated: Any, gates: 
     with pytest.raises(ClosedError, match="closed"):
         await ctrl.fetch(gated, name=name)
     gates.open(name)
+
+
+async def test_close_cancels_the_requests_a_reset_dropped(gated: Any, gates: Gates) -> None:
+    """A request dropped by `reset_entire_store()` runs on (its reply is dropped), but `close()` lost
+    track of it: the request, its task and its connection outlived the closed controller, until the
+    server answered (never, for a server that hangs)."""
+    ctrl = Controller()
+    name = gates.name()
+    reader = asyncio.ensure_future(ctrl.fetch(gated, name=name))
+    await gates.arrived(name)
+    ctrl.reset_entire_store()
+    with pytest.raises(ResetError):
+        await reader
+    ctrl.close()
+    try:
+        await other_tasks_done(timeout=5)  # the dropped request ends with the controller
+    finally:
+        gates.open(name)
 
 
 async def test_raising_error_policy_reaches_the_caller_and_the_fetch_error_is_stored(

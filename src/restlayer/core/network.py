@@ -8,7 +8,8 @@ starts a new request instead of inheriting the cancellation. A mutation
 it already, so its reply is stored (or its error rolls back its optimistic
 update) as if the caller still waited; only `close()` cancels it. A reset drops
 every in-flight request: its callers get `ResetError` and its late reply is
-never stored. Closing the controller gives every waiting caller `ClosedError`.
+never stored (`close()` still cancels it). Closing the controller gives every
+waiting caller `ClosedError`.
 
 At most `max_concurrent_requests` requests are on the wire at once; the others
 wait in start order for a free slot, so a burst never exhausts the HTTP
@@ -109,6 +110,7 @@ class NetworkManager(Manager):
         self.max_concurrent_requests = max_concurrent_requests
         self._by_key: dict[str, _Flight] = {}
         self._flights: set[_Flight] = set()
+        self._dropped: set[asyncio.Task[None]] = set()  # requests a reset dropped, running on until they end
         self._slots: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None  # where the last request started
         self._controller: Controller | None = None
@@ -259,9 +261,23 @@ class NetworkManager(Manager):
         for flight in flights:
             flight.dropped = True
             flight.settle(error=ResetError())
+            self._keep_dropped(flight.task)
+
+    def _keep_dropped(self, task: asyncio.Task[None] | None) -> None:
+        """Track a request a reset dropped until it ends, so that `cleanup()` still cancels it.
+
+        It leaves the flights (nobody may join it, its reply is never stored), yet it holds a
+        connection and a task: left untracked, it outlived the closed controller.
+        """
+        if task is not None and not task.done():
+            self._dropped.add(task)
+            task.add_done_callback(self._dropped.discard)
 
     def cleanup(self) -> None:
-        """Cancel every request in flight; their callers get `ClosedError`, their optimistic updates go."""
+        """Cancel every request in flight, and those a reset dropped; callers get `ClosedError`.
+
+        The optimistic updates of the requests in flight go with them.
+        """
         for flight in list(self._flights):
             flight.dropped = True
             if self._controller is not None and flight.action.optimistic:
@@ -271,3 +287,7 @@ class NetworkManager(Manager):
                 flight.task.cancel()  # a task of a closed loop never runs again: nothing to cancel
         self._flights.clear()
         self._by_key.clear()
+        for task in list(self._dropped):  # requests a reset dropped: nothing waits for them, they just stop
+            if not task.get_loop().is_closed():
+                task.cancel()
+        self._dropped.clear()
