@@ -202,18 +202,29 @@ class NetworkManager(Manager):
             self._slots = (loop, asyncio.Semaphore(self.max_concurrent_requests))
         return self._slots[1]
 
-    async def _send(self, action: act.Fetch) -> object:
-        """Call the endpoint once a request slot is free."""
+    async def _send(self, action: act.Fetch, flight: _Flight) -> object:
+        """Call the endpoint once a request slot is free, unless the request was dropped meanwhile."""
         slots = self._semaphore()
         if slots is None:
-            return await action.endpoint(*action.args)
+            return await self._call(action, flight)
         async with slots:
-            return await action.endpoint(*action.args)
+            return await self._call(action, flight)
+
+    @staticmethod
+    async def _call(action: act.Fetch, flight: _Flight) -> object:
+        """Send the request; nothing when a reset dropped it before it went out (the reply is unused).
+
+        Its callers were told it was aborted (`ResetError`): a mutation sent after that would
+        change the server behind their back, and a read would be sent for nobody.
+        """
+        if flight.dropped:
+            return None
+        return await action.endpoint(*action.args)
 
     async def _run(self, controller: Controller, action: act.Fetch, flight: _Flight) -> None:
         """Send the request, commit its outcome, then hand it to the callers."""
         try:
-            value = await self._send(action)
+            value = await self._send(action, flight)
         except asyncio.CancelledError:
             if not flight.dropped:
                 self._finish(flight)
