@@ -196,6 +196,18 @@ async def test_get_response_never_fetched_and_schemaless(ctrl: Controller, res: 
     assert len(api.requests) == 1
 
 
+async def test_a_schema_without_entities_reads_like_no_schema(ctrl: Controller, api: Any) -> None:
+    """A schema that names no entity (a dict of plain members) was queried from the args like an
+    entity schema: a never-fetched call read as `VALID` data made up of the schema's members, so
+    `suspense` returned it without ever sending the request."""
+    ep = RestEndpoint(path="/todos/:id", url_prefix=api.url, schema={"id": None, "title": None})
+    assert ctrl.get_response(ep, {"id": 1}) == (None, ExpiryStatus.INVALID, 0)
+    assert ctrl.dle(ep, {"id": 1}).loading
+    todo = await ctrl.suspense(ep, {"id": 1})
+    assert todo["title"] == "delectus aut autem"
+    assert ctrl.get_response(ep, {"id": 1}).expiry_status == ExpiryStatus.VALID
+
+
 async def test_delete_invalidates_entity_and_list(ctrl: Controller, res: Any) -> None:
     await ctrl.fetch(res.PlainTodo.get_list)
     deleted = await ctrl.fetch(res.PlainTodo.delete, {"id": 1})
@@ -478,15 +490,17 @@ def _network(ctrl: Controller) -> NetworkManager:
     return next(m for m in ctrl.managers if isinstance(m, NetworkManager))
 
 
-async def test_suspense_whose_fetch_a_reset_dropped_refetches(ctrl: Controller, res: Any, api: Any) -> None:
-    task = asyncio.ensure_future(ctrl.suspense(res.Todo.get, id=1))
-    await asyncio.sleep(0)  # one step: the suspense has sent its request and awaits it
-    assert _network(ctrl).in_flight(res.Todo.get.key({"id": 1}))
+async def test_suspense_whose_fetch_a_reset_dropped_refetches(ctrl: Controller, gated: Any, gates: Gates) -> None:
+    name = gates.name()
+    task = asyncio.ensure_future(ctrl.suspense(gated, name=name))
+    await gates.arrived(name)  # the suspense's request is on the wire
+    assert _network(ctrl).in_flight(gated.key({"name": name}))
     ctrl.reset_entire_store()
-    todo = await asyncio.wait_for(task, 10)
-    assert todo is not None and todo.title == "delectus aut autem"
-    assert todo is ctrl.cache(res.Todo.get, id=1)
-    assert len(gets(api, "/todos/1")) == 2
+    gates.open(name)
+    value = await asyncio.wait_for(task, 10)
+    assert value == {"gate": name}
+    assert value is ctrl.cache(gated, name=name)
+    assert gates.arrivals(name) == 2
 
 
 async def test_fetch_whose_request_a_reset_dropped_raises(ctrl: Controller, res: Any) -> None:
@@ -604,15 +618,19 @@ async def test_page_object_where_list_expected_is_refused_storing_nothing(ctrl: 
     assert after.entities is before.entities and after.endpoints is before.endpoints
 
 
-async def test_suspense_refetches_after_each_reset_even_at_one_instant(cctrl: Controller, res: Any, api: Any) -> None:
+async def test_suspense_refetches_after_each_reset_even_at_one_instant(
+    cctrl: Controller, gated: Any, gates: Gates
+) -> None:
     for _ in range(2):
         cctrl.reset_entire_store()  # the clock never moves: every reset has the same date
-        task = asyncio.ensure_future(cctrl.suspense(res.Todo.get, id=2))
-        await asyncio.sleep(0)
-        assert _network(cctrl).in_flight(res.Todo.get.key({"id": 2}))
+        name = gates.name()
+        task = asyncio.ensure_future(cctrl.suspense(gated, name=name))
+        await gates.arrived(name)  # the suspense's request is on the wire
+        assert _network(cctrl).in_flight(gated.key({"name": name}))
         cctrl.reset_entire_store()
-        assert (await asyncio.wait_for(task, 10)).title == "quis ut nam facilis"
-    assert len(gets(api, "/todos/2")) == 4
+        gates.open(name)
+        assert await asyncio.wait_for(task, 10) == {"gate": name}
+        assert gates.arrivals(name) == 2
 
 
 async def test_fetch_of_a_move_returns_the_moved_item_now_in_its_new_list(ctrl: Controller, res: Any) -> None:

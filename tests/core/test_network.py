@@ -9,11 +9,11 @@ import pytest
 
 from restlayer.core import Controller, NetworkManager
 from restlayer.core.network import DEFAULT_MAX_CONCURRENT_REQUESTS
-from restlayer.errors import ClosedError, NetworkError, ParamError, RestLayerError
+from restlayer.errors import ClosedError, NetworkError, ParamError, ResetError, RestLayerError
 from restlayer.rest import RestEndpoint, resource
 from tests._present import present
 from tests.core._gate import Gates
-from tests.core._models import Recorder, Todo, aborted, gets
+from tests.core._models import Clock, Recorder, Todo, aborted, gets, other_tasks_done
 
 
 def network(ctrl: Controller) -> NetworkManager:
@@ -114,6 +114,24 @@ async def test_close_gives_every_waiting_caller_closed_error(gated: Any, gates: 
     gates.open(name)
 
 
+async def test_close_cancels_the_requests_a_reset_dropped(gated: Any, gates: Gates) -> None:
+    """A request dropped by `reset_entire_store()` runs on (its reply is dropped), but `close()` lost
+    track of it: the request, its task and its connection outlived the closed controller, until the
+    server answered (never, for a server that hangs)."""
+    ctrl = Controller()
+    name = gates.name()
+    reader = asyncio.ensure_future(ctrl.fetch(gated, name=name))
+    await gates.arrived(name)
+    ctrl.reset_entire_store()
+    with pytest.raises(ResetError):
+        await reader
+    ctrl.close()
+    try:
+        await other_tasks_done(timeout=5)  # the dropped request ends with the controller
+    finally:
+        gates.open(name)
+
+
 async def test_raising_error_policy_reaches_the_caller_and_the_fetch_error_is_stored(
     ctrl: Controller, res: Any
 ) -> None:
@@ -140,6 +158,31 @@ async def test_requests_beyond_the_limit_wait_for_a_free_slot(gated: Any, gates:
             await gates.arrived(names[i + 2])
     assert await asyncio.wait_for(asyncio.gather(*tasks), 10) == [{"gate": n} for n in names]
     assert gates.max_held(names[0]) == 2
+    ctrl.close()
+
+
+async def test_a_request_waiting_for_a_slot_is_never_sent_after_a_reset_dropped_it(
+    gated: Any, gates: Gates, res: Any, api: Any, clock: Clock
+) -> None:
+    """A mutation queued behind the request limit got `ResetError` ("Aborted due to RESET") from
+    `reset_entire_store()`, yet was sent once a slot freed: the server created the item its caller
+    was told had been aborted (and queued reads were sent for nobody)."""
+    rec = Recorder()
+    ctrl = Controller(clock=clock, managers=[rec], max_concurrent_requests=1)
+    name = gates.name()
+    busy = asyncio.ensure_future(ctrl.fetch(gated, name=name))  # holds the only slot
+    await gates.arrived(name)
+    push = asyncio.ensure_future(ctrl.fetch(res.PlainTodo.get_list.push, {"title": "queued"}))
+    read = asyncio.ensure_future(ctrl.fetch(res.PlainTodo.get, id=2))
+    await rec.wait_for(lambda a: a.type == "fetch", count=3)  # both wait for the slot
+    ctrl.reset_entire_store()
+    for task in (busy, push, read):
+        with pytest.raises(ResetError):
+            await task
+    gates.open(name)
+    await other_tasks_done()
+    assert gets(api, "/todos", "POST") == [] and gets(api, "/todos/2") == []
+    assert ctrl.get_state()["endpoints"] == {}
     ctrl.close()
 
 

@@ -70,14 +70,15 @@ def read_response(
     cached = state.endpoints.get(key, MISSING)
     node = compile_schema(endpoint.schema)
     stale_invalid = bool(getattr(endpoint, "invalid_if_stale", False))
-    if cached is MISSING and node is not None:
-        detail = memo.query_detail(node, args, state)
-        not_found = not detail.found
-    elif node is None or not has_entities(node):
-        # the stored result of the endpoint's key is its data: what the endpoint returns
+    if node is None or not has_entities(node):
+        # the stored result of the endpoint's key is its data: what the endpoint returns. Checked
+        # first: a schema naming no entity has nothing in the store to answer a query from the args
         data: T | None = None if cached is MISSING else cached  # type: ignore[assignment]
         status = expiry_status(cached is MISSING, stale_invalid, meta)
         return Response(data, status, expires_at or 0), None
+    if cached is MISSING:
+        detail = memo.query_detail(node, args, state)
+        not_found = not detail.found
     else:
         detail = memo.denormalize_detail(node, cached, state.entities, args)
         not_found = False

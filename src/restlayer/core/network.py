@@ -8,7 +8,8 @@ starts a new request instead of inheriting the cancellation. A mutation
 it already, so its reply is stored (or its error rolls back its optimistic
 update) as if the caller still waited; only `close()` cancels it. A reset drops
 every in-flight request: its callers get `ResetError` and its late reply is
-never stored. Closing the controller gives every waiting caller `ClosedError`.
+never stored (`close()` still cancels it). Closing the controller gives every
+waiting caller `ClosedError`.
 
 At most `max_concurrent_requests` requests are on the wire at once; the others
 wait in start order for a free slot, so a burst never exhausts the HTTP
@@ -110,6 +111,7 @@ class NetworkManager(Manager):
         self.max_concurrent_requests = max_concurrent_requests
         self._by_key: dict[str, _Flight] = {}
         self._flights: set[_Flight] = set()
+        self._dropped: set[asyncio.Task[None]] = set()  # requests a reset dropped, running on until they end
         self._slots: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None  # where the last request started
         self._controller: Controller | None = None
@@ -201,18 +203,29 @@ class NetworkManager(Manager):
             self._slots = (loop, asyncio.Semaphore(self.max_concurrent_requests))
         return self._slots[1]
 
-    async def _send(self, action: act.Fetch) -> object:
-        """Call the endpoint once a request slot is free."""
+    async def _send(self, action: act.Fetch, flight: _Flight) -> object:
+        """Call the endpoint once a request slot is free, unless the request was dropped meanwhile."""
         slots = self._semaphore()
         if slots is None:
-            return await action.endpoint(*action.args)
+            return await self._call(action, flight)
         async with slots:
-            return await action.endpoint(*action.args)
+            return await self._call(action, flight)
+
+    @staticmethod
+    async def _call(action: act.Fetch, flight: _Flight) -> object:
+        """Send the request; nothing when a reset dropped it before it went out (the reply is unused).
+
+        Its callers were told it was aborted (`ResetError`): a mutation sent after that would
+        change the server behind their back, and a read would be sent for nobody.
+        """
+        if flight.dropped:
+            return None
+        return await action.endpoint(*action.args)
 
     async def _run(self, controller: Controller, action: act.Fetch, flight: _Flight) -> None:
         """Send the request, commit its outcome, then hand it to the callers."""
         try:
-            value = await self._send(action)
+            value = await self._send(action, flight)
         except asyncio.CancelledError:
             if not flight.dropped:
                 self._finish(flight)
@@ -260,9 +273,23 @@ class NetworkManager(Manager):
         for flight in flights:
             flight.dropped = True
             flight.settle(error=ResetError())
+            self._keep_dropped(flight.task)
+
+    def _keep_dropped(self, task: asyncio.Task[None] | None) -> None:
+        """Track a request a reset dropped until it ends, so that `cleanup()` still cancels it.
+
+        It leaves the flights (nobody may join it, its reply is never stored), yet it holds a
+        connection and a task: left untracked, it outlived the closed controller.
+        """
+        if task is not None and not task.done():
+            self._dropped.add(task)
+            task.add_done_callback(self._dropped.discard)
 
     def cleanup(self) -> None:
-        """Cancel every request in flight; their callers get `ClosedError`, their optimistic updates go."""
+        """Cancel every request in flight, and those a reset dropped; callers get `ClosedError`.
+
+        The optimistic updates of the requests in flight go with them.
+        """
         for flight in list(self._flights):
             flight.dropped = True
             if self._controller is not None and flight.action.optimistic:
@@ -272,3 +299,7 @@ class NetworkManager(Manager):
                 flight.task.cancel()  # a task of a closed loop never runs again: nothing to cancel
         self._flights.clear()
         self._by_key.clear()
+        for task in list(self._dropped):  # requests a reset dropped: nothing waits for them, they just stop
+            if not task.get_loop().is_closed():
+                task.cancel()
+        self._dropped.clear()
