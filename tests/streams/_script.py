@@ -6,6 +6,7 @@ message), drop the first connection after ``drop_after`` events (an SSE one in
 the middle of an event), and record the last id each connection asked for.
 ``GET /_stream/paced?key=K`` sends the bursts of tick events posted to
 ``/_stream/paced/burst?key=K``, each at its rate, paced by the server's clock.
+``GET /_stream/redirect?to=URL`` answers with a 302 redirect to ``URL``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from examples.todo_api.extras import redirect
 
 
 @dataclass
@@ -294,6 +297,7 @@ async def stalled(request: Request) -> Response:
 
 ROUTES: list[BaseRoute] = [
     Route("/_stream/sse", sse, methods=["GET"]),
+    Route("/_stream/redirect", redirect, methods=["GET"]),
     Route("/_stream/stalled", stalled, methods=["GET"]),
     WebSocketRoute("/_stream/ws", ws),
     WebSocketRoute("/_stream/gql", gql),

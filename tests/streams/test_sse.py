@@ -8,6 +8,7 @@ import logging
 import uuid
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -28,7 +29,7 @@ from restlayer import (
     SubscriptionManager,
     resource,
 )
-from restlayer.rest import aclose
+from restlayer.rest import aclose, configure_client
 from restlayer.streams import Backoff, Message, SSEStream, Stream, StreamManager, Writes
 from tests.streams._script import PACED, Script
 
@@ -358,6 +359,32 @@ async def test_a_redirect_the_client_does_not_follow_ends_the_stream_with_a_redi
             await asyncio.wait_for(stream.run(Controller()), timeout=10)
     assert (info.value.status, info.value.location) == (status, f"{script_server.url}/_stream/moved")
     assert played.resumed_from == [""] and delays.delays == [] and stream.closed
+
+
+@pytest.mark.parametrize("leaves_origin", [False, True])
+async def test_a_followed_redirect_sends_the_stream_and_configured_headers_only_while_on_the_origin(
+    api: LocalServer, script_server: LocalServer, script: ScriptFactory, leaves_origin: bool
+) -> None:
+    """The stream's own headers and what configure_client sends are for its API: a redirect keeps them on the
+    origin; once a hop leaves it (here to another port), that hop and every later one, even one coming back,
+    go without them. The stream's own Accept, Cache-Control and Last-Event-ID go everywhere."""
+    query, played = script([(1, "todos.updated", json.dumps({"id": 1, "title": "a"}))])
+    target = f"{script_server.url}/_stream/sse{query}"
+    if leaves_origin:  # to the API's origin, then back to the stream's
+        target = f"{api.url}/_test/redirect?to={quote(target)}"
+    url = f"{script_server.url}/_stream/redirect?to={quote(target)}"
+    configure_client(headers={"X-Api-Key": "secret"}, cookies={"sid": "abc"})
+    try:
+        stream = SSEStream(url, on={"todos.updated": Todo}, headers={"X-Own": "tok", "Last-Event-ID": "0"})
+        async with StreamManager(Controller(), [stream]):
+            await asyncio.wait_for(stream.until(lambda s: s.applied == 1), timeout=10)
+    finally:
+        configure_client()
+    sent = dict(played.sent_headers[0])
+    credentials = {name: sent.get(name) for name in ("x-own", "x-api-key", "cookie")}
+    kept = {"x-own": "tok", "x-api-key": "secret", "cookie": "sid=abc"}
+    assert credentials == ({name: None for name in kept} if leaves_origin else kept)
+    assert (sent["accept"], sent["cache-control"], sent["last-event-id"]) == ("text/event-stream", "no-store", "0")
 
 
 @pytest.mark.parametrize("status", [408, 429, 500, 503])

@@ -199,6 +199,34 @@ def configured_names(client: httpx.AsyncClient) -> frozenset[str]:
     return frozenset(names)
 
 
+def same_origin(a: httpx.URL, b: httpx.URL) -> bool:
+    """Same scheme, host and port (an implicit default port equals the explicit one)."""
+    return a.scheme == b.scheme and a.host == b.host and _port(a) == _port(b)
+
+
+def _port(url: httpx.URL) -> int | None:
+    return url.port or {"http": 80, "https": 443}.get(url.scheme)
+
+
+def carry_on_redirect(
+    request: httpx.Request, next_request: httpx.Request, own_names: frozenset[str] | set[str], left_origin: bool
+) -> bool:
+    """Apply the redirect rule to `next_request`, the hop after `request`; whether the redirect has left the origin.
+
+    `own_names` (lower case) are the headers the caller added for its API (its own, and `configured_names` on a
+    shared client): once a hop leaves the first origin, it and every later hop (even one coming back) goes
+    without them, where httpx would drop only Authorization. While on the origin they are kept, the Cookie
+    header included (httpx rebuilds a redirect's Cookie from the client's jar alone).
+    """
+    left_origin = left_origin or not same_origin(request.url, next_request.url)
+    if left_origin:
+        for name in own_names:
+            next_request.headers.pop(name, None)
+    elif "cookie" in own_names and "cookie" in request.headers:
+        next_request.headers["Cookie"] = request.headers["Cookie"]
+    return left_origin
+
+
 def get_client() -> httpx.AsyncClient:
     """The shared client of the running loop, created on first use."""
     global _last

@@ -33,7 +33,14 @@ from restlayer.errors import (
     StatusError,
 )
 from restlayer.rest._body import RequestParts
-from restlayer.rest._client import configured_names, get_client, hold, hold_until_closed, release
+from restlayer.rest._client import (
+    carry_on_redirect,
+    configured_names,
+    get_client,
+    hold,
+    hold_until_closed,
+    release,
+)
 from restlayer.rest._headers import TOKEN, check_headers, header_items, own_headers
 from restlayer.rest._parse import (
     ByteStream,
@@ -108,15 +115,6 @@ def _check_auth(auth: object, endpoint: str) -> None:
         f"{endpoint}: the request option auth must be an httpx.Auth, a function of the request, "
         f"a (user, password) tuple of str or None, not {auth!r}"
     )
-
-
-def _same_origin(a: httpx.URL, b: httpx.URL) -> bool:
-    """Same scheme, host and port (an implicit default port equals the explicit one)."""
-    return a.scheme == b.scheme and a.host == b.host and _port(a) == _port(b)
-
-
-def _port(url: httpx.URL) -> int | None:
-    return url.port or {"http": 80, "https": 443}.get(url.scheme)
 
 
 if TYPE_CHECKING:
@@ -711,13 +709,7 @@ class RestEndpoint(Generic[T_co, Params, Args]):
                     break
                 await response.aclose()
                 self._check_redirect(response, next_request)
-                left_origin = left_origin or not _same_origin(request.url, next_request.url)
-                if left_origin:
-                    for name in own_names:
-                        next_request.headers.pop(name, None)
-                elif "cookie" in own_names and "cookie" in request.headers:
-                    # httpx rebuilds the Cookie header of a redirect from the client's jar alone
-                    next_request.headers["Cookie"] = request.headers["Cookie"]
+                left_origin = carry_on_redirect(request, next_request, own_names, left_origin)
                 request = next_request
                 response = await self._send_once(client, request, None)
             else:

@@ -10,11 +10,11 @@ from contextlib import AbstractAsyncContextManager
 from typing import Final, cast
 
 import httpx
-from httpx_sse import EventSource, ServerSentEvent, aconnect_sse
+from httpx_sse import EventSource, ServerSentEvent
 
 from restlayer.errors import BodyTooLargeError, ClosedError, DecodeError, ParamError, RedirectError
 from restlayer.rest import get_client
-from restlayer.rest._client import hold, release
+from restlayer.rest._client import carry_on_redirect, configured_names, hold, release
 from restlayer.streams._stream import (
     DEFAULT_MAX_SIZE,
     Backoff,
@@ -41,9 +41,11 @@ MIN_SERVER_RETRY_MS = 100
 #: has no choice, and the label may be wrong), one leading byte order mark dropped, bytes that are no UTF-8
 #: replaced (`httpx` decodes its text with errors="replace").
 SSE_ENCODING: Final = "utf-8-sig"
-#: Headers `aconnect_sse` sets itself (an event stream, never cached), in lower case: one of `headers`
+#: Headers the stream sets itself (an event stream, never cached), in lower case: one of `headers`
 #: spelled otherwise would be sent as well, a second value for the server to pick from.
 _SET_BY_SSE: Final = frozenset({"accept", "cache-control"})
+#: The stream's protocol headers, in lower case: no credentials, so they go along a redirect to any origin.
+_PROTOCOL_HEADERS: Final = _SET_BY_SSE | {"last-event-id"}
 #: Headers that describe a request body, which the stream's GET never has: given, every connect fails.
 _BODY_HEADERS: Final = frozenset({"content-length", "transfer-encoding"})
 
@@ -59,7 +61,8 @@ class SSEStream(Stream):
     the reconnection time (at least 100 ms). A reply with status 204 stops the
     stream; one with a client error (401, 403, 404...; not 408, 425 or 429) ends
     it with a StatusError, as reconnecting would get the same; so does a redirect
-    the client does not follow, with a RedirectError; so does a successful reply that is no
+    the client does not follow, with a RedirectError (one it follows to another origin goes without `headers`
+    and, on the shared client, without what `configure_client` sends); so does a successful reply that is no
     `text/event-stream` (the wrong url, a login page), with a DecodeError naming its type. `client`: the
     `httpx.AsyncClient` to use (default: restlayer's shared one; `url` may be
     relative to its `base_url`; once it is closed the stream ends with ClosedError);
@@ -111,7 +114,7 @@ class SSEStream(Stream):
             await release(client)
 
     async def _read(self, client: httpx.AsyncClient) -> AsyncGenerator[Message | None, None]:
-        # `aconnect_sse` sets its own `Accept` and `Cache-Control`: one given in another spelling would go too
+        # The stream sets its own `Accept` and `Cache-Control`: one given in another spelling would go too
         headers: dict[str, str | bytes] = {
             name: value for name, value in self.headers.items() if name.lower() not in _SET_BY_SSE
         }
@@ -121,11 +124,10 @@ class SSEStream(Stream):
             # UTF-8 bytes, as browsers send it: a header given as text must be ASCII, so an id of other
             # characters would fail every reconnect
             headers["Last-Event-ID"] = self.last_event_id.encode()
+        headers["Accept"] = "text/event-stream"
+        headers["Cache-Control"] = "no-store"
         async with contextlib.AsyncExitStack() as stack:
-            source = await self._answered(
-                stack, aconnect_sse(client, "GET", self.url, headers=headers, timeout=self.timeout)
-            )
-            response = source.response
+            response = await self._answered(stack, self._connect(client, headers))
             if response.status_code == 204:
                 raise ServerStopped(f"{self.url} answered 204 No Content")
             if response.is_redirect or 300 <= response.status_code < 400:
@@ -148,9 +150,52 @@ class SSEStream(Stream):
                     self._forget_event_id()
                 yield self._message(sse)
 
+    @contextlib.asynccontextmanager
+    async def _connect(
+        self, client: httpx.AsyncClient, headers: dict[str, str | bytes]
+    ) -> AsyncIterator[httpx.Response]:
+        """The reply to the stream's GET (its body still to read), closed on exit; redirects followed as the
+        client's `follow_redirects` allows, by hand so that none takes the stream's credentials to another origin."""
+        build: Callable[..., httpx.Request] = client.build_request  # header values are text or UTF-8 bytes
+        request = build("GET", self.url, headers=headers, timeout=self.timeout)
+        response = await self._follow(client, request)
+        try:
+            yield response
+        finally:
+            await response.aclose()
+
+    async def _follow(self, client: httpx.AsyncClient, request: httpx.Request) -> httpx.Response:
+        """Send `request`, then each redirect `client` follows (at most its `max_redirects`); the last reply.
+
+        The stream's own headers, and on the shared client what `configure_client` sends (headers,
+        cookies), are for its API: the rule endpoints follow drops them once a hop leaves the origin,
+        where httpx would drop only Authorization. The protocol headers go along to every hop.
+        """
+        own_names = {name.lower() for name in self.headers}
+        if self.client is None:
+            own_names |= configured_names(client)
+        own_names -= _PROTOCOL_HEADERS
+        response = await client.send(request, stream=True, follow_redirects=False)
+        left_origin = False
+        try:
+            for _ in range(client.max_redirects):
+                next_request = response.next_request
+                if not client.follow_redirects or next_request is None:
+                    return response
+                await response.aclose()
+                left_origin = carry_on_redirect(request, next_request, own_names, left_origin)
+                request = next_request
+                response = await client.send(request, stream=True, follow_redirects=False)
+            if client.follow_redirects and response.next_request is not None:
+                raise httpx.TooManyRedirects(f"{self.url}: more than {client.max_redirects} redirects", request=request)
+            return response
+        except BaseException:
+            await response.aclose()
+            raise
+
     async def _answered(
-        self, stack: contextlib.AsyncExitStack, connecting: AbstractAsyncContextManager[EventSource]
-    ) -> EventSource:
+        self, stack: contextlib.AsyncExitStack, connecting: AbstractAsyncContextManager[httpx.Response]
+    ) -> httpx.Response:
         """`connecting` entered on `stack` once the reply's head arrived: within the connect timeout (if any).
 
         The read timeout is off for a stream that is quiet while nothing changes, so without this a
