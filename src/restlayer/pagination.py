@@ -25,6 +25,7 @@ import httpx
 
 from restlayer._typing import T, T_co
 from restlayer.errors import ParamError, RestLayerError
+from restlayer.rest.endpoint import url_params_and_body
 
 if TYPE_CHECKING:
     from restlayer.core import Controller
@@ -149,10 +150,10 @@ def _request_of(endpoint: RestEndpoint[object, ...], params: Mapping[str, object
 
     Not `key()`: a `get_page` (or any endpoint with `remove_cursor`) leaves the cursor
     out of its key on purpose, so every page of one list shares a key. The body counts as the
-    endpoint splits the call (`_split`): a GraphQL page is named by its variables, sent in the body
+    endpoint splits the call: a GraphQL page is named by its variables, sent in the body
     to one URL for every page, so the URL alone took each next page for the first one again.
     """
-    url_params, body = endpoint._split((params,))
+    url_params, body = url_params_and_body(endpoint, (params,))
     request = f"{endpoint.method} {endpoint.url(url_params)}"
     return request if body is None else f"{request} {_body_text(body)}"
 

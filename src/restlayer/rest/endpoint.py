@@ -1007,6 +1007,15 @@ _SYNC_HOOKS: Final = (
 )  # fmt: skip
 
 
+def url_params_and_body(endpoint: RestEndpoint[object, ...], args: tuple[object, ...]) -> tuple[object, object]:
+    """`(URL params, request body)` that `endpoint` makes of canonical call arguments `args`.
+
+    For collaborators that must tell requests apart as they are sent (a GraphQL page
+    differs from the next only in its variables, which go in the body).
+    """
+    return endpoint._split(args)
+
+
 def _guarded(endpoint: str, hook: str, function: Callable[..., object]) -> Callable[..., str]:
     """`function` (the endpoint's `hook`), raising a RestLayerError naming both instead of any other error,
     and a ParamError when it returns no str (a key of None would be stored, a URL of 5 sent)."""
