@@ -46,6 +46,19 @@ def old_store() -> Any:
 
 
 # ----- 4.1 pk ------------------------------------------------------------------------------
+def test_field_names_are_the_fields_in_declaration_order() -> None:
+    class Note(Entity):
+        id: int = 0
+        body: str = ""
+        tags: list[str] = []
+
+    class Pinned(Note):
+        pinned: bool = False
+
+    assert Note.field_names() == ("id", "body", "tags")
+    assert Pinned.field_names() == ("id", "body", "tags", "pinned")
+
+
 def test_pk_is_text_of_id() -> None:
     assert normalize(Todo, {"id": 1}).result == "1"
     assert normalize(Todo, {"id": "abc"}).result == "abc"

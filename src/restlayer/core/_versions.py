@@ -38,7 +38,7 @@ def _shape(schema: object, active: tuple[int, ...]) -> object:
     inner = (*active, id(schema))
     if isinstance(schema, type) and issubclass(schema, Entity):
         members = {str(name): _shape(member, inner) for name, member in schema.schema.items()}
-        return ["entity", schema.key, sorted(schema._defaults), members]
+        return ["entity", schema.key, sorted(schema.field_names()), members]
     if isinstance(schema, Mapping):
         return ["object", {str(name): _shape(member, inner) for name, member in schema.items()}]
     if isinstance(schema, (list, tuple)):
@@ -69,7 +69,7 @@ def schema_fingerprint(schema: object) -> str:
 
 
 #: schema id -> (the schema, the signature of the classes it reaches, its row keys' fingerprints, its own)
-_DESCRIBED: dict[int, tuple[object, tuple[tuple[int, int, int], ...], dict[str, str], str]] = {}
+_DESCRIBED: dict[int, tuple[object, tuple[tuple[int, int, tuple[str, ...]], ...], dict[str, str], str]] = {}
 _DESCRIBED_MAX = 1024
 
 
@@ -81,7 +81,7 @@ def _described(schema: object) -> tuple[dict[str, str], str]:
     `schema` assigned after the class was made, as cycles are, makes another fingerprint).
     """
     owners = list(_owners(schema, set()))
-    signature = tuple((id(o), id(getattr(o, "schema", None)), id(getattr(o, "_defaults", None))) for o in owners)
+    signature = tuple((id(o), id(getattr(o, "schema", None)), _field_names(o)) for o in owners)
     found = _DESCRIBED.get(id(schema))
     if found is not None and found[0] is schema and found[1] == signature:
         return found[2], found[3]
@@ -95,6 +95,11 @@ def _described(schema: object) -> tuple[dict[str, str], str]:
         _DESCRIBED.clear()
     _DESCRIBED[id(schema)] = (schema, signature, keys, own)
     return keys, own
+
+
+def _field_names(owner: object) -> tuple[str, ...]:
+    """An entity class's field names (a collection has none)."""
+    return owner.field_names() if isinstance(owner, type) and issubclass(owner, Entity) else ()
 
 
 def _owners(schema: object, seen: set[int]) -> Iterator[object]:

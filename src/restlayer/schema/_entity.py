@@ -365,6 +365,11 @@ class Entity:
         return built
 
     @classmethod
+    def field_names(cls) -> tuple[str, ...]:
+        """The names of the class's fields (its annotated attributes with defaults), in declaration order."""
+        return tuple(cls._defaults)
+
+    @classmethod
     def has_entities(cls) -> bool:
         """An entity is stored in the entity tables: reads of it always denormalize."""
         return True
