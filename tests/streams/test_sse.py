@@ -361,6 +361,23 @@ async def test_a_redirect_the_client_does_not_follow_ends_the_stream_with_a_redi
     assert played.resumed_from == [""] and delays.delays == [] and stream.closed
 
 
+async def test_more_redirects_than_the_client_follows_end_the_stream_instead_of_retrying(
+    script_server: LocalServer, script: ScriptFactory
+) -> None:
+    """A loop, or a chain longer than max_redirects, is sent again at every reconnect: one try, then RedirectError."""
+    query, played = script([(1, "todos.updated", json.dumps({"id": 1, "title": "a"}))])
+    target = f"{script_server.url}/_stream/sse{query}"
+    for _ in range(2):
+        target = f"{script_server.url}/_stream/redirect?to={quote(target)}"
+    delays = Delays()
+    async with httpx.AsyncClient(follow_redirects=True, max_redirects=1) as client:
+        stream = SSEStream(target, on={"todos.updated": Todo}, client=client, backoff=fast(delays))
+        with pytest.raises(RedirectError, match="more than 1 redirects") as info:
+            await asyncio.wait_for(stream.run(Controller()), timeout=10)
+    assert info.value.location.startswith(f"{script_server.url}/_stream/sse")
+    assert played.resumed_from == [] and delays.delays == [] and stream.closed
+
+
 @pytest.mark.parametrize("leaves_origin", [False, True])
 async def test_a_followed_redirect_sends_the_stream_and_configured_headers_only_while_on_the_origin(
     api: LocalServer, script_server: LocalServer, script: ScriptFactory, leaves_origin: bool

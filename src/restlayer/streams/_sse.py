@@ -187,7 +187,14 @@ class SSEStream(Stream):
                 request = next_request
                 response = await client.send(request, stream=True, follow_redirects=False)
             if client.follow_redirects and response.next_request is not None:
-                raise httpx.TooManyRedirects(f"{self.url}: more than {client.max_redirects} redirects", request=request)
+                # A loop (or too long a chain) is sent again at each reconnect: it ends the stream, not retried
+                raise RedirectError(
+                    f"stream {self.url}: more than {client.max_redirects} redirects (the last to "
+                    f"{response.next_request.url}): use the final url, or a client with a higher max_redirects",
+                    status=response.status_code,
+                    location=str(response.next_request.url),
+                    response=response,
+                )
             return response
         except BaseException:
             await response.aclose()
