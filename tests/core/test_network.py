@@ -146,6 +146,23 @@ async def test_raising_error_policy_reaches_the_caller_and_the_fetch_error_is_st
     assert isinstance(stored, NetworkError) and stored.status == 404
 
 
+async def test_an_error_policy_returning_another_word_than_soft_is_a_rest_layer_error_naming_it(
+    ctrl: Controller, res: Any
+) -> None:
+    """ "Soft" (or any other word) silently counted as hard: the stored data was hidden behind the error."""
+
+    def misspelled(error: BaseException) -> str | None:
+        return "Soft"
+
+    ep = res.status.extend(error_policy=misspelled)
+    with pytest.raises(
+        RestLayerError, match=r"error_policy .*misspelled.* returned 'Soft': it must return 'soft' or None"
+    ):
+        await asyncio.wait_for(ctrl.fetch(ep, code=404), 10)
+    stored = ctrl.get_error(ep, code=404)
+    assert isinstance(stored, NetworkError) and stored.status == 404
+
+
 async def test_requests_beyond_the_limit_wait_for_a_free_slot(gated: Any, gates: Gates) -> None:
     ctrl = Controller(max_concurrent_requests=2)
     names = gates.group(5)

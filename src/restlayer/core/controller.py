@@ -134,16 +134,24 @@ def _run_policy(
     """
     if policy is None:
         return None, None
+    label = getattr(policy, "__qualname__", repr(policy))
     try:
-        return policy(error), None
+        decided = policy(error)
     except Exception as exc:
-        label = getattr(policy, "__qualname__", repr(policy))
         failure = RestLayerError(
             f"error_policy {label} of {name} raised {type(exc).__name__}: {exc} "
             f"(while handling {type(error).__name__}: {error})"
         )
         failure.__cause__ = exc
         return None, failure
+    if decided is not None and decided != "soft":  # "Soft" or "keep" would silently count as hard
+        failure = RestLayerError(
+            f"error_policy {label} of {name} returned {decided!r}: it must return 'soft' or None "
+            f"(while handling {type(error).__name__}: {error})"
+        )
+        failure.__cause__ = error
+        return None, failure
+    return decided, None
 
 
 def _read_once(value: object) -> bool:
