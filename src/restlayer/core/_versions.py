@@ -151,6 +151,9 @@ def unversioned(store_key: str) -> tuple[str, str] | None:
     return key, fp
 
 
+_PENDING_MAX = 1024
+
+
 class Known:
     """The fingerprints of the schemas this process defines: rows under any other are another version's.
 
@@ -160,25 +163,45 @@ class Known:
     """
 
     def __init__(self) -> None:
-        self.rows: dict[str, set[str]] = {}
-        self.endpoints: set[str] = set()
+        self._rows: dict[str, set[str]] = {}
+        self._endpoints: set[str] = set()
         self._classes = 0  # entity classes seen by the last scan
+        # Schemas of endpoints made since the last look (by id), described only when a shared store asks:
+        # making an endpoint stays cheap for every program, including those that share nothing.
+        self._pending: dict[int, object] = {}
+
+    def defer(self, schema: object) -> None:
+        """Remember `schema` (an endpoint's, when it is made) to be noted at the next question.
+
+        Past `_PENDING_MAX` waiting (endpoints made on the fly), they are noted at once: the
+        registry then holds fingerprints, bounded by the program's schema shapes, not schemas.
+        """
+        self._pending[id(schema)] = schema
+        if len(self._pending) >= _PENDING_MAX:
+            self._note_pending()
 
     def note(self, schema: object) -> str:
         """Record `schema` (an endpoint's) and every row key it stores; its fingerprint."""
         keys, fp = _described(schema)
         for key, owned in keys.items():
-            self.rows.setdefault(key, set()).add(owned)
-        self.endpoints.add(fp)
+            self._rows.setdefault(key, set()).add(owned)
+        self._endpoints.add(fp)
         return fp
+
+    @property
+    def endpoints(self) -> set[str]:
+        """The fingerprints of every endpoint schema this process defines."""
+        self._note_pending()
+        return self._endpoints
 
     def row(self, store_key: str) -> str | None:
         """The local entity key of a stored row's key, or None when another version (or program) wrote it."""
         parsed = unversioned(store_key)
         if parsed is None:
             return None
+        self._note_pending()
         key, fp = parsed
-        if fp not in self.rows.get(key, ()) and not self._scanned(key, fp):
+        if fp not in self._rows.get(key, ()) and not self._scanned(key, fp):
             return None
         return key
 
@@ -186,6 +209,16 @@ class Known:
         """The local endpoint key of a stored endpoint key, or None when another version (or program) wrote it."""
         parsed = unversioned(store_key)
         return None if parsed is None or parsed[1] not in self.endpoints else parsed[0]
+
+    def _note_pending(self) -> None:
+        """Note the schemas deferred since the last question (one that cannot be described is skipped:
+        its rows are only read through, never taken from the store)."""
+        while self._pending:
+            _, schema = self._pending.popitem()
+            try:
+                self.note(schema)
+            except Exception:
+                continue
 
     def _scanned(self, key: str, fp: str) -> bool:
         """Whether an entity class defined since the last look (or changed) stores `key` rows under `fp`."""
@@ -195,8 +228,8 @@ class Known:
         self._classes = len(classes)
         for cls in classes:
             for owned, owned_fp in row_keys(cls).items():
-                self.rows.setdefault(owned, set()).add(owned_fp)
-        return fp in self.rows.get(key, ())
+                self._rows.setdefault(owned, set()).add(owned_fp)
+        return fp in self._rows.get(key, ())
 
 
 def _subclasses(cls: type[Entity]) -> Iterator[type[Entity]]:
@@ -212,10 +245,7 @@ KNOWN = Known()
 
 def note_endpoint(schema: object) -> None:
     """Called when an endpoint is made: its schema's rows, stored by another run, are this version's."""
-    try:
-        KNOWN.note(schema)
-    except Exception:  # a schema that cannot be described: its rows are only read through, never taken
-        return
+    KNOWN.defer(schema)
 
 
 __all__ = [
