@@ -23,10 +23,9 @@ from examples.redis_server import RedisServer, free_port
 from restlayer.core import Controller, SharedManager
 from restlayer.errors import ClosedError, ParamError, ResetError, SharedStoreError, StatusError
 from restlayer.rest import RestEndpoint, resource
-from restlayer.schema import Entity
 from restlayer.stores import RedisStore
 from tests.core._models import Clock, Todo, gets
-from tests.shared._keys import endpoint_store_key, row_store_key
+from tests.shared._keys import Todo2, endpoint_store_key, row_store_key
 
 Make = Callable[..., Controller]
 
@@ -1181,23 +1180,6 @@ async def test_a_subscription_that_dies_silently_is_noticed_and_rejoined(
         reader.close()
         await shared(reader).wait_closed()
         await proxy.close()
-
-
-class Todo2(Entity):
-    """The next version of the example API's Todo: `title` is read as `headline`."""
-
-    key = "Todo"
-    id: int | None = None
-    userId: int = 1
-    headline: str = ""
-    completed: bool = False
-
-    @classmethod
-    def process(cls, value: Any, parent: Any, key: Any, args: Any) -> Any:
-        value = dict(value)
-        if "title" in value:
-            value["headline"] = value.pop("title")
-        return value
 
 
 async def test_an_edit_by_another_version_of_an_entity_is_not_merged_into_this_versions_rows(

@@ -21,10 +21,9 @@ import pytest
 from restlayer.core import Controller, SharedManager, Write
 from restlayer.errors import ParamError
 from restlayer.rest import RestEndpoint, resource
-from restlayer.schema import Entity
 from restlayer.stores import SQLiteStore
 from tests.core._models import Clock, Todo, gets
-from tests.shared._keys import endpoint_store_key, row_store_key
+from tests.shared._keys import Todo2, endpoint_store_key, row_store_key
 
 
 async def run(path: Path, work: Any) -> Any:
@@ -603,23 +602,6 @@ async def test_a_read_only_file_without_restlayers_tables_reads_as_empty(
         todos = await run(path, fetch)
     assert [todo.id for todo in todos] == [1, 2]
     assert "refused a write" in caplog.text and "unreachable" not in caplog.text
-
-
-class Todo2(Entity):
-    """The next version of the example API's Todo: `title` is read as `headline`."""
-
-    key = "Todo"
-    id: int | None = None
-    userId: int = 1
-    headline: str = ""
-    completed: bool = False
-
-    @classmethod
-    def process(cls, value: Any, parent: Any, key: Any, args: Any) -> Any:
-        value = dict(value)
-        if "title" in value:
-            value["headline"] = value.pop("title")
-        return value
 
 
 #: A run of the previous version of the program: a Todo with an `owner` field (no class here has that shape).

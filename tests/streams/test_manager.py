@@ -41,6 +41,20 @@ def event(n: int) -> tuple[int, str, str]:
     return (n, "todos.updated", json.dumps({"id": n, "title": f"t{n}"}))
 
 
+def ws_of(server: LocalServer, query: str) -> WebSocketStream:
+    """A WebSocket stream of the script server's scripted events, resuming after the last event id."""
+    return WebSocketStream(
+        f"{server.url.replace('http://', 'ws://')}/_stream/ws{query}",
+        on={"todos.updated": Todo},
+        on_open=lambda last: [{"lastEventId": last}],
+    )
+
+
+def sse_and_ws(server: LocalServer, query: str) -> tuple[SSEStream, WebSocketStream]:
+    """One SSE and one WebSocket stream of the same scripted events."""
+    return SSEStream(f"{server.url}/_stream/sse{query}", on={"todos.updated": Todo}), ws_of(server, query)
+
+
 def test_only_streams_are_managed_and_only_once() -> None:
     manager = StreamManager(Controller())
     with pytest.raises(RestLayerError, match="needs a Stream"):
@@ -319,12 +333,7 @@ async def test_aclose_after_controller_close_waits_until_the_streams_are_closed(
     script_server: LocalServer, script: ScriptFactory
 ) -> None:
     query, _ = script([event(1)])
-    sse = SSEStream(f"{script_server.url}/_stream/sse{query}", on={"todos.updated": Todo})
-    ws = WebSocketStream(
-        f"{script_server.url.replace('http://', 'ws://')}/_stream/ws{query}",
-        on={"todos.updated": Todo},
-        on_open=lambda last: [{"lastEventId": last}],
-    )
+    sse, ws = sse_and_ws(script_server, query)
     manager = StreamManager(streams=[sse, ws])
     ctrl = Controller(managers=[manager])
     async with manager:
@@ -341,12 +350,7 @@ async def test_a_second_aclose_while_one_is_under_way_returns_only_once_the_stre
 ) -> None:
     """Two owners closing one manager at once: the second returned at once, its streams still running."""
     query, _ = script([event(1)])
-    sse = SSEStream(f"{script_server.url}/_stream/sse{query}", on={"todos.updated": Todo})
-    ws = WebSocketStream(
-        f"{script_server.url.replace('http://', 'ws://')}/_stream/ws{query}",
-        on={"todos.updated": Todo},
-        on_open=lambda last: [{"lastEventId": last}],
-    )
+    sse, ws = sse_and_ws(script_server, query)
     manager = StreamManager(Controller(), [sse, ws])
     manager.start()
     await sse.until(lambda s: s.applied == 1)
@@ -462,11 +466,7 @@ async def test_start_again_restarts_a_stream_that_was_refused_and_leaves_no_task
 ) -> None:
     """Refused (say, an expired token): once mended, `start()` connects it again, as it connects every stream."""
     query, played = script([event(1)], refuse_code=4401)
-    stream = WebSocketStream(
-        f"{script_server.url.replace('http://', 'ws://')}/_stream/ws{query}",
-        on={"todos.updated": Todo},
-        on_open=lambda last: [{"lastEventId": last}],
-    )
+    stream = ws_of(script_server, query)
     ctrl = Controller()
     async with StreamManager(ctrl, [stream]) as manager:
         await stream.until(lambda s: s.closed and s.connects == 1)
