@@ -25,6 +25,16 @@ class Todo(Entity):
     completed: bool = False
 
 
+class Picky(Todo):
+    """A todo whose hooks cannot build one titled "BOOM" (reading it raises)."""
+
+    @classmethod
+    def from_json(cls, data: Any) -> Any:
+        if data.get("title") == "BOOM":
+            raise ValueError("no todo may be titled BOOM")
+        return super().from_json(data)
+
+
 class Clock:
     """A settable clock in ms for expiry tests."""
 

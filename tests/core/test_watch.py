@@ -7,7 +7,7 @@ from typing import Any
 from restlayer.core import Controller, GCPolicy
 from restlayer.rest import RestEndpoint
 from restlayer.schema import All, Invalidate
-from tests.core._models import Clock, Todo, User
+from tests.core._models import Clock, Picky, Todo, User
 
 PREFIX = "http://127.0.0.1:9"  # nothing is fetched: the store is written directly
 
@@ -145,16 +145,6 @@ def test_a_watcher_is_called_with_none_once_its_data_is_gone(ctrl: Controller) -
     ctrl.reset_entire_store()
     assert items == [None]
     assert lists == [[], None]
-
-
-class Picky(Todo):
-    """A todo whose hooks cannot build one titled "BOOM" (reading it raises)."""
-
-    @classmethod
-    def from_json(cls, data: Any) -> Any:
-        if data.get("title") == "BOOM":
-            raise ValueError("no todo may be titled BOOM")
-        return super().from_json(data)
 
 
 def test_watch_response_is_told_once_that_its_call_no_longer_reads(ctrl: Controller) -> None:

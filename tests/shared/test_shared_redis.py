@@ -986,15 +986,20 @@ async def test_fleets_in_two_databases_of_one_server_do_not_merge_each_others_ro
             await shared(ctrl).wait_closed()
 
 
+async def configure_redis(url: str, name: str, value: str) -> None:
+    """Set one configuration option of the (private) Redis server at `url`."""
+    admin = aioredis.Redis.from_url(url)
+    try:
+        await admin.config_set(name, value)
+    finally:
+        await admin.aclose()
+
+
 async def test_a_write_redis_drops_the_connection_for_is_not_retried_for_good(
     private_redis: RedisServer, make: Make, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Kept and sent again at each rejoin, it would take the store offline for good, holding back the rest."""
-    admin = aioredis.Redis.from_url(private_redis.url)
-    try:
-        await admin.config_set("client-query-buffer-limit", "1mb")  # Redis closes the connection of a larger call
-    finally:
-        await admin.aclose()
+    await configure_redis(private_redis.url, "client-query-buffer-limit", "1mb")  # it closes a larger call's connection
     writer, reader = make(private_redis.url), make(private_redis.url)
     await started(writer, reader)
     with caplog.at_level(logging.WARNING, logger="restlayer.shared"):
@@ -1009,11 +1014,7 @@ async def test_a_value_larger_than_redis_lets_a_subscriber_buffer_reaches_the_fl
 ) -> None:
     """Announced whole, it made Redis disconnect every subscriber: the whole fleet went offline, expired its
     data, and missed what was announced while it reconnected (32 MB by default; 1 MB here)."""
-    admin = aioredis.Redis.from_url(private_redis.url)
-    try:
-        await admin.config_set("client-output-buffer-limit", "pubsub 1mb 1mb 60")
-    finally:
-        await admin.aclose()
+    await configure_redis(private_redis.url, "client-output-buffer-limit", "pubsub 1mb 1mb 60")
     writer, reader = make(private_redis.url), make(private_redis.url)
     await started(writer, reader)
     with caplog.at_level(logging.WARNING, logger="restlayer.shared"):
@@ -1042,11 +1043,7 @@ async def test_a_redis_failing_every_write_is_reconnected_with_a_growing_pause(
     private_redis: RedisServer, namespace: str
 ) -> None:
     """Each failed write reconnected at once (about 20 times a second), expiring the local data at every rejoin."""
-    admin = aioredis.Redis.from_url(private_redis.url)
-    try:
-        await admin.config_set("client-query-buffer-limit", "1mb")  # Redis closes the connection of a larger call
-    finally:
-        await admin.aclose()
+    await configure_redis(private_redis.url, "client-query-buffer-limit", "1mb")  # it closes a larger call's connection
     store = _CountedOpens(private_redis.url, namespace=namespace)
     manager = SharedManager(store)
     ctrl = Controller(shared=manager)

@@ -37,7 +37,7 @@ from restlayer.solara import (
 )
 from restlayer.sync import Controller
 from tests._present import present
-from tests.core._models import Todo
+from tests.core._models import Picky, Todo
 from tests.ui.conftest import Seen
 
 
@@ -353,16 +353,6 @@ def test_dle_of_data_stale_at_once_fetches_it_once_per_read_not_in_a_loop(mount:
     more = httpx.get(f"{api.url}/_test/gate/{name}/arrivals", params={"count": 2, "ms": 300}, timeout=15)
     assert more.json() == {"arrivals": 1}
     rc.close()
-
-
-class Picky(Todo):
-    """A todo whose hooks cannot build one titled "BOOM" (reading it raises)."""
-
-    @classmethod
-    def from_json(cls, data: Any) -> Any:
-        if data.get("title") == "BOOM":
-            raise ValueError("no todo may be titled BOOM")
-        return super().from_json(data)
 
 
 def test_a_shown_item_that_can_no_longer_be_read_shows_the_error(
